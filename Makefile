@@ -1,0 +1,45 @@
+# Samsa — see README.md. Every tool a test needs is installed from here, never by hand.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test test-fast lint bench chaos clean compat-deps
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(PIP) install -q -e '.[test,lint]'
+	touch $@
+
+run: $(STAMP)
+	$(VENV)/bin/samsa serve --data-dir ./samsa-data --listen 127.0.0.1:9092
+
+# compat.mk (owned by compat-tests/) defines compat-deps: kcat, kafkajs, the Java client and the
+# Kafka 4.1.2 jars from Maven Central.
+include compat-tests/compat.mk
+
+test: $(TEST_STAMP) compat-deps
+	$(PY) -m pytest -q -p no:cacheprovider tests compat-tests
+
+test-fast: $(TEST_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check kproto storage raft broker tests compat-tests bench
+	$(VENV)/bin/mypy
+
+bench: $(TEST_STAMP) compat-deps
+	$(PY) -m bench
+
+chaos: $(TEST_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/chaos --chaos-long
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+# Installs what compat tests need. Filled in by the compat-tests work.
+compat-deps:
+	@true
