@@ -1,3 +1,44 @@
-# Installs what compat tests need. Filled in by the compat-tests work.
-compat-deps:
-	@true
+# Installs what compat tests need (included by the top-level Makefile; run from the repo root).
+# Every target is idempotent and returns at once when its stamp is newer than its inputs:
+#   - Apache Kafka 4.1.2 jars from Maven Central -> compat-tests/oracle/lib  (the reference broker)
+#   - kcat (Debian package), only if `kcat` is not on PATH
+#   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
+#   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
+COMPAT_DIR := compat-tests
+COMPAT_MVN := mvn -q -B -Dstyle.color=never
+COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
+ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-4.1.2
+NODE_STAMP := $(COMPAT_DIR)/node/node_modules/.stamp
+JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp
+
+.PHONY: compat-deps compat-oracle compat-kcat compat-node compat-java
+
+compat-deps: compat-oracle compat-kcat compat-node compat-java
+
+compat-oracle: $(ORACLE_STAMP)
+
+# Downloaded into lib.tmp and renamed, so an interrupted download never looks complete.
+$(ORACLE_STAMP): $(COMPAT_DIR)/oracle/pom.xml
+	rm -rf $(ORACLE_LIB).tmp
+	cd $(COMPAT_DIR)/oracle && $(COMPAT_MVN) dependency:copy-dependencies -DoutputDirectory=lib.tmp
+	rm -rf $(ORACLE_LIB) && mv $(ORACLE_LIB).tmp $(ORACLE_LIB)
+	touch $@
+
+compat-kcat:
+	@command -v kcat >/dev/null 2>&1 || { \
+	  $(COMPAT_SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(COMPAT_SUDO) apt-get install -y -q kcat; }
+
+compat-node: $(NODE_STAMP)
+
+$(NODE_STAMP): $(COMPAT_DIR)/node/package.json $(COMPAT_DIR)/node/package-lock.json
+	cd $(COMPAT_DIR)/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+compat-java: $(JAVA_STAMP)
+
+$(JAVA_STAMP): $(COMPAT_DIR)/java/pom.xml $(wildcard $(COMPAT_DIR)/java/src/main/java/*.java)
+	cd $(COMPAT_DIR)/java && $(COMPAT_MVN) package dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=target/lib
+	touch $@
