@@ -1,0 +1,79 @@
+"""One module per Kafka API; this table maps api_key to its handler and the versions it implements.
+
+ApiVersions advertises exactly this table, so a version appears here only when its handler works.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.serial import entity_writer
+
+from broker.handlers import (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import RequestHeader, response_class, response_header_version
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    min_version: int
+    max_version: int
+    handler: Callable[..., Any]
+
+
+HANDLERS: dict[int, Api] = {
+    api.key: api
+    for api in (
+        Api(0, 3, 12, produce.handle_produce),
+        Api(1, 4, 17, fetch.handle_fetch),
+        Api(2, 1, 10, list_offsets.handle_list_offsets),
+        Api(3, 0, 13, metadata.handle_metadata),
+        Api(18, 0, 4, api_versions.handle_api_versions),
+        Api(19, 2, 7, create_topics.handle_create_topics),
+        Api(20, 1, 6, delete_topics.handle_delete_topics),
+        Api(21, 0, 2, delete_records.handle_delete_records),
+        Api(23, 2, 4, offset_for_leader_epoch.handle_offset_for_leader_epoch),
+        Api(32, 1, 4, describe_configs.handle_describe_configs),
+        Api(33, 0, 2, alter_configs.handle_alter_configs),
+        Api(37, 0, 3, create_partitions.handle_create_partitions),
+        Api(44, 0, 1, alter_configs.handle_incremental_alter_configs),
+        Api(60, 0, 1, describe_cluster.handle_describe_cluster),
+    )
+}
+
+api_versions.set_supported(
+    lambda: [(a.key, a.min_version, a.max_version) for a in sorted(HANDLERS.values(), key=lambda a: a.key)]
+)
+
+
+def api_versions_v0_fallback(header: RequestHeader) -> bytes:
+    """KIP-511: an ApiVersions request of a version we don't know gets a v0 response with error 35."""
+    cls = response_class(18, 0)
+    body = build(cls, {"error_code": ErrorCode.unsupported_version, "api_keys": api_versions.api_keys()})
+    out = io.BytesIO()
+    out.write(b"\0\0\0\0")
+    assert response_header_version(18, 0) == 0
+    out.write(header.correlation_id.to_bytes(4, "big", signed=True))
+    entity_writer(cls)(out, body)
+    data = bytearray(out.getvalue())
+    data[0:4] = (len(data) - 4).to_bytes(4, "big")
+    return bytes(data)

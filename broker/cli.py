@@ -1,0 +1,123 @@
+"""The `samsa` command line: `serve` runs a broker; `topics`, `produce` and `consume` talk to any broker."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from broker.config import BrokerConfig, read_properties
+
+
+def _host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        return text, default_port
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    overrides: dict[str, str] = {}
+    if args.config:
+        overrides.update(read_properties(Path(args.config)))
+    for item in args.override or ():
+        key, _, value = item.partition("=")
+        overrides[key.strip()] = value.strip()
+    listen = args.listen
+    if listen is None:
+        listen = "127.0.0.1:9092"
+        for key in ("listeners",):
+            if key in overrides:
+                first = overrides[key].split(",")[0]
+                listen = first.split("://", 1)[-1]
+    host, port = _host_port(listen)
+    advertise = args.advertise
+    if advertise is None and "advertised.listeners" in overrides:
+        advertise = overrides["advertised.listeners"].split(",")[0].split("://", 1)[-1]
+    adv_host, adv_port = _host_port(advertise, port) if advertise else (host if host != "0.0.0.0" else "127.0.0.1",
+                                                                      port)
+    data_dir = args.data_dir
+    if data_dir is None:
+        data_dir = overrides.get("log.dirs", overrides.get("log.dir", "./samsa-data")).split(",")[0]
+    if getattr(args, "node_id", None) is not None:
+        overrides["node.id"] = str(args.node_id)
+    return BrokerConfig(
+        overrides=overrides, listen_host=host, listen_port=port, advertised_host=adv_host,
+        advertised_port=adv_port, data_dir=Path(data_dir),
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from broker.broker import Broker
+    from broker.server import serve
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    log = logging.getLogger("samsa")
+    config = broker_config_from_args(args)
+    started = time.monotonic()
+    broker = Broker(config)
+
+    async def main() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def ready(port: int) -> None:
+                    log.info("Samsa broker %d ready on %s:%d (advertised %s:%d) in %.2f s; data in %s",
+                             broker.node_id, config.listen_host, port, config.advertised_host,
+                             config.advertised_port, time.monotonic() - started, config.data_dir)
+
+                tg.start_soon(lambda: serve(broker, config.listen_host, config.listen_port, started=ready))
+                async for signum in signals:
+                    log.info("received %s, shutting down", signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    break
+
+    backend_options = {}
+    try:
+        import uvloop  # noqa: F401
+
+        backend_options["use_uvloop"] = True
+    except ImportError:
+        pass
+    try:
+        anyio.run(main, backend="asyncio", backend_options=backend_options)
+    finally:
+        broker.checkpoint()
+        broker.close()
+        log.info("shut down cleanly")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="samsa", description="Samsa, a Kafka-compatible broker in Python")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve_p = sub.add_parser("serve", help="run a broker")
+    serve_p.add_argument("--data-dir", default=None, help="data directory (default ./samsa-data)")
+    serve_p.add_argument("--listen", default=None, help="HOST:PORT to listen on (default 127.0.0.1:9092)")
+    serve_p.add_argument("--advertise", default=None, help="HOST:PORT clients should connect to")
+    serve_p.add_argument("--config", default=None, help="a Kafka server.properties file")
+    serve_p.add_argument("--override", action="append", help="KEY=VALUE, like kafka-server-start --override")
+    serve_p.add_argument("--node-id", type=int, default=None)
+    serve_p.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
+    serve_p.set_defaults(func=cmd_serve)
+
+    from broker import tools
+
+    tools.add_commands(sub)
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

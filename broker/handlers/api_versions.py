@@ -1,0 +1,47 @@
+"""ApiVersions (key 18), v0-v4.
+
+v1 adds throttle_time; v3 is flexible and adds client_software_name/version (KIP-511) and the
+supported/finalized features tags; an unknown version is answered with a v0 response (see
+handlers.api_versions_v0_fallback).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+_supported: Callable[[], list[tuple[int, int, int]]] = list
+
+# Feature levels a KRaft broker reports (KIP-584). metadata.version 4.1-IV1 is level 27.
+METADATA_VERSION_LEVEL = 27
+
+
+def set_supported(fn: Callable[[], list[tuple[int, int, int]]]) -> None:
+    global _supported
+    _supported = fn
+
+
+def api_keys() -> list[dict[str, int]]:
+    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in _supported()]
+
+
+def handle_api_versions(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(18, ctx.version)
+    return build(
+        cls,
+        {
+            "error_code": ErrorCode.none,
+            "api_keys": api_keys(),
+            "throttle_time": 0,
+            "supported_features": [{"name": "metadata.version", "min_version": 7,
+                                    "max_version": METADATA_VERSION_LEVEL}],
+            "finalized_features_epoch": ctx.broker.image.offset,
+            "finalized_features": [{"name": "metadata.version", "max_version_level": METADATA_VERSION_LEVEL,
+                                    "min_version_level": METADATA_VERSION_LEVEL}],
+        },
+    )

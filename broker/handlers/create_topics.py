@@ -1,0 +1,58 @@
+"""CreateTopics (key 19), v2-v7.
+
+v4 lets num_partitions / replication_factor be -1 (broker defaults, KIP-464); v5 is flexible and
+returns the resulting configs, partition count and replication factor (KIP-525); v7 returns topic_id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.config import TOPIC_CONFIGS, effective_topic_config
+from broker.context import RequestContext
+from broker.controller import TopicSpec
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _spec(t: Any) -> TopicSpec:
+    return TopicSpec(
+        name=t.name,
+        num_partitions=t.num_partitions,
+        replication_factor=t.replication_factor,
+        assignments={a.partition_index: tuple(a.broker_ids) for a in t.assignments},
+        configs={c.name: c.value for c in t.configs},
+    )
+
+
+def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
+    results = ctx.broker.controller.create_topics([_spec(t) for t in request.topics],
+                                                  validate_only=request.validate_only)
+    specs = {t.name: _spec(t) for t in request.topics}
+    topics = []
+    for r in results:
+        entry: dict[str, Any] = {
+            "name": r.name,
+            "topic_id": uuid.UUID(r.topic_id) if r.topic_id else ZERO_UUID,
+            "error_code": r.error_code,
+            "error_message": r.error_message,
+            "num_partitions": r.num_partitions,
+            "replication_factor": r.replication_factor,
+            "configs": (),
+        }
+        if r.error_code == ErrorCode.none:
+            spec = specs[r.name]
+            overrides = {k: v for k, v in spec.configs.items() if v is not None}
+            values = effective_topic_config(ctx.broker.config, overrides)
+            entry["configs"] = [
+                {"name": name, "value": values[name], "read_only": False,
+                 "config_source": 1 if name in overrides else int(ctx.broker.config.topic_default(name)[1]),
+                 "is_sensitive": False}
+                for name in TOPIC_CONFIGS
+            ]
+        topics.append(entry)
+    return build(response_class(19, ctx.version), {"throttle_time": 0, "topics": topics})

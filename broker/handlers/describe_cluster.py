@@ -1,0 +1,38 @@
+"""DescribeCluster (key 60), v0-v1.
+
+v1 adds endpoint_type (KIP-919): 1 = brokers; 2 = controllers, which a Samsa broker does not serve
+(UNSUPPORTED_ENDPOINT_TYPE), as a Kafka broker answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+BROKERS = 1
+
+
+def handle_describe_cluster(request: Any, ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    cls = response_class(60, ctx.version)
+    endpoint_type = field(request, "endpoint_type", BROKERS)
+    if endpoint_type != BROKERS:
+        return build(cls, {"error_code": ErrorCode.unsupported_endpoint_type,
+                           "error_message": "The target broker only supports broker endpoints",
+                           "endpoint_type": endpoint_type, "cluster_id": broker.cluster_id, "brokers": ()})
+    return build(cls, {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "endpoint_type": BROKERS,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": [{"broker_id": broker.node_id, "host": broker.config.advertised_host,
+                     "port": broker.config.advertised_port, "rack": None}],
+        "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                          else AUTHORIZED_OPERATIONS_OMITTED),
+    })

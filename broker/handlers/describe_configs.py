@@ -1,0 +1,94 @@
+"""DescribeConfigs (key 32), v1-v4.
+
+v1 adds include_synonyms and config_source; v3 adds config_type and documentation (KIP-336); v4 is
+flexible. Topic configs report each value with its source (topic override, static broker config or
+default) and, on request, the synonyms chain Kafka reports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.config import BROKER_DEFAULTS, TOPIC_CONFIGS, ConfigSource
+from broker.context import RequestContext
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+TOPIC = 2
+BROKER = 4
+
+
+def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, docs: bool) -> list[dict[str, Any]]:
+    broker_config = ctx.broker.config
+    overrides = ctx.broker.image.topic_configs(name)
+    out = []
+    for config_name, d in TOPIC_CONFIGS.items():
+        if keys is not None and config_name not in keys:
+            continue
+        default_value, default_source = broker_config.topic_default(config_name)
+        chain = []
+        if config_name in overrides:
+            value, source = overrides[config_name], ConfigSource.TOPIC_CONFIG
+            chain.append({"name": config_name, "value": value, "source": ConfigSource.TOPIC_CONFIG})
+        else:
+            value, source = default_value, default_source
+        if default_source == ConfigSource.STATIC_BROKER_CONFIG and d.broker_key is not None:
+            chain.append({"name": d.broker_key, "value": default_value, "source": ConfigSource.STATIC_BROKER_CONFIG})
+        if d.broker_key is not None:
+            chain.append({"name": d.broker_key, "value": d.default, "source": ConfigSource.DEFAULT_CONFIG})
+        out.append({
+            "name": config_name, "value": value, "read_only": False, "config_source": source,
+            "is_sensitive": False, "synonyms": chain if synonyms else (), "config_type": d.type,
+            "documentation": d.documentation if docs else None,
+        })
+    return out
+
+
+def _broker_configs(ctx: RequestContext, keys: Any, synonyms: bool, docs: bool) -> list[dict[str, Any]]:
+    config = ctx.broker.config
+    out = []
+    for key, (ctype, default) in BROKER_DEFAULTS.items():
+        if keys is not None and key not in keys:
+            continue
+        if key in config.overrides:
+            value, source = config.overrides[key], ConfigSource.STATIC_BROKER_CONFIG
+        elif default == "":
+            continue
+        else:
+            value, source = default, ConfigSource.DEFAULT_CONFIG
+        chain = [{"name": key, "value": value, "source": source}] if synonyms else ()
+        out.append({
+            "name": key, "value": value, "read_only": True, "config_source": source, "is_sensitive": False,
+            "synonyms": chain, "config_type": ctype, "documentation": None,
+        })
+    return out
+
+
+def handle_describe_configs(request: Any, ctx: RequestContext) -> Any:
+    synonyms = bool(field(request, "include_synonyms", False))
+    docs = bool(field(request, "include_documentation", False))
+    results = []
+    for r in request.resources:
+        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
+        result: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": None,
+                                  "resource_type": r.resource_type, "resource_name": r.resource_name,
+                                  "configs": ()}
+        if r.resource_type == TOPIC:
+            if r.resource_name not in ctx.broker.image.topics_by_name:
+                result.update(error_code=ErrorCode.unknown_topic_or_partition,
+                              error_message=f"Topic '{r.resource_name}' does not exist.")
+            else:
+                result["configs"] = _topic_configs(ctx, r.resource_name, keys, synonyms, docs)
+        elif r.resource_type == BROKER:
+            if r.resource_name not in ("", str(ctx.broker.node_id)):
+                result.update(error_code=ErrorCode.invalid_request,
+                              error_message=f"Unexpected broker id, expected {ctx.broker.node_id} or empty "
+                                            f"string, but received {r.resource_name}")
+            else:
+                result["configs"] = _broker_configs(ctx, keys, synonyms, docs)
+        else:
+            result.update(error_code=ErrorCode.invalid_request,
+                          error_message=f"Unsupported resource type {r.resource_type}")
+        results.append(result)
+    return build(response_class(32, ctx.version), {"throttle_time": 0, "results": results})

@@ -1,0 +1,166 @@
+"""Fetch (key 1), v4-v17.
+
+v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset; v7 fetch
+sessions (KIP-227: we answer session_id 0, i.e. every fetch is a full one, which clients accept);
+v9 current_leader_epoch (KIP-320); v11 rack_id/preferred_read_replica; v12 is flexible and adds
+diverging_epoch; v13 identifies topics by topic_id (KIP-516); v15 moves replica_id into
+replica_state; v16-v17 add node_endpoints and replica_directory_id tags.
+
+A fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
+watermark, at least one batch for the first partition with data (so a large record never blocks a
+consumer), and waits up to max_wait_ms for min_bytes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from broker.context import RequestContext
+from broker.replica_manager import Partition
+from broker.wire import build, field, ms
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+from storage.errors import StorageError
+
+ZERO_UUID = uuid.UUID(int=0)
+READ_COMMITTED = 1
+
+
+@dataclass(slots=True)
+class _Wanted:
+    key: Any  # topic name or topic id, as the request named it
+    partition_id: int
+    partition: Partition | None
+    error: ErrorCode
+    fetch_offset: int
+    current_leader_epoch: int
+    partition_max_bytes: int
+
+
+def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]]]:
+    broker = ctx.broker
+    by_id = ctx.version >= 13
+    image = broker.image
+    out: list[tuple[Any, list[_Wanted]]] = []
+    for t in request.topics:
+        if by_id:
+            key = t.topic_id
+            topic = image.topics_by_id.get(str(t.topic_id))
+            name = topic.name if topic is not None else None
+            missing = ErrorCode.unknown_topic_id
+        else:
+            key = t.topic
+            name = t.topic
+            missing = ErrorCode.unknown_topic_or_partition
+        wanted = []
+        for p in t.partitions:
+            partition = broker.replica_manager.get_partition(name, p.partition) if name is not None else None
+            error = ErrorCode.none
+            if partition is None:
+                error = missing if name is None else ErrorCode.unknown_topic_or_partition
+            wanted.append(_Wanted(key, p.partition, partition, error, p.fetch_offset,
+                                  field(p, "current_leader_epoch", -1), p.partition_max_bytes))
+        out.append((key, wanted))
+    return out
+
+
+def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "partition_index": w.partition_id,
+        "error_code": w.error,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+    p = w.partition
+    if p is None or w.error != ErrorCode.none:
+        return result
+    if w.current_leader_epoch >= 0:
+        if w.current_leader_epoch < p.leader_epoch:
+            result["error_code"] = ErrorCode.fenced_leader_epoch
+            return result
+        if w.current_leader_epoch > p.leader_epoch:
+            result["error_code"] = ErrorCode.unknown_leader_epoch
+            return result
+    if p.leader_id != ctx.broker.node_id:
+        result["error_code"] = ErrorCode.not_leader_or_follower
+        return result
+    log = p.log
+    high_watermark = log.high_watermark
+    result["current_leader"] = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
+    try:
+        data = log.read(
+            w.fetch_offset,
+            max_bytes=max(0, min(w.partition_max_bytes, budget)),
+            max_offset=high_watermark,  # the LSO equals the high watermark until transactions land
+            min_one_batch=first,
+        )
+        records = data.read_bytes() if data.size_bytes else b""
+    except StorageError as e:
+        result["error_code"] = ErrorCode(e.error_code)
+        return result
+    result.update(
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
+        log_start_offset=log.log_start_offset,
+        records=records,
+        aborted_transactions=[] if isolation == READ_COMMITTED else None,
+    )
+    return result
+
+
+def _collect(
+    resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_bytes: int, isolation: int
+) -> tuple[list[dict[str, Any]], int, bool]:
+    total = 0
+    any_error = False
+    responses = []
+    for key, wanted in resolved:
+        partitions = []
+        for w in wanted:
+            r = _read(w, ctx, max_bytes - total, total == 0, isolation)
+            total += len(r["records"])
+            any_error = any_error or r["error_code"] != ErrorCode.none
+            partitions.append(r)
+        responses.append({"topic": key, "topic_id": key, "partitions": partitions})
+    return responses, total, any_error
+
+
+async def handle_fetch(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(1, ctx.version)
+    session_id = field(request, "session_id", 0)
+    session_epoch = field(request, "session_epoch", -1)
+    if session_id != 0:
+        # We never hand out sessions, so an incremental fetch names one we don't know.
+        return build(cls, {"error_code": ErrorCode.fetch_session_id_not_found, "session_id": 0, "responses": ()})
+    del session_epoch
+    max_wait_ms = ms(request.max_wait)
+    min_bytes = request.min_bytes
+    max_bytes = field(request, "max_bytes", 0x7FFFFFFF)
+    isolation = field(request, "isolation_level", 0)
+    resolved = _resolve(request, ctx)
+    responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation)
+    if max_wait_ms > 0 and total < min_bytes and not any_error:
+        partitions = [w.partition for _, ws in resolved for w in ws if w.partition is not None]
+        with anyio.move_on_after(max_wait_ms / 1000):
+            while total < min_bytes:
+                event = anyio.Event()
+                for p in partitions:
+                    p.add_waiter(event)
+                try:
+                    await event.wait()
+                finally:
+                    for p in partitions:
+                        p.remove_waiter(event)
+                responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation)
+                if any_error:
+                    break
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses})

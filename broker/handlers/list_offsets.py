@@ -1,0 +1,85 @@
+"""ListOffsets (key 2), v1-v10.
+
+v1 returns one offset per partition; v2 adds isolation_level; v4 adds current_leader_epoch and the
+returned leader_epoch (KIP-320); v6 is flexible; v7 allows -3 (max timestamp, KIP-734); v8 -4
+(earliest local, KIP-405); v9 -5 (earliest pending upload); v10 adds a timeout (KIP-1075).
+Without tiered storage, earliest-local equals earliest and nothing is pending upload.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+from storage.errors import StorageError
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+EARLIEST_PENDING_UPLOAD = -5
+READ_COMMITTED = 1
+
+
+def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"partition_index": p.partition_index, "error_code": ErrorCode.none,
+                           "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    partition = ctx.broker.replica_manager.get_partition(topic, p.partition_index)
+    if partition is None:
+        out["error_code"] = ErrorCode.unknown_topic_or_partition
+        return out
+    current_epoch = field(p, "current_leader_epoch", -1)
+    if current_epoch >= 0 and current_epoch != partition.leader_epoch:
+        out["error_code"] = (ErrorCode.fenced_leader_epoch if current_epoch < partition.leader_epoch
+                             else ErrorCode.unknown_leader_epoch)
+        return out
+    if partition.leader_id != ctx.broker.node_id:
+        out["error_code"] = ErrorCode.not_leader_or_follower
+        return out
+    log = partition.log
+    upper = log.high_watermark  # equals the last stable offset until transactions exist
+    latest_epoch = log.latest_epoch()
+    epoch = latest_epoch if latest_epoch is not None else -1
+    ts = p.timestamp
+    try:
+        if ts == LATEST:
+            out.update(offset=upper, leader_epoch=epoch)
+        elif ts in (EARLIEST, EARLIEST_LOCAL):
+            # Kafka reports the epoch covering the log start; -1 (unknown) only skips the client's
+            # KIP-320 validation of the position, never a wrong answer.
+            out.update(offset=log.log_start_offset, leader_epoch=-1)
+        elif ts == EARLIEST_PENDING_UPLOAD:
+            pass
+        elif ts == MAX_TIMESTAMP:
+            offset, max_ts, batch_epoch = log.max_timestamp_offset()
+            if 0 <= offset < upper:
+                out.update(offset=offset, timestamp=max_ts, leader_epoch=batch_epoch)
+        elif ts < 0:
+            out["error_code"] = ErrorCode.invalid_request
+        else:
+            found = log.fetch_offset_for_timestamp(ts)
+            if found is not None and found[0] < upper:
+                out.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
+    except StorageError as e:
+        out["error_code"] = ErrorCode(e.error_code)
+    del isolation
+    return out
+
+
+def handle_list_offsets(request: Any, ctx: RequestContext) -> Any:
+    isolation = field(request, "isolation_level", 0)
+    topics = []
+    for t in request.topics:
+        seen: set[int] = set()
+        partitions = []
+        for p in t.partitions:
+            if p.partition_index in seen:
+                partitions.append({"partition_index": p.partition_index, "error_code": ErrorCode.invalid_request})
+                continue
+            seen.add(p.partition_index)
+            partitions.append(_lookup(ctx, t.name, p, isolation))
+        topics.append({"name": t.name, "partitions": partitions})
+    return build(response_class(2, ctx.version), {"throttle_time": 0, "topics": topics})

@@ -1,0 +1,120 @@
+"""Metadata (key 3), v0-v13.
+
+v1 adds is_internal, rack, controller_id and "empty list = no topics" (v0: empty = all); v2 adds
+cluster_id; v4 allow_auto_topic_creation; v5 offline_replicas; v7 leader_epoch; v8-v10 authorized
+operations; v9 is flexible; v10 adds topic_id; v12 allows lookup by topic id; v13 adds a top-level
+error_code.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.config import is_valid_topic_name
+from broker.context import RequestContext
+from broker.controller import TopicSpec
+from broker.metadata.image import TopicImage
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# AclOperation codes a topic supports: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. Without ACLs every principal may do all of them.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.none,
+        "name": topic.name,
+        "topic_id": uuid.UUID(topic.topic_id),
+        "is_internal": topic.name in INTERNAL_TOPICS,
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": p.partition_id,
+                "leader_id": p.leader,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": p.replicas,
+                "isr_nodes": p.isr,
+                "offline_replicas": (),
+            }
+            for p in sorted(topic.partitions.values(), key=lambda p: p.partition_id)
+        ],
+        "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> dict[str, Any]:
+    return {"error_code": error, "name": name, "topic_id": topic_id or ZERO_UUID, "partitions": ()}
+
+
+def handle_metadata(request: Any, ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    version = ctx.version
+    include_ops = bool(field(request, "include_topic_authorized_operations", False))
+    allow_auto_create = bool(field(request, "allow_auto_topic_creation", True)) and broker.config.get_bool(
+        "auto.create.topics.enable"
+    )
+    requested = request.topics
+    topics: list[dict[str, Any]] = []
+    if requested is None or (version == 0 and not requested):
+        image = broker.image
+        topics = [topic_entry(t, include_ops=include_ops) for t in image.topics_by_name.values()]
+    else:
+        to_create: list[str] = []
+        for t in requested:
+            name = field(t, "name")
+            topic_id = field(t, "topic_id")
+            if name is None and topic_id is not None and topic_id != ZERO_UUID:
+                found = broker.image.topics_by_id.get(str(topic_id))
+                if found is None:
+                    topics.append(_error_entry(None, topic_id, ErrorCode.unknown_topic_id))
+                else:
+                    topics.append(topic_entry(found, include_ops=include_ops))
+                continue
+            if name is None:
+                topics.append(_error_entry(None, topic_id, ErrorCode.invalid_request))
+                continue
+            if name in broker.image.topics_by_name:
+                continue
+            if not is_valid_topic_name(name):
+                continue
+            if allow_auto_create and name not in to_create:
+                to_create.append(name)
+        if to_create:
+            broker.controller.create_topics([TopicSpec(name) for name in to_create], validate_only=False)
+        image = broker.image
+        for t in requested:
+            name = field(t, "name")
+            if name is None:
+                continue
+            found = image.topics_by_name.get(name)
+            if found is not None:
+                topics.append(topic_entry(found, include_ops=include_ops))
+            elif not is_valid_topic_name(name):
+                topics.append(_error_entry(name, None, ErrorCode.invalid_topic_exception))
+            else:
+                topics.append(_error_entry(name, None, ErrorCode.unknown_topic_or_partition))
+    config = broker.config
+    return build(
+        response_class(3, version),
+        {
+            "throttle_time": 0,
+            "brokers": [{"node_id": broker.node_id, "host": config.advertised_host,
+                         "port": config.advertised_port, "rack": None}],
+            "cluster_id": broker.cluster_id,
+            "controller_id": broker.node_id,
+            "topics": topics,
+            "cluster_authorized_operations": (
+                CLUSTER_OPERATIONS if field(request, "include_cluster_authorized_operations", False)
+                else AUTHORIZED_OPERATIONS_OMITTED
+            ),
+            "error_code": ErrorCode.none,
+        },
+    )

@@ -1,0 +1,41 @@
+"""OffsetForLeaderEpoch (key 23), v2-v4.
+
+For each partition, the end offset of the requested leader epoch: the start offset of the next
+higher epoch in the leader-epoch cache, or the log end offset for the current epoch (KIP-101/279).
+Consumers use it to detect log truncation (KIP-320); v3 adds replica_id, v4 is flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _lookup(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"error_code": ErrorCode.none, "partition": p.partition, "leader_epoch": -1,
+                           "end_offset": -1}
+    partition = ctx.broker.replica_manager.get_partition(topic, p.partition)
+    if partition is None:
+        out["error_code"] = ErrorCode.unknown_topic_or_partition
+        return out
+    current = field(p, "current_leader_epoch", -1)
+    if current >= 0 and current != partition.leader_epoch:
+        out["error_code"] = (ErrorCode.fenced_leader_epoch if current < partition.leader_epoch
+                             else ErrorCode.unknown_leader_epoch)
+        return out
+    if partition.leader_id != ctx.broker.node_id:
+        out["error_code"] = ErrorCode.not_leader_or_follower
+        return out
+    epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+    out.update(leader_epoch=epoch, end_offset=end_offset)
+    return out
+
+
+def handle_offset_for_leader_epoch(request: Any, ctx: RequestContext) -> Any:
+    topics = [{"topic": t.topic, "partitions": [_lookup(ctx, t.topic, p) for p in t.partitions]}
+              for t in request.topics]
+    return build(response_class(23, ctx.version), {"throttle_time": 0, "topics": topics})

@@ -1,0 +1,1 @@
+"""Cluster metadata: records, the immutable image they build, and the log that holds them."""

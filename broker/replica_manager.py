@@ -1,0 +1,131 @@
+"""The replica manager: one `Partition` per hosted topic-partition, kept in step with the metadata image.
+
+Mirrors Kafka's ReplicaManager/Partition: a partition knows its log, its leader epoch and whether
+this broker leads it, and wakes long-polling fetches when records arrive.  Replication (followers,
+ISR, acks=all waiting) is a later issue; today every partition has one replica, so the high
+watermark is the log end offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import anyio
+from storage.log import Log, LogAppendInfo
+from storage.log_manager import LogManager
+
+from broker.config import BrokerConfig, log_config_for
+from broker.metadata.image import MetadataImage, PartitionImage
+from broker.metadata.log import METADATA_TOPIC
+
+logger = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(eq=False, slots=True)
+class Partition:
+    topic: str
+    partition_id: int
+    topic_id: str
+    log: Log
+    leader_id: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    _waiters: set[anyio.Event] = field(default_factory=set)
+
+    def append_as_leader(self, records: bytearray, now: int) -> LogAppendInfo:
+        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, now_ms=now)
+        if not info.duplicate:
+            # One replica: everything appended is committed.
+            self.log.update_high_watermark(self.log.log_end_offset)
+            self.log.maybe_flush(now)
+            self.wake_waiters()
+        return info
+
+    def add_waiter(self, event: anyio.Event) -> None:
+        self._waiters.add(event)
+
+    def remove_waiter(self, event: anyio.Event) -> None:
+        self._waiters.discard(event)
+
+    def wake_waiters(self) -> None:
+        if self._waiters:
+            waiters, self._waiters = self._waiters, set()
+            for event in waiters:
+                event.set()
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, log_manager: LogManager) -> None:
+        self._config = config
+        self._node_id = config.node_id
+        self.log_manager = log_manager
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._topic_configs: dict[str, object] = {}
+
+    def get_partition(self, topic: str, partition_id: int) -> Partition | None:
+        return self._partitions.get((topic, partition_id))
+
+    def partitions(self) -> Iterator[Partition]:
+        return iter(self._partitions.values())
+
+    def apply_image(self, image: MetadataImage) -> None:
+        """Create, update and delete partitions so that they match `image`."""
+        now = now_ms()
+        wanted: set[tuple[str, int]] = set()
+        for topic in image.topics_by_name.values():
+            overrides = image.topic_configs(topic.name)
+            log_config = log_config_for(self._config, overrides)
+            config_changed = self._topic_configs.get(topic.name) != log_config
+            self._topic_configs[topic.name] = log_config
+            for pid, p in topic.partitions.items():
+                key = (topic.name, pid)
+                wanted.add(key)
+                existing = self._partitions.get(key)
+                if existing is None:
+                    log = self.log_manager.get_or_create_log(topic.name, pid, log_config, now)
+                    self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
+                else:
+                    if existing.topic_id != topic.topic_id:
+                        # Same name, new topic: the old one was deleted and recreated.
+                        self._drop(key)
+                        log = self.log_manager.get_or_create_log(topic.name, pid, log_config, now)
+                        self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
+                        continue
+                    existing.leader_id = p.leader
+                    existing.leader_epoch = p.leader_epoch
+                    existing.replicas = p.replicas
+                    existing.isr = p.isr
+                    if config_changed:
+                        existing.log.update_config(log_config)
+        for key in [k for k in self._partitions if k not in wanted]:
+            self._drop(key)
+        for name in [n for n in self._topic_configs if n not in image.topics_by_name]:
+            del self._topic_configs[name]
+
+    def _partition(self, topic: str, topic_id: str, p: PartitionImage, log: Log) -> Partition:
+        if log.high_watermark < log.log_end_offset and p.replicas == (self._node_id,):
+            log.update_high_watermark(log.log_end_offset)
+        return Partition(topic, p.partition_id, topic_id, log, p.leader, p.leader_epoch, p.replicas, p.isr)
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        partition = self._partitions.pop(key)
+        partition.wake_waiters()
+        self.log_manager.delete_log(*key)
+        logger.info("deleted partition %s-%d", *key)
+
+    def unknown_logs(self, image: MetadataImage) -> list[tuple[str, int]]:
+        """Logs on disk that the image does not know (left over from a deleted topic)."""
+        known = {(t.name, p) for t in image.topics_by_name.values() for p in t.partitions}
+        return [
+            (topic, pid)
+            for topic, pid, _ in self.log_manager.all_logs()
+            if topic != METADATA_TOPIC and (topic, pid) not in known
+        ]
