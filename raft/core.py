@@ -1,0 +1,567 @@
+"""RaftCore: the sans-IO KRaft state machine — `step(input, now_ms) -> list[Action]`.
+
+Mirrors Kafka's KafkaRaftClient (KIP-595 pull-based Raft, KIP-630 snapshots, KIP-996 pre-vote), minus
+the I/O: the driver delivers messages, ticks and snapshots, and executes the returned actions in order
+(see raft.events for the durability contract). Elections live here; fetch handling on both sides lives
+in raft.replication.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from raft import replication
+from raft.events import (
+    Action,
+    Appended,
+    AppendToLog,
+    BecomeFollower,
+    BecomeLeader,
+    Busy,
+    Input,
+    NotLeader,
+    PersistQuorumState,
+    ProposeResult,
+    Received,
+    Resign,
+    Send,
+    TakeSnapshot,
+    Tick,
+)
+from raft.log import EntryKind, LogEntry, RaftLog, Snapshot
+from raft.messages import (
+    NO_LEADER,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    ErrorCode,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RaftMessage,
+    VoteRequest,
+    VoteResponse,
+)
+from raft.quorum_state import (
+    Candidate,
+    EpochState,
+    Follower,
+    Leader,
+    Prospective,
+    QuorumConfig,
+    ReplicaState,
+    Resigned,
+    Unattached,
+)
+
+__all__ = ["RaftCore"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Inflight:
+    destination: int
+    sent_ms: int
+
+
+class RaftCore:
+    """One member (voter or observer) of the metadata quorum."""
+
+    def __init__(
+        self,
+        node_id: int,
+        config: QuorumConfig,
+        rng: random.Random,
+        now_ms: int,
+        *,
+        quorum_state: PersistQuorumState | None = None,
+        snapshot: Snapshot | None = None,
+        entries: Sequence[LogEntry] = (),
+    ) -> None:
+        """Start from what survived on disk; the driver has already loaded `snapshot` into its state
+        machine, and should call step(Tick()) at once (a follower's first fetch goes out then)."""
+        self.node_id = node_id
+        self.config = config
+        self.rng = rng
+        self.log = RaftLog(snapshot, entries)
+        self.high_watermark = self.log.log_start_offset  # all we know is committed after a restart
+        self.applied_offset = self.high_watermark  # CommitUpTo has delivered everything below this
+        self.now_ms = now_ms
+        self._next_correlation_id = 0
+        self._inflight: dict[int, _Inflight] = {}
+        self._fetch_cid: int | None = None  # the one fetch/fetch-snapshot a follower has in flight
+        self._fetch_due_ms = now_ms
+        q = quorum_state or PersistQuorumState(0, None, None)
+        self._persisted = (q.epoch, q.voted_id, q.leader_id)
+        self._notified: tuple[bool, int, int | None] = (False, q.epoch, q.leader_id)
+        self.state: EpochState
+        if q.leader_id == node_id:
+            # A restarted leader cannot resume: its unflushed tail may be gone (Kafka: ResignedState).
+            self.state = Resigned(q.epoch, self._election_deadline(now_ms))
+        elif q.leader_id is not None:
+            self.state = Follower(q.epoch, q.leader_id, q.voted_id, now_ms + config.fetch_timeout_ms)
+        else:
+            deadline = now_ms if config.voters == {node_id} else self._election_deadline(now_ms)
+            self.state = Unattached(q.epoch, q.voted_id, deadline)
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.config.voters
+
+    @property
+    def leader_id(self) -> int | None:
+        match self.state:
+            case Leader():
+                return self.node_id
+            case Follower(leader_ended=False):
+                return self.state.leader_id
+            case _:
+                return None
+
+    def next_deadline_ms(self) -> int:
+        """When the driver should next step(Tick()) if nothing else happens."""
+        s = self.state
+        match s:
+            case Unattached():
+                if self.is_voter:
+                    return s.election_deadline_ms
+                return self._fetch_resend_ms()
+            case Prospective() | Candidate() | Resigned():
+                return s.election_deadline_ms
+            case Follower():
+                if s.leader_ended:
+                    return s.fetch_deadline_ms
+                return min(s.fetch_deadline_ms, self._fetch_resend_ms())
+            case Leader():
+                return replication.leader_deadline_ms(self, s)
+
+    def _fetch_resend_ms(self) -> int:
+        if self._fetch_cid is None:
+            return self._fetch_due_ms
+        return self._inflight[self._fetch_cid].sent_ms + self.config.request_timeout_ms
+
+    # -- the entry points ------------------------------------------------------------------------
+
+    def step(self, event: Input, now_ms: int) -> list[Action]:
+        assert now_ms >= self.now_ms, f"time went backwards: {now_ms} < {self.now_ms}"
+        self.now_ms = now_ms
+        match event:
+            case Tick():
+                actions = self._on_tick()
+            case Received():
+                actions = self._on_received(event)
+            case Resign():
+                actions = self._resign() if isinstance(self.state, Leader) else []
+            case TakeSnapshot():
+                actions = replication.take_snapshot(self, event)
+        self._check_invariants()
+        return actions
+
+    def propose(self, payloads: Sequence[bytes], now_ms: int) -> tuple[ProposeResult, list[Action]]:
+        """Append entries on the leader; they are committed when CommitUpTo covers them."""
+        assert now_ms >= self.now_ms
+        self.now_ms = now_ms
+        s = self.state
+        if not isinstance(s, Leader):
+            return NotLeader(self.leader_id, self.epoch), []
+        uncommitted = self.log.end_offset - self.high_watermark
+        if uncommitted + len(payloads) > self.config.max_uncommitted_count:
+            return Busy(uncommitted), []
+        base = self.log.end_offset
+        entries = tuple(LogEntry(base + i, s.epoch, p) for i, p in enumerate(payloads))
+        actions = self._leader_append(s, entries)
+        self._check_invariants()
+        return Appended(base, base + len(entries) - 1, s.epoch), actions
+
+    # -- messages --------------------------------------------------------------------------------
+
+    def _on_received(self, r: Received) -> list[Action]:
+        m = r.message
+        match m:
+            case VoteRequest():
+                return self._on_vote_request(r.source, m, r.correlation_id)
+            case BeginQuorumEpochRequest():
+                return self._on_begin_quorum_epoch(r.source, m, r.correlation_id)
+            case EndQuorumEpochRequest():
+                return self._on_end_quorum_epoch(r.source, m, r.correlation_id)
+            case FetchRequest():
+                return replication.on_fetch_request(self, r.source, m, r.correlation_id)
+            case FetchSnapshotRequest():
+                return replication.on_fetch_snapshot_request(self, r.source, m, r.correlation_id)
+        # A response: only the answer to a request of the current state counts (Kafka: RequestManager),
+        # so duplicated, reordered or pre-transition responses are dropped here.
+        inflight = self._inflight.pop(r.correlation_id, None)
+        if inflight is None or inflight.destination != r.source:
+            return []
+        if r.correlation_id == self._fetch_cid:
+            self._fetch_cid = None
+        actions = self._maybe_handle_common_response(m.leader_id, m.leader_epoch)
+        if actions is not None:
+            return actions
+        match m:
+            case VoteResponse():
+                return self._on_vote_response(r.source, m)
+            case BeginQuorumEpochResponse():
+                if isinstance(self.state, Leader) and m.error_code == ErrorCode.none:
+                    self.state.begin_quorum_pending.discard(r.source)
+                return []
+            case EndQuorumEpochResponse():
+                return []
+            case FetchResponse():
+                return replication.on_fetch_response(self, r.source, m)
+            case FetchSnapshotResponse():
+                return replication.on_fetch_snapshot_response(self, r.source, m)
+        raise AssertionError(f"unexpected message {m!r}")
+
+    def _maybe_handle_common_response(self, leader_id: int, leader_epoch: int) -> list[Action] | None:
+        """A response that reveals a newer epoch, or the leader of ours, moves us there first."""
+        leader = None if leader_id == NO_LEADER else leader_id
+        if leader_epoch > self.epoch:
+            return self._follow_or_unattach(leader_epoch, leader)
+        if leader_epoch == self.epoch and leader is not None and leader != self.node_id:
+            match self.state:
+                case Unattached() | Prospective() | Candidate():
+                    return self.become_follower(leader_epoch, leader)
+                case Leader() | Resigned():
+                    raise AssertionError(f"two leaders in epoch {leader_epoch}: {self.node_id} and {leader}")
+        return None
+
+    def _follow_or_unattach(self, epoch: int, leader: int | None) -> list[Action]:
+        assert epoch > self.epoch
+        if leader is not None:
+            return self.become_follower(epoch, leader)
+        return self._transition(Unattached(epoch, None, self._election_deadline(self.now_ms)))
+
+    # -- voting ----------------------------------------------------------------------------------
+
+    def _on_vote_request(self, source: int, req: VoteRequest, cid: int) -> list[Action]:
+        actions: list[Action] = []
+        if not self.is_voter or req.replica_id not in self.config.voters:
+            return [self._respond(source, cid, self._vote_response(False, ErrorCode.inconsistent_voter_set))]
+        if req.replica_epoch < self.epoch:
+            return [self._respond(source, cid, self._vote_response(False, ErrorCode.fenced_leader_epoch))]
+        log_ok = (req.last_offset_epoch, req.last_offset) >= (self.log.last_fetched_epoch, self.log.end_offset)
+        if req.pre_vote:
+            # KIP-996: a pre-vote changes nothing here, whatever its epoch.
+            return [self._respond(source, cid, self._vote_response(self._can_grant_pre_vote(req, log_ok)))]
+        if req.replica_epoch > self.epoch:
+            actions += self._transition(Unattached(req.replica_epoch, None, self._election_deadline(self.now_ms)))
+        granted = False
+        s = self.state
+        match s:
+            case Unattached() | Prospective() if s.voted_id is not None:
+                granted = s.voted_id == req.replica_id  # the same vote again (a retried request)
+            case Unattached() | Prospective():
+                if log_ok and not (isinstance(s, Prospective) and s.leader_id is not None):
+                    granted = True
+                    deadline = self._election_deadline(self.now_ms)
+                    actions += self._transition(Unattached(s.epoch, req.replica_id, deadline))
+            case Follower():
+                granted = False  # there is a leader in this epoch
+            case Candidate() | Leader() | Resigned():
+                granted = False  # voted for itself
+        # The vote is durable (PersistQuorumState above) before this response leaves.
+        actions.append(self._respond(source, cid, self._vote_response(granted)))
+        return actions
+
+    def _can_grant_pre_vote(self, req: VoteRequest, log_ok: bool) -> bool:
+        s = self.state
+        if not log_ok:
+            return False
+        match s:
+            case Leader():
+                return False
+            case Follower():
+                # Do not help anyone disrupt a leader we still hear from (KIP-996).
+                return s.leader_ended or self.now_ms >= s.fetch_deadline_ms
+            case Unattached() if req.replica_epoch == s.epoch and s.voted_id is not None:
+                return s.voted_id == req.replica_id
+            case _:
+                return True
+
+    def _vote_response(self, granted: bool, error: ErrorCode = ErrorCode.none) -> VoteResponse:
+        return VoteResponse(error, self._known_leader_or_none(), self.epoch, granted)
+
+    def _known_leader_or_none(self) -> int:
+        leader = self.leader_id
+        return NO_LEADER if leader is None else leader
+
+    def _on_vote_response(self, source: int, resp: VoteResponse) -> list[Action]:
+        s = self.state
+        if not isinstance(s, Prospective | Candidate):
+            return []
+        (s.granted if resp.vote_granted else s.rejected).add(source)
+        if len(s.granted) >= self.config.majority:
+            return self._become_candidate() if isinstance(s, Prospective) else self._become_leader()
+        if len(s.rejected) >= self.config.majority:
+            # Lost this round; back off before the next one (Kafka: election backoff).
+            s.election_deadline_ms = min(s.election_deadline_ms, self._backoff_deadline())
+        return []
+
+    def _become_prospective(self) -> list[Action]:
+        assert self.is_voter, "observers never stand for election"
+        s = self.state
+        voted = s.voted_id if isinstance(s, Unattached | Prospective | Follower) else None
+        if isinstance(s, Candidate | Resigned):
+            voted = self.node_id
+        leader = s.leader_id if isinstance(s, Follower | Prospective) else None
+        new = Prospective(s.epoch, voted, leader, self._election_deadline(self.now_ms), granted={self.node_id})
+        actions = self._transition(new)
+        if len(new.granted) >= self.config.majority:
+            return actions + self._become_candidate()
+        request = self._vote_request(new.epoch + 1, pre_vote=True)
+        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
+        return actions
+
+    def _become_candidate(self) -> list[Action]:
+        new = Candidate(self.epoch + 1, self._election_deadline(self.now_ms), granted={self.node_id})
+        actions = self._transition(new)  # persists the vote for ourselves first
+        if len(new.granted) >= self.config.majority:
+            return actions + self._become_leader()
+        request = self._vote_request(new.epoch, pre_vote=False)
+        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
+        return actions
+
+    def _vote_request(self, epoch: int, pre_vote: bool) -> VoteRequest:
+        return VoteRequest(self.node_id, epoch, self.log.last_fetched_epoch, self.log.end_offset, pre_vote)
+
+    def _become_leader(self) -> list[Action]:
+        s = self.state
+        assert isinstance(s, Candidate) and len(s.granted) >= self.config.majority
+        others = self.config.voters - {self.node_id}
+        leader = Leader(
+            epoch=s.epoch,
+            epoch_start_offset=self.log.end_offset,
+            # Every voter gets a full check-quorum period from the election on.
+            replicas={v: ReplicaState(last_fetch_ms=self.now_ms) for v in others},
+            begin_quorum_pending=set(others),
+            begin_quorum_retry_ms=self.now_ms + self.config.request_timeout_ms,
+        )
+        actions = self._transition(leader)
+        # Kafka's LeaderChange control record: the high watermark can only reach entries of this epoch.
+        change = LogEntry(self.log.end_offset, s.epoch, f"leader={self.node_id}".encode(), EntryKind.LEADER_CHANGE)
+        actions += self._leader_append(leader, (change,))
+        actions += [self.begin_quorum_epoch(v) for v in sorted(others)]
+        return actions
+
+    def begin_quorum_epoch(self, voter: int) -> Send:
+        return self._request(voter, BeginQuorumEpochRequest(self.node_id, self.epoch))
+
+    def _leader_append(self, leader: Leader, entries: tuple[LogEntry, ...]) -> list[Action]:
+        self.log.append(entries)
+        actions: list[Action] = [AppendToLog(entries)]
+        actions += replication.maybe_advance_high_watermark(self, leader)
+        actions += replication.complete_parked_fetches(self, leader, expired_only=False)
+        return actions
+
+    # -- BeginQuorumEpoch / EndQuorumEpoch ---------------------------------------------------------
+
+    def _on_begin_quorum_epoch(self, source: int, req: BeginQuorumEpochRequest, cid: int) -> list[Action]:
+        actions: list[Action] = []
+        if req.leader_epoch > self.epoch:
+            actions += self.become_follower(req.leader_epoch, req.leader_id)
+        elif req.leader_epoch == self.epoch:
+            s = self.state
+            match s:
+                case Leader() | Resigned():
+                    assert req.leader_id == self.node_id, f"two leaders in epoch {self.epoch}"
+                case Follower():
+                    assert s.leader_id == req.leader_id, f"two leaders in epoch {self.epoch}"
+                case Unattached() | Prospective() | Candidate():
+                    actions += self.become_follower(req.leader_epoch, req.leader_id)
+        error = ErrorCode.fenced_leader_epoch if req.leader_epoch < self.epoch else ErrorCode.none
+        response = BeginQuorumEpochResponse(error, self._known_leader_or_none(), self.epoch)
+        return [*actions, self._respond(source, cid, response)]
+
+    def _on_end_quorum_epoch(self, source: int, req: EndQuorumEpochRequest, cid: int) -> list[Action]:
+        actions: list[Action] = []
+        if req.leader_epoch > self.epoch:
+            actions += self._transition(Unattached(req.leader_epoch, None, self._election_deadline(self.now_ms)))
+        s = self.state
+        if req.leader_epoch == self.epoch and self.is_voter:
+            # The preferred successors stand first (Kafka: endQuorumBackoff by position).
+            if self.node_id in req.preferred_candidates:
+                position = req.preferred_candidates.index(self.node_id)
+                deadline = self.now_ms + position * self.config.election_backoff_max_ms // 2
+            else:
+                deadline = self._election_deadline(self.now_ms)
+            match s:
+                case Follower() if s.leader_id == req.leader_id:
+                    s.leader_ended = True
+                    s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline)
+                case Unattached() | Prospective():
+                    s.election_deadline_ms = min(s.election_deadline_ms, deadline)
+                case _:
+                    pass
+        error = ErrorCode.fenced_leader_epoch if req.leader_epoch < self.epoch else ErrorCode.none
+        response = EndQuorumEpochResponse(error, self._known_leader_or_none(), self.epoch)
+        return [*actions, self._respond(source, cid, response)]
+
+    def _resign(self) -> list[Action]:
+        s = self.state
+        assert isinstance(s, Leader)
+        # Best successors first: longest logs (Kafka: nonLeaderVotersByDescendingFetchOffset).
+        successors = sorted(s.replicas, key=lambda v: (-s.replicas[v].end_offset, v))
+        successors = [v for v in successors if v in self.config.voters]
+        actions = self._transition(Resigned(s.epoch, self._election_deadline(self.now_ms)))
+        request = EndQuorumEpochRequest(self.node_id, s.epoch, tuple(successors))
+        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
+        return actions
+
+    # -- timers ----------------------------------------------------------------------------------
+
+    def _on_tick(self) -> list[Action]:
+        s = self.state
+        now = self.now_ms
+        match s:
+            case Unattached():
+                if self.is_voter:
+                    return self._become_prospective() if now >= s.election_deadline_ms else []
+                return self._maybe_send_fetch()
+            case Prospective() | Candidate() | Resigned():
+                return self._become_prospective() if now >= s.election_deadline_ms else []
+            case Follower():
+                if now >= s.fetch_deadline_ms:
+                    if self.is_voter:
+                        return self._become_prospective()
+                    return self._transition(Unattached(s.epoch, s.voted_id, self._election_deadline(now)))
+                return [] if s.leader_ended else self._maybe_send_fetch()
+            case Leader():
+                return replication.on_leader_tick(self, s)
+
+    def _maybe_send_fetch(self) -> list[Action]:
+        """A follower keeps exactly one fetch in flight; an observer without a leader asks any voter."""
+        if self.now_ms < self._fetch_resend_ms():
+            return []
+        if self._fetch_cid is not None:
+            self._inflight.pop(self._fetch_cid, None)  # timed out: its late answer is ignored
+            self._fetch_cid = None
+        s = self.state
+        if isinstance(s, Follower):
+            return [replication.next_fetch(self, s)]
+        voters = sorted(self.config.voters - {self.node_id})
+        send = self._request(self.rng.choice(voters), replication.fetch_request(self))
+        self._fetch_cid = send.correlation_id
+        return [send]
+
+    def _election_deadline(self, now_ms: int) -> int:
+        t = self.config.election_timeout_ms
+        return now_ms + t + self.rng.randrange(t)
+
+    def _backoff_deadline(self) -> int:
+        return self.now_ms + self.rng.randrange(1, self.config.election_backoff_max_ms + 1)
+
+    # -- transitions -----------------------------------------------------------------------------
+
+    def become_follower(self, epoch: int, leader_id: int) -> list[Action]:
+        assert leader_id != self.node_id
+        assert epoch >= self.epoch
+        s = self.state
+        voted = None
+        if epoch == s.epoch:
+            if isinstance(s, Unattached | Prospective | Follower):
+                voted = s.voted_id
+            elif isinstance(s, Candidate):
+                voted = self.node_id
+        actions = self._transition(Follower(epoch, leader_id, voted, self.now_ms + self.config.fetch_timeout_ms))
+        self._fetch_due_ms = self.now_ms
+        return actions + self._maybe_send_fetch()
+
+    def _transition(self, new: EpochState) -> list[Action]:
+        """Enter `new`: persist the election state first, then notify, then answer parked fetches."""
+        old = self.state
+        assert new.epoch >= old.epoch, f"epoch went backwards: {old.epoch} -> {new.epoch}"
+        assert self.is_voter or isinstance(new, Unattached | Follower), "an observer only follows"
+        self.state = new
+        self._inflight.clear()  # responses to the old state's requests are now meaningless
+        self._fetch_cid = None
+        self._fetch_due_ms = self.now_ms
+        actions: list[Action] = []
+        triple = self._election_state()
+        if triple != self._persisted:
+            self._persisted = triple
+            actions.append(PersistQuorumState(*triple))
+        notified = (isinstance(new, Leader), new.epoch, self.leader_id)
+        if notified != self._notified:
+            self._notified = notified
+            if isinstance(new, Leader):
+                actions.append(BecomeLeader(new.epoch))
+            else:
+                actions.append(BecomeFollower(new.epoch, self.leader_id))
+        if isinstance(old, Leader):
+            actions += replication.reject_parked_fetches(self, old)
+        return actions
+
+    def _election_state(self) -> tuple[int, int | None, int | None]:
+        s = self.state
+        match s:
+            case Unattached():
+                return s.epoch, s.voted_id, None
+            case Prospective():
+                return self._persisted if self._persisted[0] == s.epoch else (s.epoch, s.voted_id, s.leader_id)
+            case Candidate():
+                return s.epoch, self.node_id, None
+            case Leader() | Resigned():
+                return s.epoch, self.node_id, self.node_id
+            case Follower():
+                return s.epoch, s.voted_id, s.leader_id
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    def _request(self, destination: int, message: RaftMessage) -> Send:
+        cid = self._next_correlation_id
+        self._next_correlation_id += 1
+        self._inflight[cid] = _Inflight(destination, self.now_ms)
+        return Send(destination, message, cid)
+
+    def _respond(self, destination: int, cid: int, message: RaftMessage) -> Send:
+        return Send(destination, message, cid)
+
+    def request_fetch(self, destination: int, message: RaftMessage) -> Send:
+        """Send the follower's single in-flight fetch or fetch-snapshot request."""
+        send = self._request(destination, message)
+        self._fetch_cid = send.correlation_id
+        return send
+
+    def respond(self, destination: int, cid: int, message: RaftMessage) -> Send:
+        return self._respond(destination, cid, message)
+
+    def retry_fetch_later(self) -> None:
+        self._fetch_due_ms = self.now_ms + self.config.retry_backoff_ms
+
+    def resign(self) -> list[Action]:
+        """Check-quorum failed (called by raft.replication)."""
+        return self._resign()
+
+    def on_leader_resigned(self) -> list[Action]:
+        """The leader of our epoch is gone (it resigned): voters stand, observers look for the next."""
+        s = self.state
+        assert isinstance(s, Follower)
+        if self.is_voter:
+            s.leader_ended = True
+            s.fetch_deadline_ms = min(s.fetch_deadline_ms, self._backoff_deadline())
+            return []
+        return self._transition(Unattached(s.epoch, s.voted_id, self._election_deadline(self.now_ms)))
+
+    # -- invariants ------------------------------------------------------------------------------
+
+    def _check_invariants(self) -> None:
+        log = self.log
+        assert log.log_start_offset <= self.high_watermark <= log.end_offset, (
+            log.log_start_offset,
+            self.high_watermark,
+            log.end_offset,
+        )
+        assert self.applied_offset == self.high_watermark, "every commit is handed to the state machine"
+        assert self._persisted[0] == self.epoch, "an epoch is persisted before anything happens in it"
+        if isinstance(self.state, Leader):
+            assert log.last_fetched_epoch == self.epoch

@@ -1,0 +1,194 @@
+"""The replicated log as the Raft core sees it: entries, the latest snapshot, and the epoch cache.
+
+This is an in-memory model (Kafka: KafkaMetadataLog over UnifiedLog + LeaderEpochFileCache). The core
+mutates it and tells the driver, through actions, what to make durable; the driver backs it with
+storage and rebuilds it on restart from what survived.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "Diverging",
+    "EntryKind",
+    "LogEntry",
+    "NeedSnapshot",
+    "RaftLog",
+    "Snapshot",
+    "SnapshotId",
+    "Valid",
+]
+
+
+class EntryKind(enum.IntEnum):
+    DATA = 0
+    LEADER_CHANGE = 1  # control record appended by every new leader (Kafka: LeaderChangeMessage)
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    offset: int
+    epoch: int
+    payload: bytes
+    kind: EntryKind = EntryKind.DATA
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    """Kafka's OffsetAndEpoch for a snapshot: it holds every entry below `end_offset`."""
+
+    end_offset: int
+    epoch: int  # epoch of the entry at end_offset - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    snapshot_id: SnapshotId
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Valid:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Diverging:
+    epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class NeedSnapshot:
+    snapshot_id: SnapshotId
+
+
+class RaftLog:
+    """Entries [log_start_offset, end_offset); everything below log_start_offset is in `snapshot`."""
+
+    def __init__(self, snapshot: Snapshot | None = None, entries: Iterable[LogEntry] = ()) -> None:
+        self.snapshot = snapshot
+        self.log_start_offset = snapshot.snapshot_id.end_offset if snapshot else 0
+        self._entries: list[LogEntry] = []
+        # Epoch cache (Kafka: LeaderEpochFileCache): parallel lists, epochs strictly increasing.
+        self._epochs: list[int] = []
+        self._epoch_starts: list[int] = []
+        self.append(list(entries))
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    @property
+    def end_offset(self) -> int:
+        return self.log_start_offset + len(self._entries)
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        if self._entries:
+            return self._entries[-1].epoch
+        return self.snapshot.snapshot_id.epoch if self.snapshot else 0
+
+    @property
+    def entries(self) -> Sequence[LogEntry]:
+        return self._entries
+
+    def entry(self, offset: int) -> LogEntry:
+        assert self.log_start_offset <= offset < self.end_offset, (offset, self.log_start_offset)
+        return self._entries[offset - self.log_start_offset]
+
+    def epoch_at(self, offset: int) -> int:
+        """Epoch of the entry at `offset`, which may be the last entry covered by the snapshot."""
+        if self.snapshot and offset == self.log_start_offset - 1:
+            return self.snapshot.snapshot_id.epoch
+        return self.entry(offset).epoch
+
+    def read(self, from_offset: int, max_count: int) -> tuple[LogEntry, ...]:
+        assert self.log_start_offset <= from_offset <= self.end_offset
+        start = from_offset - self.log_start_offset
+        return tuple(self._entries[start : start + max_count])
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch` in the log, the offset where it ends). Kafka: endOffsetForEpoch."""
+        i = bisect.bisect_right(self._epochs, epoch) - 1
+        if i < 0:
+            if self.snapshot:
+                return self.snapshot.snapshot_id.epoch, self.log_start_offset
+            return 0, 0
+        end = self._epoch_starts[i + 1] if i + 1 < len(self._epochs) else self.end_offset
+        return self._epochs[i], end
+
+    def validate_offset_and_epoch(self, offset: int, epoch: int) -> Valid | Diverging | NeedSnapshot:
+        """Is a follower's log, ending at `offset` with an entry of `epoch`, a prefix of ours?
+
+        Kafka: KafkaMetadataLog.validateOffsetAndEpoch.
+        """
+        snap = self.snapshot.snapshot_id if self.snapshot else None
+        if snap is not None and offset == snap.end_offset and epoch == snap.epoch:
+            return Valid()
+        if snap is None and offset == 0:
+            return Valid()
+        if snap is not None and (
+            offset < self.log_start_offset
+            or (offset == self.log_start_offset and epoch != snap.epoch)
+            or epoch < snap.epoch
+        ):
+            return NeedSnapshot(snap)
+        end_epoch, end_offset = self.end_offset_for_epoch(epoch)
+        if end_epoch != epoch or end_offset < offset:
+            return Diverging(end_epoch, end_offset)
+        return Valid()
+
+    def truncation_offset_for(self, diverging: Diverging) -> int:
+        """Where a follower truncates when the leader reports a divergence. Kafka: truncateToEndOffset."""
+        if diverging.epoch == 0:
+            return min(diverging.end_offset, self.end_offset)
+        local_epoch, local_end = self.end_offset_for_epoch(diverging.epoch)
+        if local_epoch == diverging.epoch:
+            return min(local_end, diverging.end_offset)
+        return local_end
+
+    # -- mutations (each one is mirrored by an action the driver makes durable) ------------------
+
+    def append(self, entries: Sequence[LogEntry]) -> None:
+        for entry in entries:
+            assert entry.offset == self.end_offset, (entry.offset, self.end_offset)
+            assert entry.epoch >= self.last_fetched_epoch, (entry.epoch, self.last_fetched_epoch)
+            if not self._epochs or entry.epoch > self._epochs[-1]:
+                self._epochs.append(entry.epoch)
+                self._epoch_starts.append(entry.offset)
+            self._entries.append(entry)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every entry at or above `offset` (a follower discarding a divergent suffix)."""
+        assert self.log_start_offset <= offset <= self.end_offset, (offset, self.log_start_offset)
+        del self._entries[offset - self.log_start_offset :]
+        while self._epoch_starts and self._epoch_starts[-1] >= offset:
+            self._epochs.pop()
+            self._epoch_starts.pop()
+
+    def extends(self, snapshot_id: SnapshotId) -> bool:
+        """Does this log hold the entry at snapshot_id.end_offset - 1, with the snapshot's epoch?"""
+        end = snapshot_id.end_offset
+        if not (self.log_start_offset <= end <= self.end_offset) or end == 0:
+            return end == 0
+        return self.epoch_at(end - 1) == snapshot_id.epoch
+
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        """Adopt `snapshot` as the new log start, keeping the entries after it.
+
+        The caller first truncates a log that does not extend the snapshot (everything after it would
+        be unvalidated, Kafka: truncateToLatestSnapshot).
+        """
+        end = snapshot.snapshot_id.end_offset
+        assert end >= self.log_start_offset
+        assert self.extends(snapshot.snapshot_id) or self.end_offset == self.log_start_offset
+        keep = list(self._entries[end - self.log_start_offset :]) if end <= self.end_offset else []
+        self.snapshot = snapshot
+        self.log_start_offset = end
+        self._entries = []
+        self._epochs = []
+        self._epoch_starts = []
+        self.append(keep)
