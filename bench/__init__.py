@@ -1,0 +1,1 @@
+"""Reproducible benchmarks: each prints its figures and the machine it ran on."""
