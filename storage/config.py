@@ -1,0 +1,31 @@
+"""Per-log configuration: Kafka's topic configs in snake_case, with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NO_LIMIT = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000  # -1 = unlimited
+    retention_bytes: int = -1  # -1 = unlimited
+    message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    flush_messages: int = 9223372036854775807
+    flush_ms: int = 9223372036854775807
+    file_delete_delay_ms: int = 60000
+    cleanup_policy: str = "delete"
+    min_free_disk_bytes: int = 0  # free-disk reserve; appends refused below it
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy

@@ -1,0 +1,47 @@
+"""The free-disk reserve: appends are refused with KAFKA_STORAGE_ERROR before the disk fills up.
+
+statvfs is not called on every append: the guard keeps an estimate (last reading minus bytes appended
+since) and re-reads when the interval has passed or the estimate gets near the reserve.  One guard is
+shared by every log of a data directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from storage.errors import KafkaStorageError
+from storage.file_io import FileIO
+
+DEFAULT_RECHECK_INTERVAL_MS = 1000
+
+
+class DiskSpaceGuard:
+    def __init__(self, file_io: FileIO, path: Path, min_free_bytes: int = 0,
+                 recheck_interval_ms: int = DEFAULT_RECHECK_INTERVAL_MS) -> None:
+        self.file_io = file_io
+        self.path = path
+        self.min_free_bytes = min_free_bytes
+        self.recheck_interval_ms = recheck_interval_ms
+        self._estimate_bytes = -1
+        self._checked_ms: int | None = None
+
+    def check(self, incoming_bytes: int, now_ms: int, min_free_bytes: int = 0) -> None:
+        reserve = max(self.min_free_bytes, min_free_bytes)
+        if reserve <= 0:
+            return
+        if (
+            self._checked_ms is None
+            or now_ms - self._checked_ms >= self.recheck_interval_ms
+            or self._estimate_bytes - incoming_bytes < reserve
+        ):
+            try:
+                self._estimate_bytes = self.file_io.disk_free_bytes(self.path)
+            except OSError as e:
+                raise KafkaStorageError(f"cannot read free space of {self.path}: {e}") from e
+            self._checked_ms = now_ms
+        if self._estimate_bytes - incoming_bytes < reserve:
+            raise KafkaStorageError(
+                f"free disk space {self._estimate_bytes} bytes minus {incoming_bytes} would go below the "
+                f"reserve of {reserve} bytes"
+            )
+        self._estimate_bytes -= incoming_bytes

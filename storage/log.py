@@ -1,0 +1,806 @@
+"""One partition's log: a list of segments plus its bounds, leader epoch cache and producer state.
+
+Mirrors Kafka's UnifiedLog/LocalLog/LogLoader.  All calls are synchronous and meant for the event
+loop thread, except `flush()`, which only fsyncs files through fds of its own and may run in a worker.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kproto.batch import (
+    BATCH_HEADER_BYTES,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    CorruptBatchError,
+    iter_batches,
+    parse_header,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from storage.checkpoint import CorruptCheckpointError, read_epoch_checkpoint
+from storage.config import LogConfig
+from storage.disk_guard import DiskSpaceGuard
+from storage.epoch_cache import LeaderEpochCache
+from storage.errors import (
+    CorruptRecordError,
+    InconsistentOffsetsError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    StorageError,
+)
+from storage.file_io import Buffer, FileIO
+from storage.handle_cache import HandleCache
+from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.records_scan import crc_with_header, record_timestamps
+from storage.segment import LogSegment, segment_stem
+
+logger = logging.getLogger(__name__)
+
+DELETED_SUFFIX = ".deleted"
+_ATTR_AND_CRC_OFFSET = 17
+_MAX_TS_OFFSET = 35
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp_ms: int
+    position_bytes: int
+    log_append_time_ms: int  # -1 unless LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False  # an idempotent retry: offsets are the original ones, nothing appended
+
+
+@dataclass(frozen=True, slots=True)
+class FileRegion:
+    fd: int  # valid only until the next call into storage
+    position: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    regions: tuple[FileRegion, ...]
+    first_offset: int  # base offset of the first returned batch, or the fetch offset if empty
+
+    def read_bytes(self) -> bytes:
+        parts = []
+        for r in self.regions:
+            data = os.pread(r.fd, r.size_bytes, r.position)
+            while len(data) < r.size_bytes:
+                more = os.pread(r.fd, r.size_bytes - len(data), r.position + len(data))
+                if not more:
+                    raise KafkaStorageError("segment shorter than the region read from it")
+                data += more
+            parts.append(data)
+        return b"".join(parts)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(r.size_bytes for r in self.regions)
+
+
+class Log:
+    # set in open(); declared here for mypy
+    directory: Path
+    config: LogConfig
+    log_start_offset: int
+    high_watermark: int
+    recovery_point: int
+
+    def __init__(self, directory: Path, config: LogConfig, file_io: FileIO, cache: HandleCache,
+                 disk_guard: DiskSpaceGuard) -> None:
+        self.directory = directory
+        self.config = config
+        self._io = file_io
+        self._cache = cache
+        self._disk_guard = disk_guard
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._epochs = LeaderEpochCache(file_io, directory)
+        self._producers = ProducerStateManager()
+        self._offline_reason: str | None = None
+        self._pending_deletes: list[tuple[int, list[Path]]] = []
+        self._flush_upto: int | None = None  # a roll asked for the old segments to be flushed
+        self._last_flush_ms = 0
+        self._closed = False
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.recovery_point = 0
+
+    # =====================================================================================================
+    # opening and recovery (Kafka's LogLoader)
+    # =====================================================================================================
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int, file_io: FileIO | None = None,
+             handle_cache: HandleCache | None = None, recovery_point: int | None = None,
+             log_start_offset: int | None = None, high_watermark: int | None = None,
+             disk_guard: DiskSpaceGuard | None = None) -> Log:
+        """Open (or create) the log in `directory`, recovering everything at or above `recovery_point`.
+
+        recovery_point None means unknown: every segment is scanned.  log_start_offset and
+        high_watermark come from the data-dir checkpoints when a LogManager opens the log.
+        """
+        if handle_cache is None:
+            handle_cache = HandleCache(file_io)
+        io = file_io if file_io is not None else handle_cache.file_io
+        if disk_guard is None:
+            disk_guard = DiskSpaceGuard(io, directory)
+        log = cls(directory, config, io, handle_cache, disk_guard)
+        log._last_flush_ms = now_ms
+        io.mkdir(directory)
+        log._load(config, now_ms, recovery_point, log_start_offset, high_watermark)
+        return log
+
+    def _load(self, config: LogConfig, now_ms: int, recovery_point: int | None,
+              log_start_offset: int | None, high_watermark: int | None) -> None:
+        io = self._io
+        names = io.listdir(self.directory)
+        log_bases: set[int] = set()
+        for name in names:
+            if name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
+                io.unlink(self.directory / name)
+            elif name.endswith(".log") and name[:-4].isdigit():
+                log_bases.add(int(name[:-4]))
+        for name in names:  # index files whose segment is gone
+            stem, _, ext = name.partition(".")
+            if ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in log_bases:
+                io.unlink(self.directory / name)
+
+        rp = recovery_point if recovery_point is not None else -1
+        if not log_bases:
+            base = log_start_offset if log_start_offset is not None else 0
+            self._add_segment(LogSegment.create(self.directory, base, self._cache, config, created_ms=now_ms))
+        else:
+            for base in sorted(log_bases):
+                seg = LogSegment(self.directory, base, self._cache, config, created_ms=now_ms,
+                                 size_bytes=io.size(self.directory / f"{segment_stem(base)}.log"))
+                self._add_segment(seg)
+            self._recover_segments(rp)
+
+        leo = self.log_end_offset
+        first_base = self._segments[0].base_offset
+        start = max(log_start_offset if log_start_offset is not None else first_base, first_base)
+        self.log_start_offset = min(start, leo)
+        self.recovery_point = max(min(rp, leo), self.log_start_offset) if rp >= 0 else self.log_start_offset
+        hw = high_watermark if high_watermark is not None else self.log_start_offset
+        self.high_watermark = min(max(hw, self.log_start_offset), leo)
+        if self._offline_reason is not None:
+            return
+        self._load_epoch_cache()
+        self._load_producer_state()
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+
+    def _recover_segments(self, rp: int) -> None:
+        """Kafka's recoverLog: trust what is below the recovery point, scan everything after it.
+
+        Damage in data below the recovery point (which was fsynced) takes the partition offline.
+        Damage above it (a crash cut the tail) is truncated away, with every later segment.
+        """
+        segs = self._segments
+        first_unflushed = max(0, bisect.bisect_right(self._bases, rp) - 1) if rp >= 0 else 0
+        for seg in segs[:first_unflushed]:
+            if not seg.indexes_sane():
+                logger.warning("%s: rebuilding damaged index files", seg.log_path)
+                _, error = seg.recover()
+                if error is not None:
+                    self._go_offline(f"corrupt closed segment {seg.log_path}: {error}")
+                    return
+        for i in range(first_unflushed, len(segs)):
+            seg = segs[i]
+            if rp >= 0 and seg.indexes_sane():
+                try:
+                    seg.load_tail()
+                    if seg.next_offset <= rp:
+                        continue  # fully flushed; no scan needed
+                except (CorruptBatchError, ValueError, OSError):
+                    pass
+            valid_bytes, error = seg.recover()
+            if error is None:
+                continue
+            if seg.next_offset < rp:
+                self._go_offline(f"corrupt segment {seg.log_path} below the recovery point {rp}: {error}")
+                return
+            dropped = segs[i + 1 :]
+            logger.warning("%s: truncating to %d bytes after a crash (%s); dropping %d later segments",
+                           seg.log_path, valid_bytes, error, len(dropped))
+            seg.truncate_to_position(valid_bytes)
+            for later in dropped:
+                for path in later.paths:
+                    self._cache.close_path(path)
+                    self._io.unlink(path)
+            del segs[i + 1 :]
+            del self._bases[i + 1 :]
+            break
+        last = segs[-1]
+        if not last.tail_loaded:
+            last.load_tail()
+
+    def _load_epoch_cache(self) -> None:
+        path = self._epochs._path
+        try:
+            entries = read_epoch_checkpoint(self._io, path)
+        except CorruptCheckpointError as e:
+            logger.warning("%s is corrupt (%s): rebuilding it from the log", path, e)
+            entries = None
+        if entries is None:
+            self._epochs = LeaderEpochCache(self._io, self.directory)
+            for _, header in self._iter_headers_from(self._segments[0].base_offset):
+                self._epochs.assign(header.partition_leader_epoch, header.base_offset, flush=False)
+            self._epochs.flush()
+        else:
+            self._epochs = LeaderEpochCache(self._io, self.directory, entries)
+            self._epochs.truncate_from_end(self.log_end_offset)
+        self._epochs.truncate_from_start(self.log_start_offset)
+
+    def _load_producer_state(self) -> None:
+        """Newest good snapshot at or below the log end, then replay the batches after it."""
+        leo = self.log_end_offset
+        snap = self._producers.load_latest_snapshot(self._io, self.directory, leo)
+        start = snap if snap is not None else self._segments[0].base_offset
+        for _, header in self._iter_headers_from(start):
+            self._producers.update(header)
+
+    def _iter_headers_from(self, offset: int) -> list[tuple[LogSegment, BatchHeader]]:
+        out = []
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self._segments[i:]:
+            found = seg.translate_offset(offset)
+            if found is None:
+                continue
+            for _, header in seg.iter_headers(found[0]):
+                out.append((seg, header))
+        return out
+
+    def _go_offline(self, reason: str) -> None:
+        logger.error("%s offline: %s", self.directory, reason)
+        self._offline_reason = reason
+
+    @property
+    def offline_reason(self) -> str | None:
+        return self._offline_reason
+
+    def _check_online(self) -> None:
+        if self._offline_reason is not None:
+            raise KafkaStorageError(f"{self.directory} is offline: {self._offline_reason}")
+        if self._closed:
+            raise KafkaStorageError(f"{self.directory} is closed")
+
+    # =====================================================================================================
+    # bounds and config
+    # =====================================================================================================
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self._segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for seg in self._segments:
+            seg.update_config(config)
+
+    def update_high_watermark(self, offset: int) -> None:
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+
+    def latest_epoch(self) -> int | None:
+        return self._epochs.latest_epoch()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self._epochs.end_offset_for_epoch(epoch, self.log_end_offset)
+
+    @property
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        return self._epochs.entries
+
+    def producer_state(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.producers.get(producer_id)
+
+    @property
+    def producer_states(self) -> dict[int, ProducerStateEntry]:
+        return self._producers.producers
+
+    # =====================================================================================================
+    # append
+    # =====================================================================================================
+
+    def _parse_batches(self, view: memoryview, *, verify_crc: bool) -> list[tuple[int, BatchHeader]]:
+        try:
+            if verify_crc:
+                batches = list(iter_batches(view, verify_crc=True))
+            else:
+                batches = []
+                position, end = 0, len(view)
+                while position < end:
+                    header = parse_header(view, position)
+                    if position + header.size_bytes > end:
+                        raise CorruptBatchError(f"batch at {position} runs past the end of the records")
+                    batches.append((position, header))
+                    position += header.size_bytes
+        except CorruptBatchError as e:
+            raise CorruptRecordError(str(e)) from e
+        if not batches:
+            raise CorruptRecordError("no record batches in the append")
+        for _, h in batches:
+            if h.records_count != h.last_offset_delta + 1 and not h.is_control:
+                raise CorruptRecordError(
+                    f"batch has {h.records_count} records but lastOffsetDelta {h.last_offset_delta}"
+                )
+        return batches
+
+    def append_as_leader(self, records: bytes | bytearray, *, leader_epoch: int, now_ms: int) -> LogAppendInfo:
+        """Assign offsets, stamp the leader epoch (and LogAppendTime), check producer state, write."""
+        self._check_online()
+        view = memoryview(records)
+        batches = self._parse_batches(view, verify_crc=False)
+        producers = self._producers
+        for _, h in batches:
+            if h.producer_id >= 0:
+                dup = producers.check_duplicate(h)
+                if dup is not None:
+                    return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp_ms, -1, -1,
+                                         self.log_start_offset, duplicate=True)
+        producers.validate(h for _, h in batches)
+        total = len(view)
+        self._disk_guard.check(total, now_ms, self.config.min_free_disk_bytes)
+
+        first_offset = self.log_end_offset
+        count = sum(h.last_offset_delta + 1 for _, h in batches)
+        self._maybe_roll_for(now_ms, total, first_offset + count - 1)
+
+        log_append_time = self.config.log_append_time
+        in_place = isinstance(records, bytearray)
+        buffers: list[Buffer] = []
+        meta: list[tuple[int, int, int]] = []
+        stamped: list[BatchHeader] = []
+        offset = first_offset
+        max_ts = -1
+        for pos, h in batches:
+            size = h.size_bytes
+            header = bytearray(view[pos : pos + BATCH_HEADER_BYTES])
+            set_base_offset(header, 0, offset)
+            set_partition_leader_epoch(header, 0, leader_epoch)
+            batch_max_ts = h.max_timestamp
+            if log_append_time:
+                batch_max_ts = now_ms
+                header[21:23] = (h.attributes | TIMESTAMP_TYPE_BIT).to_bytes(2, "big", signed=True)
+                header[_MAX_TS_OFFSET : _MAX_TS_OFFSET + 8] = now_ms.to_bytes(8, "big", signed=True)
+                crc = crc_with_header(header, view[pos + BATCH_HEADER_BYTES : pos + size])
+                header[_ATTR_AND_CRC_OFFSET : _ATTR_AND_CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+            if in_place:
+                view[pos : pos + BATCH_HEADER_BYTES] = header
+            else:
+                buffers.append(header)
+                buffers.append(view[pos + BATCH_HEADER_BYTES : pos + size])
+            last = offset + h.last_offset_delta
+            meta.append((size, last, batch_max_ts))
+            if h.producer_id >= 0:
+                stamped.append(dataclasses.replace(h, base_offset=offset, partition_leader_epoch=leader_epoch,
+                                                   max_timestamp=batch_max_ts))
+            if batch_max_ts > max_ts:
+                max_ts = batch_max_ts
+            offset = last + 1
+        if in_place:
+            buffers = [view]
+        position = self._write(buffers, total, meta)
+        self._epochs.assign(leader_epoch, first_offset)
+        for h in stamped:
+            producers.update(h)
+        return LogAppendInfo(first_offset, offset - 1, max_ts, position, now_ms if log_append_time else -1,
+                             self.log_start_offset)
+
+    def append_as_follower(self, records: bytes | bytearray, *, now_ms: int) -> LogAppendInfo:
+        """Append batches that already carry the leader's offsets and epochs (CRC-checked here).
+
+        The first batch must start at the log end offset and batches must be contiguous; a gap is
+        accepted only for compacted topics (where the leader's log legitimately has holes).
+        """
+        self._check_online()
+        view = memoryview(records)
+        batches = self._parse_batches(view, verify_crc=True)
+        expected = self.log_end_offset
+        allow_gaps = self.config.compact
+        for _, h in batches:
+            if h.base_offset < expected or (h.base_offset > expected and not allow_gaps):
+                raise InconsistentOffsetsError(
+                    f"follower append at offset {h.base_offset}, expected {expected} (log end "
+                    f"{self.log_end_offset})"
+                )
+            expected = h.next_offset
+        total = len(view)
+        self._disk_guard.check(total, now_ms, self.config.min_free_disk_bytes)
+        first_offset = batches[0][1].base_offset
+        self._maybe_roll_for(now_ms, total, expected - 1)
+        meta = [(h.size_bytes, h.last_offset, h.max_timestamp) for _, h in batches]
+        position = self._write([view], total, meta)
+        for _, h in batches:
+            if h.partition_leader_epoch >= 0:
+                self._epochs.assign(h.partition_leader_epoch, h.base_offset)
+            if h.producer_id >= 0:
+                self._producers.update(h)
+        max_ts = max(h.max_timestamp for _, h in batches)
+        return LogAppendInfo(first_offset, expected - 1, max_ts, position, -1, self.log_start_offset)
+
+    def _write(self, buffers: list[Buffer], total: int, meta: list[tuple[int, int, int]]) -> int:
+        seg = self._segments[-1]
+        try:
+            return seg.append(buffers, total, meta)
+        except OSError as e:
+            if seg.size_bytes != self._io.size(seg.log_path):
+                self._go_offline(f"write to {seg.log_path} failed and could not be undone: {e}")
+            raise KafkaStorageError(f"write to {seg.log_path} failed: {e}") from e
+
+    # =====================================================================================================
+    # roll and flush
+    # =====================================================================================================
+
+    def _maybe_roll_for(self, now_ms: int, incoming_bytes: int, last_offset: int) -> None:
+        if self._segments[-1].needs_roll(now_ms, incoming_bytes, last_offset, self.config):
+            self._roll(now_ms)
+
+    def maybe_roll(self, now_ms: int) -> bool:
+        self._check_online()
+        if self._segments[-1].needs_roll(now_ms, 0, self.log_end_offset, self.config):
+            self._roll(now_ms)
+            return True
+        return False
+
+    def roll(self, now_ms: int) -> None:
+        """Start a new segment at the log end (no-op if the active segment is empty)."""
+        self._check_online()
+        if self._segments[-1].size_bytes:
+            self._roll(now_ms)
+
+    def _roll(self, now_ms: int) -> None:
+        old = self._segments[-1]
+        new_base = self.log_end_offset
+        try:
+            old.on_become_inactive()
+            self._producers.write_snapshot(self._io, self.directory, new_base)
+            seg = LogSegment.create(self.directory, new_base, self._cache, self.config, created_ms=now_ms)
+        except OSError as e:
+            raise KafkaStorageError(f"cannot roll {self.directory}: {e}") from e
+        self._add_segment(seg)
+        self._flush_upto = new_base
+
+    def flush(self, upto: int | None = None) -> None:
+        """fsync everything below `upto` (default: the log end) and advance the recovery point.
+
+        Safe to call from a worker thread: it only reads the segment list and opens its own fds.
+        """
+        end = self.log_end_offset if upto is None else upto
+        if end <= self.recovery_point:
+            return
+        segments = list(self._segments)
+        bases = [s.base_offset for s in segments]
+        first = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
+        try:
+            for seg in segments[first:]:
+                if seg.base_offset >= end and seg is not segments[-1]:
+                    break
+                seg.fsync()
+            for snap in self._producers.list_snapshots(self._io, self.directory):
+                if snap > self.recovery_point:
+                    try:
+                        fd = self._io.open(self.directory / f"{snap:020d}.snapshot", write=False)
+                    except FileNotFoundError:
+                        continue  # removed meanwhile by truncation or retention
+                    try:
+                        self._io.fsync(fd)
+                    finally:
+                        self._io.close(fd)
+            self._io.fsync_dir(self.directory)
+        except OSError as e:
+            self._go_offline(f"fsync failed: {e}")
+            raise KafkaStorageError(f"fsync of {self.directory} failed: {e}") from e
+        self.recovery_point = max(self.recovery_point, min(end, self.log_end_offset))
+        if self._flush_upto is not None and self._flush_upto <= self.recovery_point:
+            self._flush_upto = None
+
+    def needs_flush(self, now_ms: int) -> bool:
+        unflushed = self.log_end_offset - self.recovery_point
+        if unflushed <= 0:
+            return False
+        return (
+            self._flush_upto is not None
+            or unflushed >= self.config.flush_messages
+            or now_ms - self._last_flush_ms >= self.config.flush_ms
+        )
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Honour flush.messages / flush.ms, and flush segments a roll left behind (Kafka does that async)."""
+        if self._offline_reason is not None or self._closed:
+            return
+        unflushed = self.log_end_offset - self.recovery_point
+        if unflushed >= self.config.flush_messages or (
+            unflushed > 0 and now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+            self._last_flush_ms = now_ms
+        elif self._flush_upto is not None:
+            self.flush(self._flush_upto)
+
+    # =====================================================================================================
+    # read and lookups
+    # =====================================================================================================
+
+    def _segment_for(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def read(self, fetch_offset: int, *, max_bytes: int, max_offset: int | None,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole batches from the one holding `fetch_offset`, below `max_offset`, up to `max_bytes`.
+
+        At least one batch is returned (if any is below max_offset) when min_one_batch, even past
+        max_bytes.  Data comes from one segment per call, like Kafka.
+        """
+        self._check_online()
+        leo = self.log_end_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}] of {self.directory.name}"
+            )
+        limit = leo if max_offset is None else min(max_offset, leo)
+        empty = FetchDataInfo((), fetch_offset)
+        if fetch_offset >= limit:
+            return empty
+        try:
+            for seg in self._segments[self._segment_for(fetch_offset) :]:
+                if seg.base_offset >= limit:
+                    return empty
+                found = seg.translate_offset(fetch_offset)
+                if found is None:
+                    continue
+                start, header = found
+                if header.last_offset >= limit:
+                    return empty
+                if limit >= seg.next_offset:
+                    limit_position = seg.size_bytes
+                else:
+                    at_limit = seg.translate_offset(limit)
+                    limit_position = at_limit[0] if at_limit is not None else seg.size_bytes
+                end = seg.boundary_at_or_before(min(limit_position, start + max(max_bytes, 0)), start)
+                if end == start:
+                    if not min_one_batch:
+                        return FetchDataInfo((), header.base_offset)
+                    end = start + header.size_bytes
+                return FetchDataInfo((FileRegion(seg.fd(), start, end - start),), header.base_offset)
+        except CorruptBatchError as e:
+            self._go_offline(f"corrupt batch found while reading: {e}")
+            raise KafkaStorageError(str(e)) from e
+        except OSError as e:
+            raise KafkaStorageError(f"read from {self.directory} failed: {e}") from e
+        return empty
+
+    def fetch_offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with timestamp >= timestamp_ms, else None."""
+        self._check_online()
+        start_offset = self.log_start_offset
+        for seg in self._segments:
+            if seg.next_offset <= start_offset and seg.tail_loaded:
+                continue
+            if seg.max_timestamp_and_offset()[0] < timestamp_ms:
+                continue
+            _, indexed_offset = seg.time_index.lookup(timestamp_ms)
+            found = seg.translate_offset(max(indexed_offset, start_offset, seg.base_offset))
+            if found is None:
+                continue
+            for pos, h in seg.iter_headers(found[0]):
+                if h.max_timestamp < timestamp_ms or h.last_offset < start_offset:
+                    continue
+                data = seg.read_bytes(pos, h.size_bytes)
+                try:
+                    for offset, ts in record_timestamps(data, h):
+                        if ts >= timestamp_ms and offset >= start_offset:
+                            return offset, ts, h.partition_leader_epoch
+                except (ValueError, IndexError):
+                    return max(h.base_offset, start_offset), h.max_timestamp, h.partition_leader_epoch
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int, int]:
+        """(offset, timestamp, leader epoch) of the record with the largest timestamp (ListOffsets -3).
+
+        (-1, -1, -1) when the log has no timestamped record.
+        """
+        self._check_online()
+        best_ts, best_offset, best_seg = -1, -1, None
+        for seg in self._segments:
+            ts, offset = seg.max_timestamp_and_offset()
+            if ts > best_ts:
+                best_ts, best_offset, best_seg = ts, offset, seg
+        if best_seg is None:
+            return -1, -1, -1
+        found = best_seg.translate_offset(best_offset)
+        if found is None:
+            return best_offset, best_ts, -1
+        pos, h = found
+        try:
+            for offset, ts in record_timestamps(best_seg.read_bytes(pos, h.size_bytes), h):
+                if ts == best_ts:
+                    return offset, ts, h.partition_leader_epoch
+        except (ValueError, IndexError):
+            pass
+        return h.last_offset, best_ts, h.partition_leader_epoch
+
+    # =====================================================================================================
+    # truncation, log start, retention
+    # =====================================================================================================
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after `offset` (the whole batch holding it), for follower reconciliation."""
+        self._check_online()
+        if offset < 0:
+            raise StorageError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        keep = max(1, bisect.bisect_left(self._bases, offset))
+        doomed = self._segments[keep:]
+        del self._segments[keep:]
+        del self._bases[keep:]
+        self._delete_segment_files(doomed, now_ms=None)
+        try:
+            self._segments[-1].truncate_to(offset)
+        except (OSError, CorruptBatchError) as e:
+            self._go_offline(f"truncation failed: {e}")
+            raise KafkaStorageError(str(e)) from e
+        leo = self.log_end_offset
+        self._epochs.truncate_from_end(leo)
+        ProducerStateManager.delete_snapshots_above(self._io, self.directory, leo)
+        self._load_producer_state()
+        self.high_watermark = min(self.high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        if self._flush_upto is not None and self._flush_upto > leo:
+            self._flush_upto = None
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and start an empty log at `offset` (follower far behind the leader)."""
+        self._check_online()
+        doomed = list(self._segments)
+        self._segments.clear()
+        self._bases.clear()
+        self._delete_segment_files(doomed, now_ms=None)
+        self._add_segment(LogSegment.create(self.directory, offset, self._cache, self.config,
+                                            created_ms=self._last_flush_ms))
+        self.log_start_offset = offset
+        self.high_watermark = offset
+        self.recovery_point = offset
+        self._flush_upto = None
+        self._epochs.clear()
+        self._producers.clear()
+        ProducerStateManager.delete_snapshots_above(self._io, self.directory, -1)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords: move the log start forward (never past the high watermark)."""
+        self._check_online()
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset to {offset}: above the high watermark {self.high_watermark}"
+            )
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        self.recovery_point = max(self.recovery_point, offset)
+        self._epochs.truncate_from_start(offset)
+        return True
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Retention: delete closed segments past retention.ms / retention.bytes or below the log start.
+
+        Never deletes the active segment or a segment holding data at or above the high watermark.
+        """
+        self._purge_deleted(now_ms)
+        if self._offline_reason is not None or self._closed:
+            return 0
+        config = self.config
+        excess = self.size_bytes - config.retention_bytes if config.retention_bytes >= 0 else -1
+        count = 0
+        for i, seg in enumerate(self._segments[:-1]):
+            upper = self._segments[i + 1].base_offset
+            if upper > self.high_watermark:
+                break
+            if upper <= self.log_start_offset:
+                pass
+            elif config.retention_ms >= 0 and now_ms - seg.largest_timestamp_ms() > config.retention_ms:
+                pass
+            elif excess >= 0 and excess - seg.size_bytes >= 0:
+                excess -= seg.size_bytes
+            else:
+                break
+            count += 1
+        if count == 0:
+            return 0
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        del self._bases[:count]
+        self._delete_segment_files(doomed, now_ms=now_ms)
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        self.recovery_point = max(self.recovery_point, self.log_start_offset)
+        self._epochs.truncate_from_start(self.log_start_offset)
+        ProducerStateManager.delete_snapshots_below(self._io, self.directory, self._segments[0].base_offset)
+        return count
+
+    def _delete_segment_files(self, doomed: list[LogSegment], *, now_ms: int | None) -> None:
+        """Rename to `.deleted` now (readers of the old name get out-of-range), unlink after the delay."""
+        paths: list[Path] = []
+        for seg in doomed:
+            for path in seg.paths:
+                self._cache.close_path(path)
+                target = path.with_name(path.name + DELETED_SUFFIX)
+                try:
+                    self._io.rename(path, target)
+                    paths.append(target)
+                except FileNotFoundError:
+                    pass
+            seg.offset_index.forget()
+            seg.time_index.forget()
+        if now_ms is None or self.config.file_delete_delay_ms <= 0:
+            for path in paths:
+                self._io.unlink(path)
+        else:
+            self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths))
+
+    def _purge_deleted(self, now_ms: int | None) -> None:
+        keep = []
+        for due_ms, paths in self._pending_deletes:
+            if now_ms is None or now_ms >= due_ms:
+                for path in paths:
+                    self._io.unlink(path)
+            else:
+                keep.append((due_ms, paths))
+        self._pending_deletes = keep
+
+    # =====================================================================================================
+    # shutdown
+    # =====================================================================================================
+
+    def close(self) -> None:
+        """Clean shutdown: index tails, a producer snapshot at the log end, fsync, release fds."""
+        if self._closed:
+            return
+        try:
+            if self._offline_reason is None:
+                for seg in self._segments:
+                    seg.flush_index_tails()
+                self._producers.write_snapshot(self._io, self.directory, self.log_end_offset)
+                self.flush()
+        finally:
+            self._purge_deleted(None)
+            for seg in self._segments:
+                for path in seg.paths:
+                    self._cache.close_path(path)
+            self._closed = True
+
+    def close_for_delete(self) -> None:
+        """Release fds without flushing: the log is about to be deleted."""
+        self._pending_deletes.clear()
+        self._cache.close_under(self.directory)
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

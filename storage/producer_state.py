@@ -1,0 +1,261 @@
+"""Idempotent-producer state per producer id, and its `.snapshot` files (Kafka's ProducerStateManager).
+
+Each entry remembers the producer epoch and the last 5 batches (sequence range and offsets), so a
+retried batch is answered with its original offsets and a sequence gap is refused.
+
+Snapshot file `<20-digit offset>.snapshot` — our own checksummed format (Kafka's keeps only the last
+batch per producer; we keep all 5 so retries stay recognisable across restarts).  Big-endian:
+
+    magic b"SMPS" | version i16 = 1 | crc u32 (CRC32C of everything after it)
+    offset i64 (state reflects the log below this offset) | producer count i32
+    per producer: producer_id i64, producer_epoch i16, last_timestamp i64, coordinator_epoch i32,
+                  current_txn_first_offset i64 (-1: none), batch count i8,
+                  per batch: first_seq i32, last_seq i32, first_offset i64, last_offset i64, timestamp i64
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+
+from kproto.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from storage.file_io import FileIO
+
+NUM_BATCHES_TO_RETAIN = 5
+SNAPSHOT_SUFFIX = ".snapshot"
+_MAGIC = b"SMPS"
+_VERSION = 1
+_PREFIX = struct.Struct(">4shI")
+_BODY_HEAD = struct.Struct(">qi")
+_PRODUCER = struct.Struct(">qhqiqb")
+_BATCH = struct.Struct(">iiqqq")
+_INT32_MAX = 0x7FFFFFFF
+
+
+class CorruptSnapshotError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp_ms: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """State of one producer id.  Treat as read-only outside storage."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    last_timestamp_ms: int = -1
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int | None = None
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, producer_epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if producer_epoch != self.producer_epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def snapshot_path(directory: Path, offset: int) -> Path:
+    return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+class ProducerStateManager:
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerStateEntry] = {}
+
+    # -- leader validation --------------------------------------------------------------------------------
+
+    def check_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        if header.producer_id < 0 or header.base_sequence == NO_SEQUENCE or header.is_control:
+            return None
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            return None
+        return entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
+
+    def validate(self, headers: Iterable[BatchHeader]) -> None:
+        """Kafka's ProducerAppendInfo checks for client appends: fencing and sequence continuity.
+
+        Raises InvalidProducerEpochError / OutOfOrderSequenceError; changes nothing.
+        """
+        staged: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last seq) after earlier batches
+        for h in headers:
+            pid = h.producer_id
+            if pid < 0:
+                continue
+            entry = self.producers.get(pid)
+            if pid in staged:
+                cur_epoch, cur_last_seq = staged[pid]
+            elif entry is not None:
+                cur_epoch, cur_last_seq = entry.producer_epoch, entry.last_seq
+            else:
+                cur_epoch, cur_last_seq = NO_PRODUCER_EPOCH, NO_SEQUENCE
+            if h.producer_epoch < cur_epoch:
+                raise InvalidProducerEpochError(
+                    f"producer {pid}: epoch {h.producer_epoch} is older than current epoch {cur_epoch}"
+                )
+            if h.is_control or h.base_sequence == NO_SEQUENCE:
+                staged[pid] = (h.producer_epoch, cur_last_seq if h.producer_epoch == cur_epoch else NO_SEQUENCE)
+                continue
+            if h.producer_epoch != cur_epoch:
+                if h.base_sequence != 0 and cur_epoch != NO_PRODUCER_EPOCH:
+                    raise OutOfOrderSequenceError(
+                        f"producer {pid}: new epoch {h.producer_epoch} must start at sequence 0, "
+                        f"got {h.base_sequence}"
+                    )
+            elif cur_epoch != NO_PRODUCER_EPOCH and not _in_sequence(cur_last_seq, h.base_sequence):
+                raise OutOfOrderSequenceError(
+                    f"producer {pid} epoch {h.producer_epoch}: sequence {h.base_sequence} "
+                    f"does not follow {cur_last_seq}"
+                )
+            staged[pid] = (h.producer_epoch, h.last_sequence)
+
+    # -- updates ------------------------------------------------------------------------------------------
+
+    def update(self, h: BatchHeader) -> None:
+        """Apply a batch that is now in the log (leader, follower or recovery replay)."""
+        pid = h.producer_id
+        if pid < 0:
+            return
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id=pid)
+            self.producers[pid] = entry
+        if h.producer_epoch != entry.producer_epoch:
+            if h.producer_epoch < entry.producer_epoch:
+                return  # a follower or replay seeing an old epoch: Kafka only logs this
+            entry.producer_epoch = h.producer_epoch
+            entry.batches.clear()
+        entry.last_timestamp_ms = h.max_timestamp
+        if h.is_control:
+            entry.current_txn_first_offset = None
+            return
+        if h.base_sequence != NO_SEQUENCE:
+            entry.batches.append(
+                BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset, h.max_timestamp)
+            )
+        if h.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = h.base_offset
+
+    def clear(self) -> None:
+        self.producers.clear()
+
+    # -- snapshots ----------------------------------------------------------------------------------------
+
+    def encode_snapshot(self, offset: int) -> bytes:
+        parts = [_BODY_HEAD.pack(offset, len(self.producers))]
+        for e in self.producers.values():
+            txn = -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
+            parts.append(_PRODUCER.pack(e.producer_id, e.producer_epoch, e.last_timestamp_ms,
+                                        e.coordinator_epoch, txn, len(e.batches)))
+            parts.extend(_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp_ms)
+                         for b in e.batches)
+        body = b"".join(parts)
+        return _PREFIX.pack(_MAGIC, _VERSION, crc32c.crc32c(body)) + body
+
+    @staticmethod
+    def decode_snapshot(data: bytes) -> tuple[int, dict[int, ProducerStateEntry]]:
+        try:
+            magic, version, crc = _PREFIX.unpack_from(data, 0)
+            if magic != _MAGIC or version != _VERSION:
+                raise CorruptSnapshotError("bad magic or version")
+            body = memoryview(data)[_PREFIX.size :]
+            if crc32c.crc32c(body) != crc:
+                raise CorruptSnapshotError("checksum mismatch")
+            offset, count = _BODY_HEAD.unpack_from(body, 0)
+            pos = _BODY_HEAD.size
+            producers: dict[int, ProducerStateEntry] = {}
+            for _ in range(count):
+                pid, epoch, ts, coord, txn, nbatches = _PRODUCER.unpack_from(body, pos)
+                pos += _PRODUCER.size
+                entry = ProducerStateEntry(pid, epoch, last_timestamp_ms=ts, coordinator_epoch=coord,
+                                           current_txn_first_offset=None if txn < 0 else txn)
+                for _ in range(nbatches):
+                    entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
+                    pos += _BATCH.size
+                producers[pid] = entry
+            if pos != len(body):
+                raise CorruptSnapshotError("trailing bytes")
+            return int(offset), producers
+        except struct.error as e:
+            raise CorruptSnapshotError(str(e)) from e
+
+    def write_snapshot(self, file_io: FileIO, directory: Path, offset: int, *, sync: bool = False) -> None:
+        file_io.write_file_atomic(snapshot_path(directory, offset), self.encode_snapshot(offset), sync=sync)
+
+    @staticmethod
+    def list_snapshots(file_io: FileIO, directory: Path) -> list[int]:
+        offsets = []
+        for name in file_io.listdir(directory):
+            if name.endswith(SNAPSHOT_SUFFIX):
+                stem = name[: -len(SNAPSHOT_SUFFIX)]
+                if stem.isdigit():
+                    offsets.append(int(stem))
+        return sorted(offsets)
+
+    def load_latest_snapshot(self, file_io: FileIO, directory: Path, max_offset: int) -> int | None:
+        """Load the newest good snapshot at or below `max_offset`; delete corrupt ones and newer ones.
+
+        Returns the snapshot's offset (state then reflects the log below it), None if there is none.
+        """
+        self.clear()
+        for offset in reversed(self.list_snapshots(file_io, directory)):
+            path = snapshot_path(directory, offset)
+            if offset > max_offset:
+                file_io.unlink(path)
+                continue
+            data = file_io.read_file(path)
+            try:
+                if data is None:
+                    raise CorruptSnapshotError("vanished")
+                snap_offset, producers = self.decode_snapshot(data)
+                if snap_offset != offset:
+                    raise CorruptSnapshotError("offset does not match the file name")
+            except CorruptSnapshotError:
+                file_io.unlink(path)
+                continue
+            self.producers = producers
+            return offset
+        return None
+
+    @classmethod
+    def delete_snapshots_below(cls, file_io: FileIO, directory: Path, offset: int) -> None:
+        """Remove snapshots older than `offset`, always keeping the newest one."""
+        offsets = cls.list_snapshots(file_io, directory)
+        for o in offsets[:-1]:
+            if o < offset:
+                file_io.unlink(snapshot_path(directory, o))
+
+    @classmethod
+    def delete_snapshots_above(cls, file_io: FileIO, directory: Path, offset: int) -> None:
+        for o in cls.list_snapshots(file_io, directory):
+            if o > offset:
+                file_io.unlink(snapshot_path(directory, o))
