@@ -77,7 +77,8 @@ class RaftLog:
         # Epoch cache (Kafka: LeaderEpochFileCache): parallel lists, epochs strictly increasing.
         self._epochs: list[int] = []
         self._epoch_starts: list[int] = []
-        self.append(list(entries))
+        # After a crash between PersistSnapshot and AdvanceLogStartOffset the disk still holds the prefix.
+        self.append([e for e in entries if e.offset >= self.log_start_offset])
 
     # -- reads -----------------------------------------------------------------------------------
 
