@@ -1,0 +1,305 @@
+"""Request/response headers and message bodies: (api_key, api_version) -> kio schema, parse and encode.
+
+Header versions follow Kafka's ApiMessageType: a request uses header v2 when its schema version is
+flexible (KIP-482), else v1; a response uses header v1 when flexible, else v0 -- except ApiVersions,
+whose response header is always v0 so a client can read it before it knows what the broker speaks
+(KIP-511).  ControlledShutdown v0's request header v0 is not supported (Kafka 4 dropped that API).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+
+from kproto._guard import check_entity
+from kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
+from kproto.framing import SIZE_PREFIX_BYTES
+
+__all__ = [
+    "API_KEYS",
+    "API_NAMES",
+    "API_VERSIONS_KEY",
+    "RequestHeader",
+    "ResponseHeader",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "is_flexible",
+    "kio_version_range",
+    "parse_request_header",
+    "parse_response_header",
+    "request_class",
+    "request_header_version",
+    "response_class",
+    "response_header_version",
+]
+
+API_NAMES: Mapping[int, str] = api_key_map
+API_KEYS: Mapping[str, int] = {name: key for key, name in api_key_map.items()}
+API_VERSIONS_KEY = 18
+
+_FIXED_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_MAX_TAGGED_FIELDS = 1 << 16  # a bound on loop work for hostile input; Kafka's headers have none
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    size_bytes: int  # bytes of the header in the frame payload: the body starts here
+    header_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHeader:
+    correlation_id: int
+    size_bytes: int
+    header_version: int = 0
+
+
+# --- schema lookup -------------------------------------------------------------------------------
+
+
+@functools.cache
+def kio_version_range(api_key: int) -> tuple[int, int] | None:
+    """(min, max) versions kio has request and response schemas for, or None for an unknown API."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return None
+    versions = sorted(schema_name_map[name])
+    return versions[0], versions[-1]
+
+
+@functools.cache
+def request_class(api_key: int, api_version: int) -> type[Any]:
+    """The kio request entity class; UnsupportedVersionError if kio has none."""
+    version_range = kio_version_range(api_key)
+    if version_range is None or not version_range[0] <= api_version <= version_range[1]:
+        raise UnsupportedVersionError(api_key, api_version)
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
+def response_class(api_key: int, api_version: int) -> type[Any]:
+    """The kio response entity class; UnsupportedVersionError if kio has none."""
+    version_range = kio_version_range(api_key)
+    if version_range is None or not version_range[0] <= api_version <= version_range[1]:
+        raise UnsupportedVersionError(api_key, api_version)
+    return load_response_schema(api_key, api_version)
+
+
+@functools.cache
+def is_flexible(api_key: int, api_version: int) -> bool:
+    """Whether the request (and response) schema uses KIP-482 compact encodings and tagged fields.
+
+    For a version kio does not know the answer is extrapolated from the nearest known version
+    (flexibility, once introduced, is never removed), so an unsupported header can still be parsed.
+    An unknown API is taken as non-flexible.
+    """
+    version_range = kio_version_range(api_key)
+    if version_range is None:
+        return False
+    low, high = version_range
+    nearest = min(max(api_version, low), high)
+    return bool(request_class(api_key, nearest).__flexible__)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return 2 if is_flexible(api_key, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if is_flexible(api_key, api_version) else 0
+
+
+# --- primitive readers for headers ---------------------------------------------------------------
+
+
+def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise InvalidRequestError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 35:
+            raise InvalidRequestError("varint longer than 5 bytes")
+
+
+def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
+    count, pos = _read_uvarint(buf, pos)
+    if count > _MAX_TAGGED_FIELDS:
+        raise InvalidRequestError(f"{count} tagged fields")
+    for _ in range(count):
+        _, pos = _read_uvarint(buf, pos)  # tag
+        size, pos = _read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise InvalidRequestError("tagged field runs past the end of the header")
+    return pos
+
+
+def _read_client_id(buf: bytes | memoryview, pos: int) -> tuple[str | None, int]:
+    # client_id stays a nullable int16-length string in header v2 ("flexibleVersions": "none").
+    if pos + 2 > len(buf):
+        raise InvalidRequestError("truncated client_id length")
+    (length,) = _INT16.unpack_from(buf, pos)
+    pos += 2
+    if length == -1:
+        return None, pos
+    if length < 0:
+        raise InvalidRequestError(f"client_id length {length}")
+    if pos + length > len(buf):
+        raise InvalidRequestError("truncated client_id")
+    try:
+        client_id = bytes(buf[pos : pos + length]).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidRequestError("client_id is not UTF-8") from e
+    return client_id, pos + length
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+
+def parse_request_header(payload: bytes | memoryview) -> RequestHeader:
+    """Parse a request header from a frame payload.
+
+    The fixed part (api_key, api_version, correlation_id) is read first, so even a request for an
+    unknown API or version yields a header the broker can answer.  For a known (api_key, version) a
+    malformed client_id or tagged-field section raises InvalidRequestError; for an unknown one the
+    header is returned with what could be read (client_id None, size_bytes 8 if nothing more).
+    """
+    if len(payload) < _FIXED_HEADER.size:
+        raise InvalidRequestError(f"request header needs {_FIXED_HEADER.size} bytes, have {len(payload)}")
+    api_key, api_version, correlation_id = _FIXED_HEADER.unpack_from(payload, 0)
+    header_version = request_header_version(api_key, api_version)
+    version_range = kio_version_range(api_key)
+    known = version_range is not None and version_range[0] <= api_version <= version_range[1]
+    try:
+        client_id, pos = _read_client_id(payload, _FIXED_HEADER.size)
+        if header_version >= 2:
+            pos = _skip_tagged_fields(payload, pos)
+    except InvalidRequestError:
+        if known:
+            raise
+        return RequestHeader(api_key, api_version, correlation_id, None, _FIXED_HEADER.size, header_version)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos, header_version)
+
+
+def decode_request(header: RequestHeader, payload: bytes | memoryview) -> Any:
+    """Decode the request body after the header; InvalidRequestError on a malformed body.
+
+    Trailing bytes after the body are ignored, as Kafka's RequestContext does.
+    """
+    cls = request_class(header.api_key, header.api_version)
+    check_entity(cls, payload, header.size_bytes)  # kio's native reader must never see hostile counts
+    try:
+        value, _size = entity_reader(cls)(payload, header.size_bytes)
+    except ProtocolError:
+        raise
+    except Exception as e:  # kio's native reader raises DecodeError, ValueError, UnicodeDecodeError...
+        raise InvalidRequestError(
+            f"cannot decode {cls.__name__} v{header.api_version}: {type(e).__name__}: {e}"
+        ) from e
+    return value
+
+
+def _check_entity(entity: object, api_key: int, api_version: int, kind: str) -> None:
+    cls: Any = type(entity)
+    if getattr(cls, "__api_key__", None) != api_key:
+        raise TypeError(f"{cls.__name__} is not a {kind} for api_key {api_key}")
+    # ApiVersions may answer any version with v0 (KIP-511's fallback), so only its key must match.
+    if api_key != API_VERSIONS_KEY and getattr(cls, "__version__", None) != api_version:
+        raise TypeError(f"{cls.__name__} is v{cls.__version__}, the request was v{api_version}")
+
+
+def _write_response_header(out: io.BytesIO, correlation_id: int, header_version: int) -> None:
+    out.write(_INT32.pack(correlation_id))
+    if header_version >= 1:
+        out.write(b"\x00")  # no tagged fields
+
+
+def encode_response(header: RequestHeader, response: object) -> bytes:
+    """The whole response frame: size prefix, response header (v0/v1 per API and version), body."""
+    _check_entity(response, header.api_key, header.api_version, "response")
+    cls: Any = type(response)
+    out = io.BytesIO()
+    out.write(b"\x00\x00\x00\x00")
+    header_version = response_header_version(header.api_key, int(cls.__version__))
+    _write_response_header(out, header.correlation_id, header_version)
+    entity_writer(cls)(out, response)
+    size = out.tell() - SIZE_PREFIX_BYTES
+    out.seek(0)
+    out.write(_INT32.pack(size))
+    return out.getvalue()
+
+
+# --- the client side: for tests, the CLI and broker-to-broker requests ----------------------------
+
+
+def encode_request(request: object, *, correlation_id: int, client_id: str | None) -> bytes:
+    """The whole request frame for a kio request entity: size prefix, header v1/v2, body."""
+    cls: Any = type(request)
+    api_key = int(cls.__api_key__)
+    api_version = int(cls.__version__)
+    request_class(api_key, api_version)  # UnsupportedVersionError for something that is not a request
+    out = io.BytesIO()
+    out.write(b"\x00\x00\x00\x00")
+    out.write(_FIXED_HEADER.pack(api_key, api_version, correlation_id))
+    if client_id is None:
+        out.write(_INT16.pack(-1))
+    else:
+        encoded = client_id.encode("utf-8")
+        out.write(_INT16.pack(len(encoded)))
+        out.write(encoded)
+    if request_header_version(api_key, api_version) >= 2:
+        out.write(b"\x00")
+    entity_writer(cls)(out, request)
+    size = out.tell() - SIZE_PREFIX_BYTES
+    out.seek(0)
+    out.write(_INT32.pack(size))
+    return out.getvalue()
+
+
+def parse_response_header(api_key: int, api_version: int, payload: bytes | memoryview) -> ResponseHeader:
+    header_version = response_header_version(api_key, api_version)
+    if len(payload) < 4:
+        raise InvalidRequestError("response header needs 4 bytes")
+    (correlation_id,) = _INT32.unpack_from(payload, 0)
+    pos = 4
+    if header_version >= 1:
+        pos = _skip_tagged_fields(payload, pos)
+    return ResponseHeader(correlation_id, pos, header_version)
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes | memoryview) -> tuple[int, Any]:
+    """(correlation_id, kio response entity) from a response frame payload."""
+    header = parse_response_header(api_key, api_version, payload)
+    cls = response_class(api_key, api_version)
+    check_entity(cls, payload, header.size_bytes)
+    try:
+        value, _size = entity_reader(cls)(payload, header.size_bytes)
+    except Exception as e:
+        raise InvalidRequestError(f"cannot decode {cls.__name__}: {type(e).__name__}: {e}") from e
+    return header.correlation_id, value
