@@ -1,0 +1,1 @@
+"""Consumer groups: the classic group coordinator (pure) and its `__consumer_offsets` shell."""

@@ -1,0 +1,958 @@
+"""The classic group coordinator: a pure state machine of groups, members, generations and offsets.
+
+It mirrors Kafka 4.1's GroupMetadataManager/ClassicGroup (the classic rebalance protocol) and
+OffsetMetadataManager.  No I/O and no clock: every call takes `now_ms`, `tick(now_ms)` fires the
+timers (session expiry, join/sync deadlines, the initial rebalance delay), and randomness comes
+from a seeded `random.Random`.  The shell (`broker/group/service.py`) persists what
+`drain_records()` returns to `__consumer_offsets` before it answers, and turns `Pending` results
+(JoinGroup and SyncGroup are delayed operations) into awaitable events.
+
+State transitions are checked against the table in `broker/group/state.py`.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from broker.group.consumer_protocol import subscribed_topics
+from broker.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_group_metadata_value,
+    encode_key,
+    encode_offset_commit_value,
+)
+from broker.group.state import GroupState, can_transition
+from kproto.errors import ErrorCode
+
+T = TypeVar("T")
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+NO_GENERATION = -1
+NO_LEADER_EPOCH = -1
+NO_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """The broker settings the coordinator obeys (Kafka's names in the comments)."""
+
+    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    max_size: int = 2**31 - 1  # group.max.size
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    new_member_join_timeout_ms: int = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
+
+
+class Pending(Generic[T]):
+    """The eventual answer of a delayed operation; the shell registers a callback to wake its waiter."""
+
+    __slots__ = ("_callbacks", "result")
+
+    def __init__(self, result: T | None = None) -> None:
+        self.result: T | None = result
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    def complete(self, result: T) -> None:
+        if self.result is not None:
+            return
+        self.result = result
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_done(self, callback: Callable[[], None]) -> None:
+        if self.result is not None:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str
+    generation_id: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    skip_assignment: bool = False
+    members: tuple[JoinedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    require_known_member_id: bool = True  # JoinGroup v4+
+    supports_skip_assignment: bool = True  # JoinGroup v9+
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """A record for the group's `__consumer_offsets` partition; value None is a tombstone."""
+
+    group_id: str
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: GroupState
+    protocol_type: str
+    protocol_name: str
+    members: tuple[MemberDescription, ...]
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes = b""
+    join_waiter: Pending[JoinResult] | None = None
+    sync_waiter: Pending[SyncResult] | None = None
+    heartbeat_deadline_ms: int = 0
+    is_new: bool = False
+
+    def metadata(self, protocol_name: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol_name:
+                return metadata
+        return b""
+
+    def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        return self.protocols == protocols
+
+    @property
+    def awaiting_join(self) -> bool:
+        return self.join_waiter is not None
+
+    @property
+    def awaiting_sync(self) -> bool:
+        return self.sync_waiter is not None
+
+
+@dataclass(eq=False, slots=True)
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    previous_state: GroupState = GroupState.EMPTY
+    state_timestamp_ms: int = -1
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
+    pending_members: dict[str, int] = field(default_factory=dict)  # member id -> expiry (MEMBER_ID_REQUIRED)
+    pending_sync_members: set[str] = field(default_factory=set)
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    # timers
+    join_deadline_ms: int | None = None
+    initial_delay_remaining_ms: int | None = None  # set while the first rebalance is being delayed
+    new_member_added: bool = False
+    sync_deadline_ms: int | None = None
+
+    def transition(self, target: GroupState, now_ms: int) -> None:
+        assert can_transition(self.state, target), f"group {self.group_id}: illegal {self.state} -> {target}"
+        self.previous_state = self.state
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def has_all_members_joined(self) -> bool:
+        return all(m.awaiting_join for m in self.members.values()) and not self.pending_members
+
+    def supports_protocols(self, protocol_type: str, protocols: Iterable[str]) -> bool:
+        names = list(protocols)
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        if protocol_type != self.protocol_type:
+            return False
+        common = self.candidate_protocols()
+        return any(name in common for name in names)
+
+    def candidate_protocols(self) -> list[str]:
+        """Protocols every member supports, in the order of some member's preference."""
+        members = list(self.members.values())
+        if not members:
+            return []
+        supported = set.intersection(*({name for name, _ in m.protocols} for m in members))
+        return [name for name, _ in members[0].protocols if name in supported]
+
+    def select_protocol(self) -> str:
+        # Kafka's ClassicGroup.selectProtocol: every member votes for its most preferred candidate.
+        candidates = self.candidate_protocols()
+        assert candidates, f"group {self.group_id} has no common protocol"
+        votes = dict.fromkeys(candidates, 0)
+        for m in self.members.values():
+            for name, _ in m.protocols:
+                if name in votes:
+                    votes[name] += 1
+                    break
+        return max(candidates, key=lambda name: votes[name])
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The union of the members' consumer subscriptions, None when unknown (not a consumer group)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            subscribed = subscribed_topics(m.metadata(self.protocol_name))
+            if subscribed is None:
+                return None
+            topics |= subscribed
+        return topics
+
+    def is_static_member(self, member_id: str) -> bool:
+        member = self.members.get(member_id)
+        return member is not None and member.group_instance_id is not None
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        """Kafka's ClassicGroup.validateMember."""
+        if group_instance_id is not None:
+            existing = self.static_members.get(group_instance_id)
+            if existing is None:
+                return ErrorCode.unknown_member_id
+            if existing != member_id:
+                return ErrorCode.fenced_instance_id
+            return ErrorCode.none
+        return ErrorCode.none if member_id in self.members else ErrorCode.unknown_member_id
+
+
+class GroupCoordinator:
+    """All groups of one broker (every `__consumer_offsets` partition it leads; one broker today)."""
+
+    def __init__(self, config: GroupConfig, rng: random.Random | None = None) -> None:
+        self.config = config
+        self._rng = rng or random.Random()
+        self.groups: dict[str, Group] = {}
+        self._records: list[GroupRecord] = []
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def drain_records(self) -> list[GroupRecord]:
+        """Records the shell must append to `__consumer_offsets` (in order) before answering."""
+        records, self._records = self._records, []
+        return records
+
+    def _new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.UUID(int=self._rng.getrandbits(128), version=4)}"
+
+    def _get_or_create(self, group_id: str, now_ms: int) -> Group:
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            group = Group(group_id, state_timestamp_ms=now_ms)
+            self.groups[group_id] = group
+        return group
+
+    def _live_group(self, group_id: str) -> Group | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.state is GroupState.DEAD else group
+
+    def _store_group(self, group: Group, assignment: dict[str, bytes] | None = None) -> None:
+        members = tuple(
+            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                           m.session_timeout_ms, m.metadata(group.protocol_name),
+                           (assignment or {}).get(m.member_id, m.assignment))
+            for m in group.members.values()
+        )
+        value = GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
+                                   group.leader_id, group.state_timestamp_ms, members)
+        self._records.append(GroupRecord(group.group_id, encode_key(GroupMetadataKey(group.group_id)),
+                                         encode_group_metadata_value(value)))
+
+    def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None) -> None:
+        member.heartbeat_deadline_ms = now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms)
+
+    # --- JoinGroup ----------------------------------------------------------------------------
+
+    def join_group(self, req: JoinRequest, now_ms: int) -> Pending[JoinResult]:
+        def fail(error: ErrorCode, member_id: str = req.member_id) -> Pending[JoinResult]:
+            return Pending(JoinResult(error, member_id))
+
+        if not req.group_id:
+            return fail(ErrorCode.invalid_group_id)
+        if not self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms:
+            return fail(ErrorCode.invalid_session_timeout)
+        existing = self._live_group(req.group_id)
+        if existing is None and req.member_id:
+            return fail(ErrorCode.unknown_member_id)
+        group = existing or self._get_or_create(req.group_id, now_ms)
+        names = [name for name, _ in req.protocols]
+        known = bool(req.member_id) and (req.member_id in group.members or req.member_id in group.pending_members)
+        if (not known and req.group_instance_id not in group.static_members
+                and len(group.members) + len(group.pending_members) >= self.config.max_size):
+            return fail(ErrorCode.group_max_size_reached)
+        if not group.supports_protocols(req.protocol_type, names):
+            if existing is None:
+                del self.groups[req.group_id]
+            return fail(ErrorCode.inconsistent_group_protocol)
+        if not req.member_id:
+            return self._join_new_member(group, req, now_ms)
+        return self._join_existing_member(group, req, now_ms)
+
+    def _join_new_member(self, group: Group, req: JoinRequest, now_ms: int) -> Pending[JoinResult]:
+        if req.group_instance_id is not None:
+            member_id = self._new_member_id(req.group_instance_id)
+            if req.group_instance_id in group.static_members:
+                return self._replace_static_member(group, req, member_id, now_ms)
+            return self._add_member_and_rebalance(group, req, member_id, now_ms)
+        member_id = self._new_member_id(req.client_id)
+        if req.require_known_member_id:
+            # KIP-394: hand out the id first, so a client that times out on a long join can retry
+            # with it instead of leaving a trail of unknown members behind.
+            group.pending_members[member_id] = now_ms + req.session_timeout_ms
+            return Pending(JoinResult(ErrorCode.member_id_required, member_id))
+        return self._add_member_and_rebalance(group, req, member_id, now_ms)
+
+    def _join_existing_member(self, group: Group, req: JoinRequest, now_ms: int) -> Pending[JoinResult]:
+        if req.member_id in group.pending_members:
+            if req.group_instance_id is not None:
+                return Pending(JoinResult(ErrorCode.invalid_request, req.member_id))
+            return self._add_member_and_rebalance(group, req, req.member_id, now_ms)
+        error = group.validate_member(req.member_id, req.group_instance_id)
+        if error != ErrorCode.none:
+            return Pending(JoinResult(error, req.member_id))
+        member = group.members[req.member_id]
+        match group.state:
+            case GroupState.PREPARING_REBALANCE:
+                return self._update_member_and_rebalance(group, member, req, now_ms)
+            case GroupState.COMPLETING_REBALANCE:
+                if member.matches(req.protocols):
+                    # The member lost its join response: give it the current generation again.
+                    return Pending(self._join_response(group, member, skip_assignment=False))
+                return self._update_member_and_rebalance(group, member, req, now_ms)
+            case GroupState.STABLE:
+                if group.leader_id == member.member_id or not member.matches(req.protocols):
+                    # A leader's JoinGroup forces a rebalance (its assignment may depend on metadata
+                    # the coordinator cannot see, e.g. new partitions).
+                    return self._update_member_and_rebalance(group, member, req, now_ms)
+                return Pending(JoinResult(ErrorCode.none, member.member_id, group.generation_id, group.protocol_type,
+                                          group.protocol_name, group.leader_id or ""))
+            case _:
+                return Pending(JoinResult(ErrorCode.unknown_member_id, req.member_id))
+
+    def _join_response(self, group: Group, member: Member, *, skip_assignment: bool) -> JoinResult:
+        is_leader = group.leader_id == member.member_id
+        members: tuple[JoinedMember, ...] = ()
+        if is_leader:
+            members = tuple(JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                            for m in group.members.values())
+        return JoinResult(ErrorCode.none, member.member_id, group.generation_id, group.protocol_type,
+                          group.protocol_name, group.leader_id or "", skip_assignment, members)
+
+    def _add_member_and_rebalance(self, group: Group, req: JoinRequest, member_id: str,
+                                  now_ms: int) -> Pending[JoinResult]:
+        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host, req.rebalance_timeout_ms,
+                        req.session_timeout_ms, req.protocol_type, req.protocols, is_new=True)
+        if group.state is GroupState.PREPARING_REBALANCE and group.previous_state is GroupState.EMPTY:
+            group.new_member_added = True
+        waiter: Pending[JoinResult] = Pending()
+        member.join_waiter = waiter
+        if not group.members:
+            group.protocol_type = req.protocol_type
+        group.members[member_id] = member
+        group.pending_members.pop(member_id, None)
+        if req.group_instance_id is not None:
+            group.static_members[req.group_instance_id] = member_id
+        if group.leader_id is None:
+            group.leader_id = member_id
+        # New members cannot heartbeat yet; bound how long a vanished one can hold up the join phase.
+        self._schedule_heartbeat(member, now_ms, self.config.new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
+        return waiter
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
+                                     now_ms: int) -> Pending[JoinResult]:
+        member.protocols = req.protocols
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        waiter: Pending[JoinResult] = Pending()
+        if member.join_waiter is not None:
+            # A retried JoinGroup replaces the one the client gave up on.
+            member.join_waiter.complete(JoinResult(ErrorCode.unknown_member_id, member.member_id))
+        member.join_waiter = waiter
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
+        return waiter
+
+    def _replace_static_member(self, group: Group, req: JoinRequest, new_member_id: str,
+                               now_ms: int) -> Pending[JoinResult]:
+        """KIP-345: a static member that comes back gets the old member's place, fencing the old id."""
+        assert req.group_instance_id is not None
+        old_id = group.static_members[req.group_instance_id]
+        old = group.members.pop(old_id)
+        if old.join_waiter is not None:
+            old.join_waiter.complete(JoinResult(ErrorCode.fenced_instance_id, old_id))
+            old.join_waiter = None
+        if old.sync_waiter is not None:
+            old.sync_waiter.complete(SyncResult(ErrorCode.fenced_instance_id))
+            old.sync_waiter = None
+        member = Member(new_member_id, req.group_instance_id, req.client_id, req.client_host,
+                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, req.protocols,
+                        assignment=old.assignment)
+        group.members[new_member_id] = member
+        group.static_members[req.group_instance_id] = new_member_id
+        if group.leader_id == old_id:
+            group.leader_id = new_member_id
+        if old_id in group.pending_sync_members:
+            group.pending_sync_members.discard(old_id)
+            group.pending_sync_members.add(new_member_id)
+        self._schedule_heartbeat(member, now_ms)
+        match group.state:
+            case GroupState.STABLE:
+                if group.select_protocol() == group.protocol_name:
+                    # Same protocol for the next generation: no rebalance, the member resumes its assignment.
+                    self._store_group(group)
+                    is_leader = group.leader_id == new_member_id
+                    result = self._join_response(group, member, skip_assignment=is_leader)
+                    if is_leader and not req.supports_skip_assignment:
+                        result = JoinResult(result.error, result.member_id, result.generation_id,
+                                            result.protocol_type, result.protocol_name, result.leader_id)
+                    return Pending(result)
+                waiter: Pending[JoinResult] = Pending()
+                member.join_waiter = waiter
+                self._prepare_rebalance(group, now_ms)
+                return waiter
+            case GroupState.COMPLETING_REBALANCE | GroupState.PREPARING_REBALANCE:
+                waiter = Pending()
+                member.join_waiter = waiter
+                if group.state is GroupState.COMPLETING_REBALANCE:
+                    self._prepare_rebalance(group, now_ms)
+                else:
+                    self._maybe_complete_join(group, now_ms)
+                return waiter
+            case _:
+                raise AssertionError(f"static member of group {group.group_id} in state {group.state}")
+
+    # --- rebalance phases ---------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int) -> None:
+        if can_transition(group.state, GroupState.PREPARING_REBALANCE):
+            self._prepare_rebalance(group, now_ms)
+        else:
+            self._maybe_complete_join(group, now_ms)
+
+    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            self._propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
+        group.pending_sync_members.clear()
+        group.sync_deadline_ms = None
+        initial = group.state is GroupState.EMPTY
+        group.transition(GroupState.PREPARING_REBALANCE, now_ms)
+        if initial:
+            delay_ms = self.config.initial_rebalance_delay_ms
+            group.join_deadline_ms = now_ms + delay_ms
+            group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms - delay_ms, 0)
+            if delay_ms == 0:
+                self._on_join_deadline(group, now_ms)
+        else:
+            group.join_deadline_ms = now_ms + group.rebalance_timeout_ms
+            group.initial_delay_remaining_ms = None
+            self._maybe_complete_join(group, now_ms)
+
+    def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
+        # The first rebalance of a group waits out the initial delay even when everyone has joined.
+        if (group.state is GroupState.PREPARING_REBALANCE and group.initial_delay_remaining_ms is None
+                and group.has_all_members_joined()):
+            self._complete_join(group, now_ms)
+
+    def _on_join_deadline(self, group: Group, now_ms: int) -> None:
+        if group.initial_delay_remaining_ms is not None:
+            remaining = group.initial_delay_remaining_ms
+            if group.new_member_added and remaining > 0:
+                # Kafka's InitialDelayedJoin: a member arrived during the delay, so wait a little more.
+                group.new_member_added = False
+                delay_ms = min(self.config.initial_rebalance_delay_ms, remaining)
+                group.initial_delay_remaining_ms = max(remaining - delay_ms, 0)
+                group.join_deadline_ms = now_ms + delay_ms
+                if delay_ms > 0:
+                    return
+            group.new_member_added = False
+        self._complete_join(group, now_ms)
+
+    def _complete_join(self, group: Group, now_ms: int) -> None:
+        assert group.state is GroupState.PREPARING_REBALANCE
+        group.join_deadline_ms = None
+        group.initial_delay_remaining_ms = None
+        group.new_member_added = False
+        for member in [m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]:
+            self._remove_member(group, member, ErrorCode.unknown_member_id)
+        group.pending_members.clear()
+        if group.members and not self._maybe_elect_joined_leader(group):
+            # Nobody rejoined (only static members that went quiet): wait for session timeouts.
+            group.join_deadline_ms = now_ms + group.rebalance_timeout_ms
+            return
+        group.generation_id += 1
+        if not group.members:
+            group.protocol_name = None
+            group.leader_id = None
+            group.transition(GroupState.EMPTY, now_ms)
+            self._store_group(group)
+            return
+        group.protocol_name = group.select_protocol()
+        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        for member in group.members.values():
+            waiter = member.join_waiter
+            member.join_waiter = None
+            if waiter is not None:
+                waiter.complete(self._join_response(group, member, skip_assignment=False))
+            self._schedule_heartbeat(member, now_ms)
+            member.is_new = False
+            group.pending_sync_members.add(member.member_id)
+        group.sync_deadline_ms = now_ms + group.rebalance_timeout_ms
+
+    def _maybe_elect_joined_leader(self, group: Group) -> bool:
+        leader = group.members.get(group.leader_id) if group.leader_id else None
+        if leader is not None and leader.awaiting_join:
+            return True
+        for member in group.members.values():
+            if member.awaiting_join:
+                group.leader_id = member.member_id
+                return True
+        return False
+
+    def _propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            if member.sync_waiter is not None:
+                waiter, member.sync_waiter = member.sync_waiter, None
+                waiter.complete(SyncResult(error))
+
+    def _remove_member(self, group: Group, member: Member, error: ErrorCode) -> None:
+        del group.members[member.member_id]
+        instance_id = member.group_instance_id
+        if instance_id is not None and group.static_members.get(instance_id) == member.member_id:
+            del group.static_members[instance_id]
+        group.pending_sync_members.discard(member.member_id)
+        if member.join_waiter is not None:
+            waiter, member.join_waiter = member.join_waiter, None
+            waiter.complete(JoinResult(error, member.member_id))
+        if member.sync_waiter is not None:
+            sync, member.sync_waiter = member.sync_waiter, None
+            sync.complete(SyncResult(error))
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+
+    def _remove_member_and_update_group(self, group: Group, member: Member, now_ms: int) -> None:
+        self._remove_member(group, member, ErrorCode.unknown_member_id)
+        match group.state:
+            case GroupState.STABLE | GroupState.COMPLETING_REBALANCE:
+                self._prepare_rebalance(group, now_ms)
+            case GroupState.PREPARING_REBALANCE:
+                self._maybe_complete_join(group, now_ms)
+            case _:
+                pass
+
+    # --- SyncGroup ----------------------------------------------------------------------------
+
+    def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None,
+                   assignments: dict[str, bytes], now_ms: int) -> Pending[SyncResult]:
+        group = self._live_group(group_id)
+        if group is None:
+            return Pending(SyncResult(ErrorCode.unknown_member_id))
+        error = group.validate_member(member_id, group_instance_id)
+        if error == ErrorCode.none and generation_id != group.generation_id:
+            error = ErrorCode.illegal_generation
+        if error == ErrorCode.none and (
+            (protocol_type is not None and protocol_type != group.protocol_type)
+            or (protocol_name is not None and protocol_name != group.protocol_name)
+        ):
+            error = ErrorCode.inconsistent_group_protocol
+        if error != ErrorCode.none:
+            return Pending(SyncResult(error))
+        member = group.members[member_id]
+        match group.state:
+            case GroupState.EMPTY:
+                return Pending(SyncResult(ErrorCode.unknown_member_id))
+            case GroupState.PREPARING_REBALANCE:
+                return Pending(SyncResult(ErrorCode.rebalance_in_progress))
+            case GroupState.COMPLETING_REBALANCE:
+                waiter: Pending[SyncResult] = Pending()
+                if member.sync_waiter is not None:
+                    member.sync_waiter.complete(SyncResult(ErrorCode.unknown_member_id))
+                member.sync_waiter = waiter
+                group.pending_sync_members.discard(member_id)
+                if group.leader_id == member_id:
+                    full = {m: assignments.get(m, b"") for m in group.members}
+                    self._store_group(group, full)
+                    for m in group.members.values():
+                        m.assignment = full[m.member_id]
+                    group.transition(GroupState.STABLE, now_ms)
+                    for m in group.members.values():
+                        if m.sync_waiter is not None:
+                            sync, m.sync_waiter = m.sync_waiter, None
+                            sync.complete(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name,
+                                                     m.assignment))
+                return waiter
+            case GroupState.STABLE:
+                group.pending_sync_members.discard(member_id)
+                self._schedule_heartbeat(member, now_ms)
+                return Pending(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name,
+                                          member.assignment))
+            case _:
+                return Pending(SyncResult(ErrorCode.coordinator_not_available))
+
+    # --- Heartbeat / LeaveGroup ---------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                  now_ms: int) -> ErrorCode:
+        group = self._live_group(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id
+        error = group.validate_member(member_id, group_instance_id)
+        if error != ErrorCode.none:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        member = group.members[member_id]
+        match group.state:
+            case GroupState.EMPTY:
+                return ErrorCode.unknown_member_id
+            case GroupState.PREPARING_REBALANCE:
+                self._schedule_heartbeat(member, now_ms)
+                return ErrorCode.rebalance_in_progress
+            case _:
+                self._schedule_heartbeat(member, now_ms)
+                return ErrorCode.none
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]],
+                    now_ms: int) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """Remove members (member_id, group_instance_id); the top-level error and one per member."""
+        group = self._live_group(group_id)
+        if group is None:
+            return ErrorCode.unknown_member_id, [(m, i, ErrorCode.unknown_member_id) for m, i in members]
+        results: list[tuple[str, str | None, ErrorCode]] = []
+        leaving: list[Member] = []
+        pending_left = False
+        for member_id, instance_id in members:
+            if member_id in group.pending_members:
+                del group.pending_members[member_id]
+                pending_left = True
+                results.append((member_id, instance_id, ErrorCode.none))
+                continue
+            if instance_id is not None:
+                existing = group.static_members.get(instance_id)
+                if existing is None:
+                    results.append((member_id, instance_id, ErrorCode.unknown_member_id))
+                    continue
+                if member_id and existing != member_id:
+                    results.append((member_id, instance_id, ErrorCode.fenced_instance_id))
+                    continue
+                member_id = existing
+            member = group.members.get(member_id)
+            if member is None:
+                results.append((member_id, instance_id, ErrorCode.unknown_member_id))
+                continue
+            if member not in leaving:
+                leaving.append(member)
+            results.append((member_id, instance_id, ErrorCode.none))
+        for member in leaving:
+            self._remove_member(group, member, ErrorCode.unknown_member_id)
+        if leaving:
+            if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                self._prepare_rebalance(group, now_ms)
+            elif group.state is GroupState.PREPARING_REBALANCE:
+                self._maybe_complete_join(group, now_ms)
+        elif pending_left:
+            self._maybe_complete_join(group, now_ms)
+        return ErrorCode.none, results
+
+    # --- timers -------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Fire every timer that is due: join/sync deadlines, member and pending-member expiry."""
+        for group in list(self.groups.values()):
+            if group.state is GroupState.DEAD:
+                continue
+            for member_id, deadline in list(group.pending_members.items()):
+                if now_ms >= deadline:
+                    del group.pending_members[member_id]
+                    self._maybe_complete_join(group, now_ms)
+            for member in list(group.members.values()):
+                if member.member_id not in group.members or now_ms < member.heartbeat_deadline_ms:
+                    continue
+                if member.is_new or not (member.awaiting_join or member.awaiting_sync):
+                    self._remove_member_and_update_group(group, member, now_ms)
+            if (group.state is GroupState.PREPARING_REBALANCE and group.join_deadline_ms is not None
+                    and now_ms >= group.join_deadline_ms):
+                self._on_join_deadline(group, now_ms)
+            if group.sync_deadline_ms is not None and now_ms >= group.sync_deadline_ms:
+                group.sync_deadline_ms = None
+                if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and group.pending_sync_members:
+                    # Members that never sent SyncGroup after the join phase are gone (Kafka's pending sync).
+                    for member_id in list(group.pending_sync_members):
+                        late = group.members.get(member_id)
+                        if late is not None:
+                            self._remove_member(group, late, ErrorCode.unknown_member_id)
+                    group.pending_sync_members.clear()
+                    self._prepare_rebalance(group, now_ms)
+
+    def next_deadline_ms(self) -> int | None:
+        deadlines: list[int] = []
+        for group in self.groups.values():
+            if group.state is GroupState.DEAD:
+                continue
+            deadlines.extend(group.pending_members.values())
+            deadlines.extend(m.heartbeat_deadline_ms for m in group.members.values())
+            if group.join_deadline_ms is not None:
+                deadlines.append(group.join_deadline_ms)
+            if group.sync_deadline_ms is not None:
+                deadlines.append(group.sync_deadline_ms)
+        return min(deadlines, default=None)
+
+    # --- offsets ------------------------------------------------------------------------------
+
+    def validate_offset_commit(self, group_id: str, generation_id: int, member_id: str,
+                               group_instance_id: str | None, api_version: int) -> ErrorCode:
+        """Kafka's OffsetMetadataManager/ClassicGroup.validateOffsetCommit, before anything is written."""
+        group = self._live_group(group_id)
+        if group is None:
+            if generation_id < 0:
+                return ErrorCode.none  # a "simple" group (admin tools, assign-only consumers)
+            return ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
+        if generation_id < 0 and group.state is GroupState.EMPTY:
+            return ErrorCode.none
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = group.validate_member(member_id, group_instance_id)
+            if error != ErrorCode.none:
+                return error
+            if generation_id != group.generation_id:
+                return ErrorCode.illegal_generation
+        elif group.state is not GroupState.EMPTY:
+            return ErrorCode.unknown_member_id
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        return ErrorCode.none
+
+    def commit_offsets(self, group_id: str, member_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                       now_ms: int) -> dict[tuple[str, int], ErrorCode]:
+        """Store validated offsets; returns the per-partition error (metadata too large)."""
+        group = self._get_or_create(group_id, now_ms)
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        for tp, value in offsets.items():
+            if len(value.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+                continue
+            group.offsets[tp] = value
+            self._records.append(GroupRecord(
+                group_id, encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
+                encode_offset_commit_value(OffsetCommitValue(value.offset, value.leader_epoch, value.metadata,
+                                                             value.commit_timestamp_ms, value.expire_timestamp_ms))))
+            errors[tp] = ErrorCode.none
+        member = group.members.get(member_id)
+        if member is not None:
+            self._schedule_heartbeat(member, now_ms)  # Kafka: a commit counts as a heartbeat
+        return errors
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        group = self._live_group(group_id)
+        return dict(group.offsets) if group is not None else {}
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       now_ms: int) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        """OffsetDelete: refused per partition while the group is subscribed to its topic."""
+        group = self._live_group(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found, {}
+        subscribed = group.subscribed_topics() if group.state is not GroupState.EMPTY else set()
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        for tp in partitions:
+            if subscribed is None or tp[0] in subscribed:
+                errors[tp] = ErrorCode.group_subscribed_to_topic
+                continue
+            if group.offsets.pop(tp, None) is not None:
+                self._records.append(GroupRecord(group_id, encode_key(OffsetCommitKey(group_id, *tp)), None))
+            errors[tp] = ErrorCode.none
+        self._maybe_delete_empty_group(group, now_ms)
+        return ErrorCode.none, errors
+
+    def expire_offsets(self, now_ms: int) -> int:
+        """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets); returns how many."""
+        expired = 0
+        retention = self.config.offsets_retention_ms
+        for group in list(self.groups.values()):
+            if group.state is GroupState.DEAD:
+                continue
+            # Kafka's ClassicGroup.offsetExpirationCondition: an empty consumer group counts from when it
+            # became empty; a simple group, or a stable group's unsubscribed topics, from the commit.
+            since_empty = False
+            if not group.protocol_type:
+                candidates = list(group.offsets)
+            elif group.state is GroupState.EMPTY:
+                since_empty = group.state_timestamp_ms >= 0
+                candidates = list(group.offsets)
+            elif group.state is GroupState.STABLE and (topics := group.subscribed_topics()) is not None:
+                candidates = [tp for tp in group.offsets if tp[0] not in topics]
+            else:
+                continue
+            for tp in candidates:
+                o = group.offsets[tp]
+                base_ms = group.state_timestamp_ms if since_empty else o.commit_timestamp_ms
+                due = (now_ms >= o.expire_timestamp_ms if o.expire_timestamp_ms is not None
+                       else now_ms - base_ms >= retention)
+                if due:
+                    del group.offsets[tp]
+                    self._records.append(GroupRecord(group.group_id,
+                                                     encode_key(OffsetCommitKey(group.group_id, *tp)), None))
+                    expired += 1
+            self._maybe_delete_empty_group(group, now_ms)
+        return expired
+
+    def _maybe_delete_empty_group(self, group: Group, now_ms: int) -> None:
+        if group.state is GroupState.EMPTY and not group.offsets:
+            group.transition(GroupState.DEAD, now_ms)
+            del self.groups[group.group_id]
+            self._records.append(GroupRecord(group.group_id, encode_key(GroupMetadataKey(group.group_id)), None))
+
+    # --- admin --------------------------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str], now_ms: int) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            group = self._live_group(group_id)
+            if group is None:
+                results[group_id] = ErrorCode.group_id_not_found
+                continue
+            if group.state is not GroupState.EMPTY:
+                results[group_id] = ErrorCode.non_empty_group
+                continue
+            for tp in group.offsets:
+                self._records.append(GroupRecord(group_id, encode_key(OffsetCommitKey(group_id, *tp)), None))
+            group.offsets.clear()
+            self._maybe_delete_empty_group(group, now_ms)
+            results[group_id] = ErrorCode.none
+        return results
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        group = self._live_group(group_id)
+        if group is None:
+            return None
+        stable = group.state is GroupState.STABLE
+        members = tuple(
+            MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                              m.metadata(group.protocol_name) if stable else b"", m.assignment if stable else b"")
+            for m in group.members.values()
+        )
+        return GroupDescription(group.group_id, group.state, group.protocol_type or "",
+                                (group.protocol_name or "") if stable else "", members)
+
+    def list_groups(self, states: set[GroupState] | None = None) -> list[tuple[str, str, GroupState]]:
+        """(group id, protocol type, state) of every live group, optionally only those in `states`."""
+        return [(g.group_id, g.protocol_type or "", g.state) for g in self.groups.values()
+                if g.state is not GroupState.DEAD and (not states or g.state in states)]
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def load_offset(self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None,
+                    now_ms: int) -> None:
+        """Replay one offset commit record (None: tombstone) from `__consumer_offsets`."""
+        if value is None:
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.offsets.pop((topic, partition), None)
+            return
+        group = self._get_or_create(group_id, now_ms)
+        group.offsets[(topic, partition)] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
+                                                              value.commit_timestamp_ms, value.expire_timestamp_ms)
+
+    def load_group(self, group_id: str, value: GroupMetadataValue | None, now_ms: int) -> None:
+        """Replay one group metadata record (None: tombstone, the group was deleted)."""
+        if value is None:
+            self.groups.pop(group_id, None)
+            return
+        group = self._get_or_create(group_id, now_ms)
+        group.protocol_type = value.protocol_type or None
+        group.generation_id = value.generation_id
+        group.protocol_name = value.protocol_name
+        group.leader_id = value.leader_id
+        group.state_timestamp_ms = value.current_state_timestamp_ms
+        group.members = {}
+        group.static_members = {}
+        for m in value.members:
+            protocols = ((value.protocol_name, m.subscription),) if value.protocol_name is not None else ()
+            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                            m.session_timeout_ms, value.protocol_type, protocols, assignment=m.assignment)
+            member.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        group.previous_state = group.state
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members), None)
+
+    def finish_loading(self, now_ms: int) -> None:
+        """After replay: groups that hold nothing any more are dropped, like Kafka's loader does."""
+        for group in list(self.groups.values()):
+            if group.state is GroupState.EMPTY and not group.offsets and group.generation_id == 0:
+                del self.groups[group.group_id]

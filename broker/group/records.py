@@ -1,0 +1,297 @@
+"""Kafka's `__consumer_offsets` record formats, so Kafka's own tools can read what Samsa writes.
+
+Keys start with an int16 record type (Kafka's CoordinatorRecordType; "key version" in older code):
+
+    0, 1   OffsetCommitKey    group string, topic string, partition int32          (we write 1)
+    2      GroupMetadataKey   group string
+    32001  Samsa's ResetAuditKey  group string, timestamp int64, id string  -- our own, see below
+
+Values (int16 version first; a tombstone is a null value):
+
+    OffsetCommitValue v0: offset int64, metadata string, commit_timestamp int64
+                      v1: v0 + expire_timestamp int64
+                      v2: like v0
+                      v3: offset int64, leader_epoch int32, metadata string, commit_timestamp int64 (we write 3)
+                      v4: v3, flexible (compact strings, tagged fields)
+    GroupMetadataValue v0: protocol_type string, generation int32, protocol string?, leader string?,
+                          members [member_id, client_id, client_host, session_timeout int32,
+                                   subscription bytes, assignment bytes]
+                       v1: members + rebalance_timeout int32 (after client_host)
+                       v2: + current_state_timestamp int64 (after leader)
+                       v3: members + group_instance_id string? (after member_id)           (we write 3)
+
+Audit records of `samsa groups reset-offsets` (and any other generation -1 commit that moves an
+offset) are stored in the same partition as the group's offsets, under record type 32001, far
+above the types Kafka uses; Kafka's loader skips record types it does not know.  The key is
+unique per record, so compaction never merges two audit records; the value is version 0 followed
+by a JSON object (who, when, what, from, to, why).  Choosing the offsets topic over a file in the
+data directory keeps the audit trail with the offsets it explains (and replicated with them later).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+OFFSET_COMMIT_KEY_V0 = 0
+OFFSET_COMMIT_KEY_V1 = 1
+GROUP_METADATA_KEY = 2
+RESET_AUDIT_KEY = 32001
+
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class CorruptRecordError(ValueError):
+    pass
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+def _str(value: str) -> bytes:
+    data = value.encode()
+    return _I16.pack(len(data)) + data
+
+
+def _nstr(value: str | None) -> bytes:
+    return _I16.pack(-1) if value is None else _str(value)
+
+
+def _bytes(value: bytes) -> bytes:
+    return _I32.pack(len(value)) + value
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group_id: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation_id: int
+    protocol_name: str | None
+    leader_id: str | None
+    current_state_timestamp_ms: int
+    members: tuple[MemberMetadata, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResetAuditKey:
+    group_id: str
+    timestamp_ms: int
+    audit_id: str
+
+
+Key = OffsetCommitKey | GroupMetadataKey | ResetAuditKey
+
+
+def encode_key(key: Key) -> bytes:
+    match key:
+        case OffsetCommitKey():
+            return _I16.pack(OFFSET_COMMIT_KEY_V1) + _str(key.group_id) + _str(key.topic) + _I32.pack(key.partition)
+        case GroupMetadataKey():
+            return _I16.pack(GROUP_METADATA_KEY) + _str(key.group_id)
+        case ResetAuditKey():
+            return _I16.pack(RESET_AUDIT_KEY) + _str(key.group_id) + _I64.pack(key.timestamp_ms) + _str(key.audit_id)
+
+
+def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
+    if value.expire_timestamp_ms is not None:
+        return (_I16.pack(1) + _I64.pack(value.offset) + _str(value.metadata) + _I64.pack(value.commit_timestamp_ms)
+                + _I64.pack(value.expire_timestamp_ms))
+    return (_I16.pack(OFFSET_COMMIT_VALUE_VERSION) + _I64.pack(value.offset) + _I32.pack(value.leader_epoch)
+            + _str(value.metadata) + _I64.pack(value.commit_timestamp_ms))
+
+
+def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
+    out = [_I16.pack(GROUP_METADATA_VALUE_VERSION), _str(value.protocol_type), _I32.pack(value.generation_id),
+           _nstr(value.protocol_name), _nstr(value.leader_id), _I64.pack(value.current_state_timestamp_ms),
+           _I32.pack(len(value.members))]
+    for m in value.members:
+        out += [_str(m.member_id), _nstr(m.group_instance_id), _str(m.client_id), _str(m.client_host),
+                _I32.pack(m.rebalance_timeout_ms), _I32.pack(m.session_timeout_ms), _bytes(m.subscription),
+                _bytes(m.assignment)]
+    return b"".join(out)
+
+
+def encode_audit_value(audit: dict[str, Any]) -> bytes:
+    return _I16.pack(0) + json.dumps(audit, sort_keys=True).encode()
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("buf", "flexible", "pos")
+
+    def __init__(self, buf: bytes, flexible: bool = False) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.flexible = flexible
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise CorruptRecordError("record is truncated")
+        data = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return data
+
+    def i16(self) -> int:
+        return int(_I16.unpack(self._take(2))[0])
+
+    def i32(self) -> int:
+        return int(_I32.unpack(self._take(4))[0])
+
+    def i64(self) -> int:
+        return int(_I64.unpack(self._take(8))[0])
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            b = self._take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                raise CorruptRecordError("varint too long")
+
+    def nstr(self) -> str | None:
+        n = self.uvarint() - 1 if self.flexible else self.i16()
+        return None if n < 0 else self._take(n).decode()
+
+    def str(self) -> str:
+        value = self.nstr()
+        if value is None:
+            raise CorruptRecordError("null string where one is required")
+        return value
+
+    def bytes(self) -> bytes:
+        n = self.uvarint() - 1 if self.flexible else self.i32()
+        return b"" if n < 0 else self._take(n)
+
+    def array_len(self) -> int:
+        return self.uvarint() - 1 if self.flexible else self.i32()
+
+    def skip_tags(self) -> None:
+        if self.flexible:
+            for _ in range(self.uvarint()):
+                self.uvarint()
+                self._take(self.uvarint())
+
+
+def decode_key(data: bytes) -> Key | None:
+    """The key of a `__consumer_offsets` record, or None for record types this broker ignores."""
+    r = _Reader(data)
+    record_type = r.i16()
+    if record_type in (OFFSET_COMMIT_KEY_V0, OFFSET_COMMIT_KEY_V1):
+        return OffsetCommitKey(r.str(), r.str(), r.i32())
+    if record_type == GROUP_METADATA_KEY:
+        return GroupMetadataKey(r.str())
+    if record_type == RESET_AUDIT_KEY:
+        return ResetAuditKey(r.str(), r.i64(), r.str())
+    return None
+
+
+def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
+    r = _Reader(data)
+    version = r.i16()
+    if version in (0, 2):
+        offset, metadata, ts = r.i64(), r.str(), r.i64()
+        return OffsetCommitValue(offset, -1, metadata, ts)
+    if version == 1:
+        offset, metadata, ts, expire = r.i64(), r.str(), r.i64(), r.i64()
+        return OffsetCommitValue(offset, -1, metadata, ts, expire)
+    if version in (3, 4):
+        r.flexible = version >= 4
+        offset, epoch, metadata, ts = r.i64(), r.i32(), r.str(), r.i64()
+        return OffsetCommitValue(offset, epoch, metadata, ts)
+    raise CorruptRecordError(f"unknown OffsetCommitValue version {version}")
+
+
+def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
+    r = _Reader(data)
+    version = r.i16()
+    if not 0 <= version <= 4:
+        raise CorruptRecordError(f"unknown GroupMetadataValue version {version}")
+    r.flexible = version >= 4
+    protocol_type = r.str()
+    generation = r.i32()
+    protocol = r.nstr()
+    leader = r.nstr()
+    state_ts = r.i64() if version >= 2 else -1
+    members = []
+    for _ in range(r.array_len()):
+        member_id = r.str()
+        instance_id = r.nstr() if version >= 3 else None
+        client_id = r.str()
+        client_host = r.str()
+        rebalance_timeout = r.i32() if version >= 1 else -1
+        session_timeout = r.i32()
+        subscription = r.bytes()
+        assignment = r.bytes()
+        r.skip_tags()
+        if rebalance_timeout < 0:
+            rebalance_timeout = session_timeout
+        members.append(MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout,
+                                      session_timeout, subscription, assignment))
+    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_ts, tuple(members))
+
+
+def decode_audit_value(data: bytes) -> dict[str, Any]:
+    r = _Reader(data)
+    if r.i16() != 0:
+        raise CorruptRecordError("unknown audit record version")
+    value = json.loads(data[2:])
+    if not isinstance(value, dict):
+        raise CorruptRecordError("audit record is not a JSON object")
+    return value
+
+
+def java_string_hash(value: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit signed overflow)."""
+    h = 0
+    data = value.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for_group(group_id: str, partitions: int) -> int:
+    """Kafka's Utils.abs(groupId.hashCode) % offsets.topic.num.partitions (abs(MIN_VALUE) is 0 there)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
