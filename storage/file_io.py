@@ -90,7 +90,11 @@ class OsFileIO:
         return os.pread(fd, size, position)
 
     def pwrite(self, fd: int, data: Buffer, position: int) -> None:
-        view = memoryview(data)
+        written = os.pwrite(fd, data, position)
+        if written == len(data):
+            return
+        view = memoryview(data)[written:]
+        position += written
         while view:
             written = os.pwrite(fd, view, position)
             view = view[written:]

@@ -30,6 +30,13 @@ class HandleCache:
 
     def get(self, path: Path, *, write: bool = False) -> int:
         key = str(path)
+        entry = self._open.get(key)
+        if entry is not None and (entry[1] or not write):
+            try:
+                self._open.move_to_end(key)  # hot path: no lock (atomic under the GIL)
+                return entry[0]
+            except KeyError:
+                pass  # evicted by another thread meanwhile
         with self._lock:
             entry = self._open.get(key)
             if entry is not None:

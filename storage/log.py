@@ -7,22 +7,14 @@ loop thread, except `flush()`, which only fsyncs files through fds of its own an
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import logging
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from kproto.batch import (
-    BATCH_HEADER_BYTES,
-    TIMESTAMP_TYPE_BIT,
-    BatchHeader,
-    CorruptBatchError,
-    iter_batches,
-    parse_header,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
+from kproto.batch import BATCH_HEADER_BYTES, CONTROL_BIT, LOG_OVERHEAD_BYTES, TIMESTAMP_TYPE_BIT, CorruptBatchError
+from storage.batch_header import Header, is_crc_valid, read_header
 from storage.checkpoint import CorruptCheckpointError, read_epoch_checkpoint
 from storage.config import LogConfig
 from storage.disk_guard import DiskSpaceGuard
@@ -43,8 +35,13 @@ from storage.segment import LogSegment, segment_stem
 logger = logging.getLogger(__name__)
 
 DELETED_SUFFIX = ".deleted"
-_ATTR_AND_CRC_OFFSET = 17
-_MAX_TS_OFFSET = 35
+_COPY_THRESHOLD_BYTES = 128 << 10  # below this, copying `bytes` to rewrite in place beats pwritev
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+_LEADER_EPOCH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +53,27 @@ class LogAppendInfo:
     log_append_time_ms: int  # -1 unless LogAppendTime
     log_start_offset: int
     duplicate: bool = False  # an idempotent retry: offsets are the original ones, nothing appended
+
+
+_new_object = object.__new__
+_APPEND_INFO_SETTERS = tuple(LogAppendInfo.__dict__[name].__set__ for name in (
+    "first_offset", "last_offset", "max_timestamp_ms", "position_bytes", "log_append_time_ms", "log_start_offset",
+    "duplicate"))
+
+
+def _append_info(first_offset: int, last_offset: int, max_timestamp_ms: int, position_bytes: int,
+                 log_append_time_ms: int, log_start_offset: int) -> LogAppendInfo:
+    """LogAppendInfo(...) at half the cost: a frozen dataclass __init__ goes through object.__setattr__."""
+    info = _new_object(LogAppendInfo)
+    s = _APPEND_INFO_SETTERS
+    s[0](info, first_offset)
+    s[1](info, last_offset)
+    s[2](info, max_timestamp_ms)
+    s[3](info, position_bytes)
+    s[4](info, log_append_time_ms)
+    s[5](info, log_start_offset)
+    s[6](info, False)
+    return info
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +270,7 @@ class Log:
         for _, header in self._iter_headers_from(start):
             self._producers.update(header)
 
-    def _iter_headers_from(self, offset: int) -> list[tuple[LogSegment, BatchHeader]]:
+    def _iter_headers_from(self, offset: int) -> list[tuple[LogSegment, Header]]:
         out = []
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self._segments[i:]:
@@ -326,86 +344,169 @@ class Log:
     # append
     # =====================================================================================================
 
-    def _parse_batches(self, view: memoryview, *, verify_crc: bool) -> list[tuple[int, BatchHeader]]:
+    def _parse_batches(self, view: memoryview, *, verify_crc: bool) -> list[tuple[int, Header]]:
+        batches = []
+        position, end = 0, len(view)
         try:
-            if verify_crc:
-                batches = list(iter_batches(view, verify_crc=True))
-            else:
-                batches = []
-                position, end = 0, len(view)
-                while position < end:
-                    header = parse_header(view, position)
-                    if position + header.size_bytes > end:
-                        raise CorruptBatchError(f"batch at {position} runs past the end of the records")
-                    batches.append((position, header))
-                    position += header.size_bytes
+            while position < end:
+                h = read_header(view, position)
+                size = h.batch_length + LOG_OVERHEAD_BYTES
+                if position + size > end:
+                    raise CorruptBatchError(f"batch at {position} runs past the end of the records")
+                if verify_crc and not is_crc_valid(view, h, position):
+                    raise CorruptBatchError(f"CRC mismatch in batch at position {position}")
+                if h.records_count != h.last_offset_delta + 1 and not h.attributes & CONTROL_BIT:
+                    raise CorruptBatchError(
+                        f"batch has {h.records_count} records but lastOffsetDelta {h.last_offset_delta}"
+                    )
+                batches.append((position, h))
+                position += size
         except CorruptBatchError as e:
             raise CorruptRecordError(str(e)) from e
         if not batches:
             raise CorruptRecordError("no record batches in the append")
-        for _, h in batches:
-            if h.records_count != h.last_offset_delta + 1 and not h.is_control:
-                raise CorruptRecordError(
-                    f"batch has {h.records_count} records but lastOffsetDelta {h.last_offset_delta}"
-                )
         return batches
 
     def append_as_leader(self, records: bytes | bytearray, *, leader_epoch: int, now_ms: int) -> LogAppendInfo:
-        """Assign offsets, stamp the leader epoch (and LogAppendTime), check producer state, write."""
-        self._check_online()
+        """Assign offsets, stamp the leader epoch (and LogAppendTime), check producer state, write.
+
+        Only batch headers are touched: a bytearray is rewritten in place; small `bytes` are copied once
+        into a bytearray, large ones are written with pwritev (new header + the caller's body, no copy).
+        """
+        if self._offline_reason is not None or self._closed:
+            self._check_online()
+        total = len(records)
+        if total >= BATCH_HEADER_BYTES:
+            f = _HEADER.unpack_from(records, 0)
+            # f: baseOffset, batchLength, ple, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
+            #    maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+            if (f[1] + LOG_OVERHEAD_BYTES == total and f[3] == 2 and f[1] >= 49 and f[6] >= 0
+                    and f[12] == f[6] + 1):
+                return self._append_one_as_leader(records, f, leader_epoch, now_ms)
+        return self._append_many_as_leader(records, leader_epoch, now_ms)
+
+    def _append_one_as_leader(self, records: bytes | bytearray, f: tuple[int, ...], leader_epoch: int,
+                              now_ms: int) -> LogAppendInfo:
+        """The common case, one batch per partition per request, with as little Python as possible."""
+        producers = self._producers
+        h: Header | None = None
+        if f[9] >= 0:
+            h = Header._make(f)
+            dup = producers.check_duplicate(h)
+            if dup is not None:
+                return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp_ms, -1, -1,
+                                     self.log_start_offset, duplicate=True)
+            producers.validate((h,))
+        total = len(records)
+        config = self.config
+        if config.min_free_disk_bytes > 0 or self._disk_guard.min_free_bytes > 0:
+            self._disk_guard.check(total, now_ms, config.min_free_disk_bytes)
+        seg = self._segments[-1]
+        first_offset = seg.next_offset
+        last_offset = first_offset + f[6]
+        if seg.size_bytes and seg.needs_roll(now_ms, total, last_offset, config):
+            self._roll(now_ms)
+            seg = self._segments[-1]
+        log_append_time = config.message_timestamp_type == "LogAppendTime"
+        if isinstance(records, bytearray) or total <= _COPY_THRESHOLD_BYTES:
+            buf = records if isinstance(records, bytearray) else bytearray(records)
+            buffers: list[Buffer] = [buf]
+            header: bytearray = buf
+        else:
+            header = bytearray(records[:BATCH_HEADER_BYTES])
+            buffers = [header, memoryview(records)[BATCH_HEADER_BYTES:]]
+        _BASE_OFFSET.pack_into(header, 0, first_offset)
+        _LEADER_EPOCH.pack_into(header, 12, leader_epoch)
+        max_ts = f[8]
+        if log_append_time:
+            max_ts = now_ms
+            _ATTRIBUTES.pack_into(header, 21, f[5] | TIMESTAMP_TYPE_BIT)
+            _TIMESTAMP.pack_into(header, 35, now_ms)
+            crc = crc_with_header(memoryview(header)[:BATCH_HEADER_BYTES],
+                                  memoryview(records)[BATCH_HEADER_BYTES:])
+            _CRC.pack_into(header, 17, crc)
+        try:
+            position = seg.append_one(buffers, total, last_offset, max_ts)
+        except OSError as e:
+            raise self._write_failed(seg, e) from e
+        if leader_epoch != self._epochs.latest_epoch():
+            self._epochs.assign(leader_epoch, first_offset)
+        if h is not None:
+            producers.update(h._replace(base_offset=first_offset, partition_leader_epoch=leader_epoch,
+                                        max_timestamp=max_ts))
+        return _append_info(first_offset, last_offset, max_ts, position, now_ms if log_append_time else -1,
+                            self.log_start_offset)
+
+    def _append_many_as_leader(self, records: bytes | bytearray, leader_epoch: int, now_ms: int) -> LogAppendInfo:
         view = memoryview(records)
         batches = self._parse_batches(view, verify_crc=False)
         producers = self._producers
+        has_producer = False
         for _, h in batches:
             if h.producer_id >= 0:
+                has_producer = True
                 dup = producers.check_duplicate(h)
                 if dup is not None:
                     return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp_ms, -1, -1,
                                          self.log_start_offset, duplicate=True)
-        producers.validate(h for _, h in batches)
+        if has_producer:
+            producers.validate(h for _, h in batches)
         total = len(view)
-        self._disk_guard.check(total, now_ms, self.config.min_free_disk_bytes)
+        config = self.config
+        if config.min_free_disk_bytes > 0 or self._disk_guard.min_free_bytes > 0:
+            self._disk_guard.check(total, now_ms, config.min_free_disk_bytes)
 
-        first_offset = self.log_end_offset
-        count = sum(h.last_offset_delta + 1 for _, h in batches)
+        first_offset = self._segments[-1].next_offset
+        if len(batches) == 1:
+            count = batches[0][1].last_offset_delta + 1
+        else:
+            count = sum(h.last_offset_delta + 1 for _, h in batches)
         self._maybe_roll_for(now_ms, total, first_offset + count - 1)
 
-        log_append_time = self.config.log_append_time
-        in_place = isinstance(records, bytearray)
+        log_append_time = config.message_timestamp_type == "LogAppendTime"
+        buf: bytearray | None
+        if isinstance(records, bytearray):
+            buf = records
+        elif total <= _COPY_THRESHOLD_BYTES:
+            buf = bytearray(records)
+            view = memoryview(buf)
+        else:
+            buf = None
         buffers: list[Buffer] = []
         meta: list[tuple[int, int, int]] = []
-        stamped: list[BatchHeader] = []
+        stamped: list[Header] = []
         offset = first_offset
         max_ts = -1
         for pos, h in batches:
-            size = h.size_bytes
-            header = bytearray(view[pos : pos + BATCH_HEADER_BYTES])
-            set_base_offset(header, 0, offset)
-            set_partition_leader_epoch(header, 0, leader_epoch)
+            size = h.batch_length + LOG_OVERHEAD_BYTES
+            header = buf if buf is not None else bytearray(view[pos : pos + BATCH_HEADER_BYTES])
+            hpos = pos if buf is not None else 0
+            _BASE_OFFSET.pack_into(header, hpos, offset)
+            _LEADER_EPOCH.pack_into(header, hpos + 12, leader_epoch)
             batch_max_ts = h.max_timestamp
             if log_append_time:
                 batch_max_ts = now_ms
-                header[21:23] = (h.attributes | TIMESTAMP_TYPE_BIT).to_bytes(2, "big", signed=True)
-                header[_MAX_TS_OFFSET : _MAX_TS_OFFSET + 8] = now_ms.to_bytes(8, "big", signed=True)
-                crc = crc_with_header(header, view[pos + BATCH_HEADER_BYTES : pos + size])
-                header[_ATTR_AND_CRC_OFFSET : _ATTR_AND_CRC_OFFSET + 4] = crc.to_bytes(4, "big")
-            if in_place:
-                view[pos : pos + BATCH_HEADER_BYTES] = header
-            else:
+                _ATTRIBUTES.pack_into(header, hpos + 21, h.attributes | TIMESTAMP_TYPE_BIT)
+                _TIMESTAMP.pack_into(header, hpos + 35, now_ms)
+                crc = crc_with_header(memoryview(header)[hpos : hpos + BATCH_HEADER_BYTES],
+                                      view[pos + BATCH_HEADER_BYTES : pos + size])
+                _CRC.pack_into(header, hpos + 17, crc)
+            if buf is None:
                 buffers.append(header)
                 buffers.append(view[pos + BATCH_HEADER_BYTES : pos + size])
             last = offset + h.last_offset_delta
             meta.append((size, last, batch_max_ts))
             if h.producer_id >= 0:
-                stamped.append(dataclasses.replace(h, base_offset=offset, partition_leader_epoch=leader_epoch,
-                                                   max_timestamp=batch_max_ts))
+                stamped.append(h._replace(base_offset=offset, partition_leader_epoch=leader_epoch,
+                                          max_timestamp=batch_max_ts))
             if batch_max_ts > max_ts:
                 max_ts = batch_max_ts
             offset = last + 1
-        if in_place:
-            buffers = [view]
+        if buf is not None:
+            buffers = [buf]
         position = self._write(buffers, total, meta)
-        self._epochs.assign(leader_epoch, first_offset)
+        if leader_epoch != self._epochs.latest_epoch():
+            self._epochs.assign(leader_epoch, first_offset)
         for h in stamped:
             producers.update(h)
         return LogAppendInfo(first_offset, offset - 1, max_ts, position, now_ms if log_append_time else -1,
@@ -448,9 +549,12 @@ class Log:
         try:
             return seg.append(buffers, total, meta)
         except OSError as e:
-            if seg.size_bytes != self._io.size(seg.log_path):
-                self._go_offline(f"write to {seg.log_path} failed and could not be undone: {e}")
-            raise KafkaStorageError(f"write to {seg.log_path} failed: {e}") from e
+            raise self._write_failed(seg, e) from e
+
+    def _write_failed(self, seg: LogSegment, e: OSError) -> KafkaStorageError:
+        if seg.size_bytes != self._io.size(seg.log_path):
+            self._go_offline(f"write to {seg.log_path} failed and could not be undone: {e}")
+        return KafkaStorageError(f"write to {seg.log_path} failed: {e}")
 
     # =====================================================================================================
     # roll and flush

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import crc32c
 
-from kproto.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from kproto.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from storage.batch_header import Header
 from storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from storage.file_io import FileIO
 
@@ -93,7 +94,7 @@ class ProducerStateManager:
 
     # -- leader validation --------------------------------------------------------------------------------
 
-    def check_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+    def check_duplicate(self, header: Header) -> BatchMetadata | None:
         if header.producer_id < 0 or header.base_sequence == NO_SEQUENCE or header.is_control:
             return None
         entry = self.producers.get(header.producer_id)
@@ -101,7 +102,7 @@ class ProducerStateManager:
             return None
         return entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
 
-    def validate(self, headers: Iterable[BatchHeader]) -> None:
+    def validate(self, headers: Iterable[Header]) -> None:
         """Kafka's ProducerAppendInfo checks for client appends: fencing and sequence continuity.
 
         Raises InvalidProducerEpochError / OutOfOrderSequenceError; changes nothing.
@@ -140,7 +141,7 @@ class ProducerStateManager:
 
     # -- updates ------------------------------------------------------------------------------------------
 
-    def update(self, h: BatchHeader) -> None:
+    def update(self, h: Header) -> None:
         """Apply a batch that is now in the log (leader, follower or recovery replay)."""
         pid = h.producer_id
         if pid < 0:

@@ -10,13 +10,14 @@ from collections.abc import Iterator
 import cramjam
 import crc32c
 
-from kproto.batch import BATCH_HEADER_BYTES, CRC_START, BatchHeader
+from kproto.batch import BATCH_HEADER_BYTES, CRC_START
+from storage.batch_header import Header
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _U32 = struct.Struct(">I")
 
 
-def crc_with_header(header: bytes | bytearray, body: memoryview) -> int:
+def crc_with_header(header: bytes | bytearray | memoryview, body: memoryview) -> int:
     """CRC32C of header[21:61] followed by `body` (the batch's bytes after its 61-byte header)."""
     value = crc32c.crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
     return int(crc32c.crc32c(body, value=value))
@@ -57,7 +58,7 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def record_timestamps(batch: bytes, header: BatchHeader) -> Iterator[tuple[int, int]]:
+def record_timestamps(batch: bytes, header: Header) -> Iterator[tuple[int, int]]:
     """Yield (offset, timestamp_ms) for each record of a whole batch. Raises ValueError if undecodable."""
     if header.is_log_append_time:
         for delta in range(header.last_offset_delta + 1):

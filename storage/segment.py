@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from kproto.batch import BATCH_HEADER_BYTES, BatchHeader, CorruptBatchError, is_crc_valid, parse_header
+from kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError
+from storage.batch_header import Header, is_crc_valid, read_header
 from storage.config import LogConfig
 from storage.file_io import Buffer
 from storage.handle_cache import HandleCache
@@ -24,16 +25,19 @@ class LogSegment:
     __slots__ = (
         "_bytes_since_index",
         "_cache",
+        "_index_room",
         "_io",
         "_rolling_timestamp_ms",
         "base_offset",
         "created_ms",
+        "index_full",
         "index_interval_bytes",
         "log_path",
         "max_timestamp_ms",
         "next_offset",
         "offset_index",
         "offset_of_max_timestamp",
+        "roll_deadline_ms",
         "size_bytes",
         "tail_loaded",
         "time_index",
@@ -57,6 +61,9 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self._rolling_timestamp_ms: int | None = None
         self._bytes_since_index = 0
+        self.index_full = False  # refreshed whenever index entries are added or reloaded
+        self._index_room = 0  # index entries that still fit (conservative: every entry counted for both)
+        self.roll_deadline_ms: int | None = None  # rolling timestamp + segment.ms, computed on demand
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, cache: HandleCache, config: LogConfig,
@@ -77,6 +84,13 @@ class LogSegment:
         self.index_interval_bytes = config.index_interval_bytes
         self.offset_index.max_entries = max(1, config.segment_index_bytes // 8)
         self.time_index.max_entries = max(1, config.segment_index_bytes // 12)
+        self.roll_deadline_ms = None
+        self._refresh_index_full()
+
+    def _refresh_index_full(self) -> None:
+        self._index_room = min(self.offset_index.max_entries - len(self.offset_index),
+                               self.time_index.max_entries - len(self.time_index))
+        self.index_full = self._index_room <= 0
 
     @property
     def paths(self) -> tuple[Path, Path, Path]:
@@ -106,6 +120,9 @@ class LogSegment:
             except OSError:
                 pass
             raise
+        if position == 0:
+            self._rolling_timestamp_ms = batches[0][2]
+            self.roll_deadline_ms = None
         pos = position
         last_offset = self.next_offset - 1
         for size, last_offset, max_ts in batches:
@@ -113,26 +130,60 @@ class LogSegment:
                 self.max_timestamp_ms = max_ts
                 self.offset_of_max_timestamp = last_offset
             if self._bytes_since_index > self.index_interval_bytes:
-                self.offset_index.append(last_offset, pos)
-                self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
-                self._bytes_since_index = 0
+                self._add_index_entry(last_offset, pos)
             self._bytes_since_index += size
             pos += size
-        if self._rolling_timestamp_ms is None and position == 0:
-            self._rolling_timestamp_ms = batches[0][2]
         self.size_bytes = pos
+        self.next_offset = last_offset + 1
+        return position
+
+    def _add_index_entry(self, last_offset: int, position: int) -> None:
+        self.offset_index.append(last_offset, position)
+        self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+        self._bytes_since_index = 0
+        self._index_room -= 1
+        if self._index_room <= 0:
+            self._refresh_index_full()
+
+    def append_one(self, buffers: Sequence[Buffer], size: int, last_offset: int, max_ts: int) -> int:
+        """append() for the common case of a single batch, with less bookkeeping per call."""
+        position = self.size_bytes
+        fd = self._cache.get(self.log_path, write=True)
+        try:
+            if len(buffers) == 1:
+                self._io.pwrite(fd, buffers[0], position)
+            else:
+                self._io.pwritev(fd, buffers, position)
+        except OSError:
+            try:
+                self._io.ftruncate(fd, position)
+            except OSError:
+                pass
+            raise
+        if position == 0:
+            self._rolling_timestamp_ms = max_ts
+            self.roll_deadline_ms = None
+        if max_ts > self.max_timestamp_ms:
+            self.max_timestamp_ms = max_ts
+            self.offset_of_max_timestamp = last_offset
+        if self._bytes_since_index > self.index_interval_bytes:
+            self._add_index_entry(last_offset, position)
+        self._bytes_since_index += size
+        self.size_bytes = position + size
         self.next_offset = last_offset + 1
         return position
 
     def needs_roll(self, now_ms: int, incoming_bytes: int, last_offset: int, config: LogConfig) -> bool:
         if self.size_bytes == 0:
             return False
+        deadline = self.roll_deadline_ms
+        if deadline is None:
+            deadline = self.roll_deadline_ms = self.rolling_timestamp_ms() + config.segment_ms
         return (
             self.size_bytes > config.segment_bytes - incoming_bytes
-            or self.offset_index.is_full
-            or self.time_index.is_full
+            or self.index_full
+            or now_ms > deadline
             or last_offset - self.base_offset > MAX_RELATIVE_OFFSET
-            or now_ms - self.rolling_timestamp_ms() > config.segment_ms
         )
 
     def rolling_timestamp_ms(self) -> int:
@@ -157,17 +208,17 @@ class LogSegment:
 
     # -- reading ------------------------------------------------------------------------------------------
 
-    def read_header(self, position: int) -> BatchHeader | None:
+    def read_header(self, position: int) -> Header | None:
         """Header of the batch at `position`, None at or past the end; CorruptBatchError if it is damaged."""
         if position >= self.size_bytes:
             return None
         raw = self._io.pread(self.fd(), BATCH_HEADER_BYTES, position)
-        header = parse_header(raw)
+        header = read_header(raw)
         if position + header.size_bytes > self.size_bytes:
             raise CorruptBatchError(f"{self.log_path}: batch at {position} runs past the end of the segment")
         return header
 
-    def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, Header]]:
         position = start_position
         while True:
             header = self.read_header(position)
@@ -176,7 +227,7 @@ class LogSegment:
             yield position, header
             position += header.size_bytes
 
-    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
+    def translate_offset(self, offset: int) -> tuple[int, Header] | None:
         """Position and header of the first batch whose last offset is >= `offset` (the batch holding it)."""
         _, position = self.offset_index.lookup(offset)
         for pos, header in self.iter_headers(position):
@@ -252,6 +303,8 @@ class LogSegment:
             if pos > position:
                 self._bytes_since_index += header.size_bytes
         self.tail_loaded = True
+        self.roll_deadline_ms = None
+        self._refresh_index_full()
 
     def recover(self) -> tuple[int, str | None]:
         """Validate every batch (size, magic, CRC32C, offsets) and rebuild both indexes from what is valid.
@@ -279,7 +332,7 @@ class LogSegment:
                     error = f"torn batch header at position {pos}"
                     break
             try:
-                header = parse_header(buf, rel)
+                header = read_header(buf, rel)
             except CorruptBatchError as e:
                 error = f"bad batch at position {pos}: {e}"
                 break
@@ -313,7 +366,9 @@ class LogSegment:
         self.max_timestamp_ms, self.offset_of_max_timestamp = max_ts, offset_of_max
         self._bytes_since_index = since_index
         self._rolling_timestamp_ms = None
+        self.roll_deadline_ms = None
         self.tail_loaded = True
+        self._refresh_index_full()
         return pos, error
 
     # -- truncation ---------------------------------------------------------------------------------------

@@ -58,9 +58,8 @@ def make_batch(
     if timestamps is None:
         timestamps = [base_timestamp] * len(values)
     first_ts = timestamps[0]
-    records = b"".join(
-        _record(i, ts - first_ts, keys[i] if keys else None, v) for i, (v, ts) in enumerate(zip(values, timestamps))
-    )
+    pairs = enumerate(zip(values, timestamps, strict=True))
+    records = b"".join(_record(i, ts - first_ts, keys[i] if keys else None, v) for i, (v, ts) in pairs)
     last_delta = len(values) - 1
     body_after_crc = struct.pack(">hiqqqhii", attributes, last_delta, first_ts, max(timestamps), producer_id,
                                  producer_epoch, base_sequence, len(values)) + records

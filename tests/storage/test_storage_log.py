@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from storage_batches import NOW_MS, decode_values, make_batch, make_control_batch, open_log
 
 from kproto.batch import iter_batches, parse_header
 from storage import (
@@ -13,7 +14,6 @@ from storage import (
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
 )
-from storage_batches import NOW_MS, decode_values, make_batch, make_control_batch, open_log
 
 
 def values(n: int, prefix: str = "v") -> list[bytes]:

@@ -1,0 +1,5 @@
+import sys
+
+from bench.storage import main
+
+sys.exit(main())
