@@ -18,6 +18,7 @@ from raft.core import RaftCore
 from raft.events import (
     Action,
     AdvanceLogStartOffset,
+    Appended,
     AppendToLog,
     BecomeFollower,
     BecomeLeader,
@@ -147,9 +148,7 @@ class Simulation:
         self._events: list[tuple[int, int, str, int, object]] = []
         ids = list(range(1, voters + observers + 1))
         self.voter_ids = frozenset(ids[:voters])
-        self.config = QuorumConfig(
-            voters=self.voter_ids, snapshot_chunk_bytes=64, fetch_max_entries_count=16, **(config_overrides or {})
-        )
+        self.config = QuorumConfig(voters=self.voter_ids, **(config_overrides or {}))
         self.nodes = {i: Node(i) for i in ids}
         self.faults = FaultPlan()
         self.blocked: set[tuple[int, int]] = set()  # (source, destination) pairs the network drops
@@ -336,23 +335,24 @@ class Simulation:
 
     # -- clients ---------------------------------------------------------------------------------
 
-    def propose(self) -> bytes | None:
-        """Offer one payload to a random live node; returns it if a leader accepted it."""
+    def propose(self, count: int = 1) -> None:
+        """Offer `count` payloads to a live node, usually a leader (the others answer NotLeader)."""
         live = [n for n in self.nodes.values() if n.core is not None]
         if not live:
-            return None
+            return
         leaders = [n for n in live if isinstance(n.core.state, Leader)] if self.rng.random() < 0.8 else []
         node = self.rng.choice(leaders or live)
         core = node.core
         assert core is not None
-        if not isinstance(core.state, Leader):
-            return None
-        self._proposal_count += 1
-        payload = b"p%d" % self._proposal_count
-        _, actions = core.propose([payload], self.now_ms)
-        self.proposed[payload] = self.now_ms
+        payloads = []
+        for _ in range(count):
+            self._proposal_count += 1
+            payloads.append(b"p%d" % self._proposal_count)
+        result, actions = core.propose(payloads, self.now_ms)
+        if isinstance(result, Appended):
+            for p in payloads:
+                self.proposed[p] = self.now_ms
         self._after_core(node, actions)
-        return payload
 
     def leaders(self) -> list[int]:
         return [n.node_id for n in self.nodes.values() if n.core is not None and isinstance(n.core.state, Leader)]

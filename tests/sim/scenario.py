@@ -30,28 +30,40 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
     trace = trace_lines.append if trace_lines is not None else None
     r = random.Random(seed)
     voters = r.choice([3, 5])
-    sim = Simulation(seed, voters, observers=1, trace=trace)
-    fault_end_ms = r.randint(3_000, 10_000)
+    overrides = {
+        "fetch_max_entries_count": r.choice([1, 2, 16]),
+        "snapshot_chunk_bytes": r.choice([16, 64, 1024]),
+        "max_uncommitted_count": 200,
+    }
+    sim = Simulation(seed, voters, observers=1, config_overrides=overrides, trace=trace)
+    sim.snapshot_every_count = r.choice([5, 20, 1_000_000])
+    fault_end_ms = r.randint(5_000, 20_000)
     sim.faults = FaultPlan(
         drop_rate=r.choice([0.0, 0.01, 0.05, 0.2]),
         dup_rate=r.choice([0.0, 0.02, 0.1]),
         max_delay_ms=r.choice([2, 10, 50, 200]),
     )
-    fault_gap_ms = r.choice([200, 700, 2_000])
+    fault_gap_ms = r.choice([100, 400, 1_000, 2_500])
+    client_gap_ms = r.choice([5, 30, 100])
     all_ids = sorted(sim.nodes)
 
     def client() -> None:
-        sim.propose()
-        sim.at(sim.now_ms + r.randint(20, 200), client)
+        sim.propose(r.randint(1, 3))
+        gap_ms = client_gap_ms if sim.now_ms < fault_end_ms else 100  # let a backlog drain after healing
+        sim.at(sim.now_ms + r.randint(1, gap_ms * 2), client)
 
     def fault() -> None:
         if sim.now_ms >= fault_end_ms:
             return
-        kind = r.choice(["crash", "crash", "partition", "isolate_leader", "heal", "slow_disk", "resign"])
+        kind = r.choice(
+            ["crash", "crash_leader", "partition", "isolate_leader", "heal", "heal", "slow_disk", "resign"]
+        )
         leaders = sim.leaders()
         match kind:
             case "crash":
                 sim.crash(r.choice(all_ids), r.randint(50, 2_000))
+            case "crash_leader" if leaders:
+                sim.crash(leaders[0], r.randint(50, 3_000))
             case "partition":
                 shuffled = r.sample(all_ids, len(all_ids))
                 cut = r.randint(1, len(all_ids) - 1)
