@@ -50,7 +50,12 @@ class SparseIndex:
     def file_is_sane(self) -> bool:
         """Kafka's sanityCheck: the size is a whole number of entries (missing counts as not sane)."""
         size = self._cache.file_io.size(self.path)
-        return size >= 0 and size % self.ENTRY.size == 0
+        if size < 0 or size % self.ENTRY.size:
+            return False
+        self._disk_count = size // self.ENTRY.size
+        self._pending.clear()
+        self._last = None
+        return True
 
     # -- entries ------------------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kproto.batch import BATCH_HEADER_BYTES, CONTROL_BIT, LOG_OVERHEAD_BYTES, TIMESTAMP_TYPE_BIT, CorruptBatchError
 from storage.batch_header import Header, is_crc_valid, read_header
-from storage.checkpoint import CorruptCheckpointError, read_epoch_checkpoint
+from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError, read_epoch_checkpoint
 from storage.config import LogConfig
 from storage.disk_guard import DiskSpaceGuard
 from storage.epoch_cache import LeaderEpochCache
@@ -28,7 +28,7 @@ from storage.errors import (
 )
 from storage.file_io import Buffer, FileIO
 from storage.handle_cache import HandleCache
-from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
 from storage.records_scan import crc_with_header, record_timestamps
 from storage.segment import LogSegment, segment_stem
 
@@ -154,14 +154,17 @@ class Log:
             disk_guard = DiskSpaceGuard(io, directory)
         log = cls(directory, config, io, handle_cache, disk_guard)
         log._last_flush_ms = now_ms
-        io.mkdir(directory)
-        log._load(config, now_ms, recovery_point, log_start_offset, high_watermark)
+        try:
+            names = io.listdir(directory)
+        except FileNotFoundError:
+            io.mkdir(directory)
+            names = []
+        log._load(names, config, now_ms, recovery_point, log_start_offset, high_watermark)
         return log
 
-    def _load(self, config: LogConfig, now_ms: int, recovery_point: int | None,
+    def _load(self, names: list[str], config: LogConfig, now_ms: int, recovery_point: int | None,
               log_start_offset: int | None, high_watermark: int | None) -> None:
         io = self._io
-        names = io.listdir(self.directory)
         log_bases: set[int] = set()
         for name in names:
             if name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
@@ -193,8 +196,8 @@ class Log:
         self.high_watermark = min(max(hw, self.log_start_offset), leo)
         if self._offline_reason is not None:
             return
-        self._load_epoch_cache()
-        self._load_producer_state()
+        self._load_epoch_cache(LEADER_EPOCH_CHECKPOINT in names)
+        self._load_producer_state(names if any(name.endswith(SNAPSHOT_SUFFIX) for name in names) else [])
 
     def _add_segment(self, seg: LogSegment) -> None:
         self._segments.append(seg)
@@ -245,10 +248,10 @@ class Log:
         if not last.tail_loaded:
             last.load_tail()
 
-    def _load_epoch_cache(self) -> None:
+    def _load_epoch_cache(self, exists: bool = True) -> None:
         path = self._epochs._path
         try:
-            entries = read_epoch_checkpoint(self._io, path)
+            entries = read_epoch_checkpoint(self._io, path) if exists else None
         except CorruptCheckpointError as e:
             logger.warning("%s is corrupt (%s): rebuilding it from the log", path, e)
             entries = None
@@ -262,10 +265,13 @@ class Log:
             self._epochs.truncate_from_end(self.log_end_offset)
         self._epochs.truncate_from_start(self.log_start_offset)
 
-    def _load_producer_state(self) -> None:
-        """Newest good snapshot at or below the log end, then replay the batches after it."""
+    def _load_producer_state(self, names: list[str] | None = None) -> None:
+        """Newest good snapshot at or below the log end, then replay the batches after it.
+
+        `names`: the directory listing if the caller has one ([] when it holds no snapshot).
+        """
         leo = self.log_end_offset
-        snap = self._producers.load_latest_snapshot(self._io, self.directory, leo)
+        snap = self._producers.load_latest_snapshot(self._io, self.directory, leo, names)
         start = snap if snap is not None else self._segments[0].base_offset
         for _, header in self._iter_headers_from(start):
             self._producers.update(header)

@@ -77,18 +77,17 @@ class LogManager:
                 self.file_io.rmtree(path)
                 continue
             parsed = parse_log_dir_name(name)
-            if parsed is None or parsed in self._logs or self.file_io.size(path) < 0:
+            if parsed is None or parsed in self._logs:
                 continue
             topic, _partition = parsed
             try:
-                self.file_io.listdir(path)
+                self._logs[parsed] = Log.open(
+                    path, configs(topic), now_ms=now_ms, file_io=self.file_io, handle_cache=self.handle_cache,
+                    recovery_point=recovery_points.get(parsed), log_start_offset=log_starts.get(parsed),
+                    high_watermark=high_watermarks.get(parsed), disk_guard=self.disk_guard,
+                )
             except NotADirectoryError:
                 continue
-            self._logs[parsed] = Log.open(
-                path, configs(topic), now_ms=now_ms, file_io=self.file_io, handle_cache=self.handle_cache,
-                recovery_point=recovery_points.get(parsed), log_start_offset=log_starts.get(parsed),
-                high_watermark=high_watermarks.get(parsed), disk_guard=self.disk_guard,
-            )
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))

@@ -213,22 +213,23 @@ class ProducerStateManager:
         file_io.write_file_atomic(snapshot_path(directory, offset), self.encode_snapshot(offset), sync=sync)
 
     @staticmethod
-    def list_snapshots(file_io: FileIO, directory: Path) -> list[int]:
+    def list_snapshots(file_io: FileIO, directory: Path, names: list[str] | None = None) -> list[int]:
         offsets = []
-        for name in file_io.listdir(directory):
+        for name in names if names is not None else file_io.listdir(directory):
             if name.endswith(SNAPSHOT_SUFFIX):
                 stem = name[: -len(SNAPSHOT_SUFFIX)]
                 if stem.isdigit():
                     offsets.append(int(stem))
         return sorted(offsets)
 
-    def load_latest_snapshot(self, file_io: FileIO, directory: Path, max_offset: int) -> int | None:
+    def load_latest_snapshot(self, file_io: FileIO, directory: Path, max_offset: int,
+                             names: list[str] | None = None) -> int | None:
         """Load the newest good snapshot at or below `max_offset`; delete corrupt ones and newer ones.
 
         Returns the snapshot's offset (state then reflects the log below it), None if there is none.
         """
         self.clear()
-        for offset in reversed(self.list_snapshots(file_io, directory)):
+        for offset in reversed(self.list_snapshots(file_io, directory, names)):
             path = snapshot_path(directory, offset)
             if offset > max_offset:
                 file_io.unlink(path)

@@ -274,8 +274,6 @@ class LogSegment:
         """Kafka's sanity check: whole entries, last offset entry inside the segment and the log."""
         if not (self.offset_index.file_is_sane() and self.time_index.file_is_sane()):
             return False
-        self.offset_index.forget()
-        self.time_index.forget()
         try:
             last = self.offset_index.last_entry()
             last_time = self.time_index.last_entry()
@@ -292,7 +290,8 @@ class LogSegment:
             self.max_timestamp_ms, self.offset_of_max_timestamp = last_time[0], self.base_offset + last_time[1]
         else:
             self.max_timestamp_ms, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
-        _, position = self.offset_index.lookup(1 << 62)
+        last = self.offset_index.last_entry()
+        position = last[1] if last is not None else 0
         self.next_offset = self.base_offset
         self._bytes_since_index = 0
         for pos, header in self.iter_headers(position):
