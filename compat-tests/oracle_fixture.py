@@ -55,6 +55,11 @@ JVM_PERFORMANCE_OPTS = [
 ]
 
 
+# For short-lived tool JVMs (storage format, kafka-topics, ...): C1 only and the serial GC start
+# about a second faster on this machine. Not for perf tools or the broker.
+QUICK_JVM_OPTS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
 class OracleError(RuntimeError):
     """The reference Kafka could not be installed, started or run."""
 
@@ -409,7 +414,7 @@ def _start_once(
             args = ["format", "--cluster-id", cluster.cluster_id, "--config", str(n.properties)]
             if count == 1:
                 args.append("--standalone")
-            cmd = java_command("kafka.tools.StorageTool", args, heap=["-Xmx256m"])
+            cmd = java_command("kafka.tools.StorageTool", args, heap=["-Xmx256m"], jvm_opts=QUICK_JVM_OPTS)
             out = open(n.log_dir / "format.out", "wb")  # closed below
             formats.append((n, out, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                                      stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)))
