@@ -1,0 +1,239 @@
+"""The group coordinator's shell: `__consumer_offsets` (create, append, load) and the timer task.
+
+Like Kafka, the internal topic is created on first use (FindCoordinator or any group request),
+with offsets.topic.num.partitions partitions, compaction, and a replication factor no larger than
+the live brokers.  A group's coordinator is the leader of partition
+abs(java hashCode(group_id)) % partitions.  Records the coordinator produces are appended (one
+batch per partition) before the request that caused them is answered; at start-up every partition
+is replayed into the coordinator.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from broker.group.batches import encode_batch, iter_records
+from broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
+from broker.group.records import (
+    CorruptRecordError,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    ResetAuditKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    partition_for_group,
+)
+from kproto.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TICK_INTERVAL_S = 0.1
+LOAD_READ_BYTES = 1 << 20
+# A delayed JoinGroup/SyncGroup is always completed by the coordinator's own deadlines; this bound
+# only guards against a bug leaving a connection muted forever.
+MAX_DELAYED_OPERATION_S = 30 * 60
+DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _config_int(broker: Broker, key: str, default: int) -> int:
+    try:
+        return broker.config.get_int(key)
+    except KeyError:
+        return default
+
+
+def group_config(broker: Broker) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=_config_int(broker, "group.min.session.timeout.ms", 6000),
+        max_session_timeout_ms=_config_int(broker, "group.max.session.timeout.ms", 1_800_000),
+        initial_rebalance_delay_ms=_config_int(broker, "group.initial.rebalance.delay.ms", 3000),
+        max_size=_config_int(broker, "group.max.size", 2**31 - 1),
+        offsets_retention_ms=_config_int(broker, "offsets.retention.minutes", 10080) * 60_000,
+        offset_metadata_max_bytes=_config_int(broker, "offset.metadata.max.bytes", 4096),
+    )
+
+
+class GroupService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.coordinator = GroupCoordinator(group_config(broker))
+        self.num_partitions = _config_int(broker, "offsets.topic.num.partitions", 50)
+        self.retention_check_interval_ms = _config_int(broker, "offsets.retention.check.interval.ms",
+                                                       DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
+        self._audit: dict[str, list[dict[str, object]]] = {}
+        self.load()
+
+    # --- the internal topic -------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        topic = self.broker.image.topics_by_name.get(OFFSETS_TOPIC)
+        partitions = len(topic.partitions) if topic is not None else self.num_partitions
+        return partition_for_group(group_id, partitions)
+
+    def ensure_offsets_topic(self) -> ErrorCode:
+        if OFFSETS_TOPIC in self.broker.image.topics_by_name:
+            return ErrorCode.none
+        from broker.controller import TopicSpec
+
+        live = len(self.broker.controller.live_brokers())
+        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
+        spec = TopicSpec(OFFSETS_TOPIC, self.num_partitions, rf, configs={
+            "cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)})
+        (result,) = self.broker.controller.create_topics([spec], validate_only=False)
+        if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            logger.error("could not create %s: %s %s", OFFSETS_TOPIC, result.error_code.name, result.error_message)
+            return ErrorCode.coordinator_not_available
+        logger.info("created %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
+        return ErrorCode.none
+
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NONE when this broker coordinates `group_id` (creating the internal topic if needed)."""
+        error = self.ensure_offsets_topic()
+        if error != ErrorCode.none:
+            return error
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, self.partition_for(group_id))
+        if partition is None:
+            return ErrorCode.coordinator_not_available
+        if partition.leader_id != self.broker.node_id:
+            return ErrorCode.not_coordinator
+        return ErrorCode.none
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def persist(self) -> ErrorCode:
+        """Append what the coordinator produced; an error means the last change may not be durable."""
+        records = self.coordinator.drain_records()
+        if not records:
+            return ErrorCode.none
+        by_partition: dict[int, list[GroupRecord]] = {}
+        for record in records:
+            by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
+        error = ErrorCode.none
+        now = now_ms()
+        for index, group_records in by_partition.items():
+            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+            if partition is None:
+                logger.error("cannot store %d group records: %s-%d is missing", len(group_records), OFFSETS_TOPIC,
+                             index)
+                error = ErrorCode.coordinator_not_available
+                continue
+            batch = encode_batch([(r.key, r.value) for r in group_records], now)
+            try:
+                partition.append_as_leader(batch, now)
+            except Exception as e:  # StorageError and friends: the client retries against us
+                logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
+                error = ErrorCode.coordinator_not_available
+        return error
+
+    def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes, audit: dict[str, object]) -> None:
+        from broker.group.records import encode_key
+
+        self.coordinator._records.append(GroupRecord(group_id, encode_key(key), value))
+        self._audit.setdefault(group_id, []).append(audit)
+
+    def audit_history(self, group_id: str) -> list[dict[str, object]]:
+        return list(self._audit.get(group_id, ()))
+
+    def load(self) -> None:
+        topic = self.broker.image.topics_by_name.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        started = time.monotonic()
+        now = now_ms()
+        count = 0
+        for index in sorted(topic.partitions):
+            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+            if partition is None:
+                continue
+            count += self._load_partition(partition.log, now)
+        self.coordinator.finish_loading(now)
+        logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
+                    OFFSETS_TOPIC, time.monotonic() - started)
+
+    def _load_partition(self, log: object, now: int) -> int:
+        from broker.group.records import decode_audit_value
+        from storage.log import Log
+
+        assert isinstance(log, Log)
+        offset = log.log_start_offset
+        end = log.high_watermark
+        count = 0
+        while offset < end:
+            info = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end)
+            data = info.read_bytes()
+            if not data:
+                break
+            last = offset - 1
+            for record_offset, key, value in iter_records(data):
+                last = record_offset
+                if record_offset < offset or key is None:
+                    continue
+                count += 1
+                try:
+                    decoded = decode_key(key)
+                    match decoded:
+                        case OffsetCommitKey():
+                            self.coordinator.load_offset(
+                                decoded.group_id, decoded.topic, decoded.partition,
+                                None if value is None else decode_offset_commit_value(value), now)
+                        case GroupMetadataKey():
+                            self.coordinator.load_group(
+                                decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
+                        case ResetAuditKey():
+                            if value is not None:
+                                self._audit.setdefault(decoded.group_id, []).append(decode_audit_value(value))
+                        case None:
+                            pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
+                except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
+                    logger.warning("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC,
+                                   record_offset, e)
+            if last < offset:
+                break
+            offset = last + 1
+        return count
+
+    # --- delayed operations and timers --------------------------------------------------------
+
+    async def wait(self, pending: Pending[T], on_timeout: Callable[[], T]) -> T:
+        if pending.result is None:
+            event = anyio.Event()
+            pending.on_done(event.set)
+            with anyio.move_on_after(MAX_DELAYED_OPERATION_S):
+                await event.wait()
+        if pending.result is None:
+            logger.error("a delayed group operation was never completed")
+            return on_timeout()
+        return pending.result
+
+    async def run(self) -> None:
+        """Fire the coordinator's timers and expire offsets; runs for the life of the server."""
+        last_expiry = now_ms()
+        while True:
+            await anyio.sleep(TICK_INTERVAL_S)
+            try:
+                now = now_ms()
+                self.coordinator.tick(now)
+                if now - last_expiry >= self.retention_check_interval_ms:
+                    last_expiry = now
+                    expired = self.coordinator.expire_offsets(now)
+                    if expired:
+                        logger.info("expired %d committed offsets", expired)
+                self.persist()
+            except Exception:
+                logger.exception("group coordinator timer failed")

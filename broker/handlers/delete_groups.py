@@ -1,0 +1,33 @@
+"""DeleteGroups (key 42), v0-v2.
+
+v1 changes nothing on the wire; v2 is flexible.  Only an Empty group can be deleted
+(NON_EMPTY_GROUP otherwise); deleting writes tombstones for its offsets and metadata and never
+touches topic data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    results: dict[str, ErrorCode] = {}
+    deletable: list[str] = []
+    for group_id in request.groups_names:
+        error = groups.coordinator_error(group_id)
+        if error != ErrorCode.none:
+            results[group_id] = error
+        else:
+            deletable.append(group_id)
+    results.update(groups.coordinator.delete_groups(deletable, ctx.now_ms))
+    if groups.persist() != ErrorCode.none:
+        for group_id in deletable:
+            results[group_id] = ErrorCode.coordinator_not_available
+    return build(response_class(42, ctx.version), {"results": [
+        {"group_id": g, "error_code": results[g]} for g in request.groups_names]})

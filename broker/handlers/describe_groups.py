@@ -1,0 +1,47 @@
+"""DescribeGroups (key 15), v0-v6.
+
+v1 adds throttle_time; v3 adds include_authorized_operations; v4 adds group_instance_id per member;
+v5 is flexible; v6 adds error_message and answers an unknown group with GROUP_ID_NOT_FOUND (older
+versions: state "Dead", no error).  Member metadata and assignment are only filled in while the
+group is Stable, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+# READ (3), DELETE (6) and DESCRIBE (8): what an authorized user may do to a group.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str, Any]:
+    groups = ctx.broker.groups
+    ops = GROUP_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS
+    error = groups.coordinator_error(group_id)
+    if error != ErrorCode.none:
+        return {"group_id": group_id, "error_code": error, "group_state": "", "authorized_operations": ops}
+    d = groups.coordinator.describe_group(group_id)
+    if d is None:
+        missing = ErrorCode.group_id_not_found if ctx.version >= 6 else ErrorCode.none
+        return {"group_id": group_id, "error_code": missing,
+                "error_message": f"Group {group_id} not found." if ctx.version >= 6 else None,
+                "group_state": "Dead", "protocol_type": "", "protocol_data": "", "authorized_operations": ops}
+    return {
+        "group_id": group_id, "error_code": ErrorCode.none, "group_state": d.state.value,
+        "protocol_type": d.protocol_type, "protocol_data": d.protocol_name, "authorized_operations": ops,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                     "client_host": m.client_host, "member_metadata": m.metadata,
+                     "member_assignment": m.assignment} for m in d.members],
+    }
+
+
+def handle_describe_groups(request: Any, ctx: RequestContext) -> Any:
+    include_ops = bool(field(request, "include_authorized_operations", False))
+    return build(response_class(15, ctx.version),
+                 {"groups": [_describe(ctx, g, include_ops) for g in request.groups]})

@@ -1,0 +1,49 @@
+"""FindCoordinator (key 10), v0-v6.
+
+v1 adds key_type (0 group, 1 transaction) and error_message; v3 is flexible; v4 batches:
+coordinator_keys in, a coordinators array out (KIP-699); v5-v6 change only error handling
+(v6: share-group keys, type 2, which Samsa does not coordinate).  Asking for a group's coordinator
+creates `__consumer_offsets` on first use, like Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    broker = ctx.broker
+    if key_type == TRANSACTION_KEY_TYPE:
+        return _error(key, ErrorCode.coordinator_not_available, "Samsa has no transaction coordinator yet")
+    if key_type != GROUP_KEY_TYPE:
+        return _error(key, ErrorCode.invalid_request, f"Unsupported key type {key_type}")
+    if not key:
+        return _error(key, ErrorCode.invalid_request, "The group id must not be empty")
+    error = broker.groups.coordinator_error(key)
+    if error != ErrorCode.none:
+        return _error(key, error, None)
+    config = broker.config
+    return {"key": key, "node_id": broker.node_id, "host": config.advertised_host, "port": config.advertised_port,
+            "error_code": ErrorCode.none, "error_message": None}
+
+
+def _error(key: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}
+
+
+def handle_find_coordinator(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(10, ctx.version)
+    key_type = int(field(request, "key_type", GROUP_KEY_TYPE))
+    if ctx.version >= 4:
+        return build(cls, {"coordinators": [_find(ctx, key, key_type) for key in request.coordinator_keys]})
+    result = _find(ctx, request.key, key_type)
+    del result["key"]
+    return build(cls, result)

@@ -1,0 +1,64 @@
+"""JoinGroup (key 11), v0-v9 — a delayed operation: the response waits for the join phase to end.
+
+v1 adds rebalance_timeout (v0 uses the session timeout); v2 adds throttle_time; v4: a new member
+without an id first gets MEMBER_ID_REQUIRED and its id (KIP-394); v5 adds group_instance_id
+(static membership, KIP-345); v6 is flexible; v7 adds protocol_type/protocol_name (nullable) to the
+response; v8 adds reason (KIP-800); v9 adds skip_assignment for a rejoining static leader (KIP-814).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.group.coordinator import JoinRequest, JoinResult
+from broker.wire import build, field, ms
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _response(ctx: RequestContext, result: JoinResult) -> Any:
+    version = ctx.version
+    protocol_name = result.protocol_name
+    if protocol_name is None and version < 7:
+        protocol_name = ""
+    return build(response_class(11, version), {
+        "error_code": result.error,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": protocol_name,
+        "leader": result.leader_id,
+        "skip_assignment": result.skip_assignment,
+        "member_id": result.member_id,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+                    for m in result.members],
+    })
+
+
+async def handle_join_group(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    group_id = request.group_id
+    member_id = request.member_id or ""
+    error = groups.coordinator_error(group_id)
+    if error != ErrorCode.none:
+        return _response(ctx, JoinResult(error, member_id))
+    session_timeout_ms = ms(request.session_timeout)
+    rebalance_timeout_ms = ms(field(request, "rebalance_timeout"), session_timeout_ms)
+    join = JoinRequest(
+        group_id=group_id,
+        member_id=member_id,
+        group_instance_id=field(request, "group_instance_id"),
+        client_id=ctx.header.client_id or "",
+        client_host="/" + ctx.client_host,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+        require_known_member_id=ctx.version >= 4,
+        supports_skip_assignment=ctx.version >= 9,
+        reason=field(request, "reason"),
+    )
+    pending = groups.coordinator.join_group(join, ctx.now_ms)
+    groups.persist()
+    result = await groups.wait(pending, lambda: JoinResult(ErrorCode.rebalance_in_progress, member_id))
+    return _response(ctx, result)

@@ -1,0 +1,35 @@
+"""ListGroups (key 16), v0-v5.
+
+v1 adds throttle_time; v3 is flexible; v4 adds states_filter and group_state (KIP-518); v5 adds
+types_filter and group_type (KIP-848: every Samsa group is "classic").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.group.state import GroupState, parse_state
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+GROUP_TYPE = "classic"
+
+
+def handle_list_groups(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(16, ctx.version)
+    states_filter = field(request, "states_filter") or ()
+    types_filter = field(request, "types_filter") or ()
+    states: set[GroupState] = set()
+    for name in states_filter:
+        state = parse_state(name)
+        if state is None:
+            return build(cls, {"error_code": ErrorCode.none, "groups": []})  # unknown state: nothing matches
+        states.add(state)
+    if types_filter and GROUP_TYPE not in {t.strip().lower() for t in types_filter}:
+        return build(cls, {"error_code": ErrorCode.none, "groups": []})
+    listed = ctx.broker.groups.coordinator.list_groups(states or None)
+    return build(cls, {"error_code": ErrorCode.none, "groups": [
+        {"group_id": g, "protocol_type": t, "group_state": s.value, "group_type": GROUP_TYPE}
+        for g, t, s in sorted(listed)]})

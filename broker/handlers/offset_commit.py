@@ -1,0 +1,90 @@
+"""OffsetCommit (key 8), v2-v9 (Kafka 4 removed v0-v1).
+
+v2-v4 carry retention_time (-1: the broker's offsets.retention.minutes); v3 adds throttle_time;
+v5 drops retention_time; v6 adds committed_leader_epoch; v7 adds group_instance_id; v8 is flexible;
+v9 only allows the new consumer protocol's member epochs too (KIP-848), and answers a commit to an
+unknown group with GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+
+A commit with generation -1 and no member id to an empty consumer group is how admin tools reset
+offsets; Samsa writes an audit record (who, when, what moved from where to where, why: the commit
+metadata string, which `samsa groups reset-offsets --reason` fills) next to the offsets.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from broker.context import RequestContext
+from broker.group.coordinator import OffsetAndMetadata
+from broker.group.records import ResetAuditKey, encode_audit_value
+from broker.group.state import GroupState
+from broker.wire import build, field, ms
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+DEFAULT_RETENTION = -1
+
+
+def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+    groups = ctx.broker.groups
+    before = groups.coordinator.committed_offsets(group_id)
+    changes = [{"topic": t, "partition": p, "from": before[(t, p)].offset if (t, p) in before else None,
+                "to": o.offset} for (t, p), o in sorted(offsets.items())]
+    if not changes:
+        return
+    reasons = sorted({o.metadata for o in offsets.values() if o.metadata})
+    audit: dict[str, object] = {
+        "group": group_id,
+        "who": f"{ctx.header.client_id or ''}@{ctx.client_host}",
+        "when_ms": ctx.now_ms,
+        "when": datetime.datetime.fromtimestamp(ctx.now_ms / 1000, datetime.UTC).isoformat(timespec="seconds"),
+        "why": "; ".join(reasons),
+        "changes": changes,
+    }
+    key = ResetAuditKey(group_id, ctx.now_ms, uuid.uuid4().hex)
+    groups.append_audit(group_id, key, encode_audit_value(audit), audit)
+
+
+def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    group_id = request.group_id
+    generation = request.generation_id_or_member_epoch
+    member_id = request.member_id or ""
+    instance_id = field(request, "group_instance_id")
+    error = groups.coordinator_error(group_id)
+    if error == ErrorCode.none:
+        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version)
+    retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
+    image = ctx.broker.image
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in request.topics:
+        known = image.topics_by_name.get(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if error != ErrorCode.none:
+                errors[tp] = error
+            elif known is None or p.partition_index not in known.partitions:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                expire = ctx.now_ms + retention_ms if retention_ms >= 0 else None
+                offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
+                                                p.committed_metadata or "", ctx.now_ms, expire)
+    if offsets:
+        group = groups.coordinator.groups.get(group_id)
+        if (generation < 0 and not member_id and group is not None and group.protocol_type
+                and group.state is GroupState.EMPTY):
+            _audit(ctx, group_id, offsets)
+        errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
+        if groups.persist() != ErrorCode.none:
+            for tp in offsets:
+                errors[tp] = ErrorCode.coordinator_not_available
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic in request.topics:
+        topics.setdefault(topic.name, []).extend(
+            {"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]}
+            for p in topic.partitions)
+    return build(response_class(8, ctx.version),
+                 {"topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]})

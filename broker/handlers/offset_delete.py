@@ -1,0 +1,32 @@
+"""OffsetDelete (key 47), v0 (KIP-496).
+
+Deletes a group's committed offsets for some partitions; refused per partition with
+GROUP_SUBSCRIBED_TO_TOPIC while a member of the group is subscribed to that topic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def handle_offset_delete(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    cls = response_class(47, ctx.version)
+    error = groups.coordinator_error(request.group_id)
+    if error != ErrorCode.none:
+        return build(cls, {"error_code": error})
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, per_partition = groups.coordinator.delete_offsets(request.group_id, partitions, ctx.now_ms)
+    if error != ErrorCode.none:
+        return build(cls, {"error_code": error})
+    if groups.persist() != ErrorCode.none:
+        return build(cls, {"error_code": ErrorCode.coordinator_not_available})
+    return build(cls, {"error_code": ErrorCode.none, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                         "error_code": per_partition[(t.name, p.partition_index)]}
+                                        for p in t.partitions]} for t in request.topics]})

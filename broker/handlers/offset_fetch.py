@@ -1,0 +1,59 @@
+"""OffsetFetch (key 9), v1-v9 (Kafka 4 removed v0).
+
+v2 adds a top-level error_code and a null topic list meaning "all"; v3 adds throttle_time; v5 adds
+committed_leader_epoch; v6 is flexible; v7 adds require_stable (no pending transactional offsets
+exist in Samsa, so it changes nothing); v8 batches several groups (KIP-709); v9 adds member_id and
+member_epoch, which only the new consumer protocol checks.  A partition without a committed offset
+answers offset -1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    groups = ctx.broker.groups
+    error = groups.coordinator_error(group_id)
+    if error != ErrorCode.none:
+        return error, []
+    committed = groups.coordinator.committed_offsets(group_id)
+    wanted: dict[str, list[int]] = {}
+    if topics is None:
+        for topic, partition in sorted(committed):
+            wanted.setdefault(topic, []).append(partition)
+    else:
+        for t in topics:
+            wanted.setdefault(t.name, []).extend(t.partition_indexes)
+    out = []
+    for topic, partitions in wanted.items():
+        parts = []
+        for partition in partitions:
+            o = committed.get((topic, partition))
+            parts.append({"partition_index": partition, "committed_offset": o.offset if o else -1,
+                          "committed_leader_epoch": o.leader_epoch if o else -1,
+                          "metadata": o.metadata if o else "", "error_code": ErrorCode.none})
+        out.append({"name": topic, "partitions": parts})
+    return ErrorCode.none, out
+
+
+def handle_offset_fetch(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(9, ctx.version)
+    if ctx.version >= 8:
+        results = []
+        for g in request.groups:
+            error, topics = _group(ctx, g.group_id, g.topics)
+            results.append({"group_id": g.group_id, "topics": topics, "error_code": error})
+        return build(cls, {"groups": results})
+    error, topics = _group(ctx, request.group_id, request.topics)
+    if error != ErrorCode.none and ctx.version < 2:
+        # v1 has no top-level error: report it on every requested partition.
+        topics = [{"name": t.name, "partitions": [
+            {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error}
+            for p in t.partition_indexes]} for t in request.topics or ()]
+    return build(cls, {"topics": topics, "error_code": error})

@@ -1,0 +1,39 @@
+"""SyncGroup (key 14), v0-v5 — a delayed operation: followers wait for the leader's assignment.
+
+v1 adds throttle_time; v3 adds group_instance_id; v4 is flexible; v5 adds protocol_type and
+protocol_name to request and response (checked against the group's, KIP-559).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.group.coordinator import SyncResult
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _response(ctx: RequestContext, result: SyncResult) -> Any:
+    return build(response_class(14, ctx.version), {
+        "error_code": result.error,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name,
+        "assignment": result.assignment,
+    })
+
+
+async def handle_sync_group(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    error = groups.coordinator_error(request.group_id)
+    if error != ErrorCode.none:
+        return _response(ctx, SyncResult(error))
+    assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
+    pending = groups.coordinator.sync_group(
+        request.group_id, request.generation_id, request.member_id, field(request, "group_instance_id"),
+        field(request, "protocol_type"), field(request, "protocol_name"), assignments, ctx.now_ms)
+    if groups.persist() != ErrorCode.none and not pending.done:
+        pending.complete(SyncResult(ErrorCode.coordinator_not_available))
+    result = await groups.wait(pending, lambda: SyncResult(ErrorCode.rebalance_in_progress))
+    return _response(ctx, result)
