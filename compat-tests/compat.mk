@@ -5,7 +5,7 @@
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
 COMPAT_DIR := compat-tests
-COMPAT_MVN := mvn -q -B -Dstyle.color=never
+COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
 ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-4.1.2

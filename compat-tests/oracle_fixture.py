@@ -14,7 +14,8 @@ directory, and it keeps the PIDs so that it can stop exactly what it started.
 
 ``kafka_cluster`` always stops the JVMs (SIGTERM, then SIGKILL after ``stop_timeout``) and deletes
 the temporary directory (set ``SAMSA_KEEP_ORACLE=1`` to keep data and logs). The JVMs are also
-started with ``PR_SET_PDEATHSIG`` so that they die if the Python process that started them dies.
+started with ``PR_SET_PDEATHSIG`` (from the main thread) so that they die if the Python process that
+started them dies.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +120,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def die_with_parent_hook() -> Callable[[], None] | None:
+    """``preexec_fn`` that makes the child die with us. Linux sends the signal when the *thread*
+    that forked exits, so it is only used from the main thread (a worker thread may end early)."""
+    return _die_with_parent if threading.current_thread() is threading.main_thread() else None
 
 
 def stop_pid(proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -417,7 +425,7 @@ def _start_once(
             cmd = java_command("kafka.tools.StorageTool", args, heap=["-Xmx256m"], jvm_opts=QUICK_JVM_OPTS)
             out = open(n.log_dir / "format.out", "wb")  # closed below
             formats.append((n, out, subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)))
+                                                     stdin=subprocess.DEVNULL, preexec_fn=die_with_parent_hook())))
         for n, out, p in formats:
             try:
                 rc = p.wait(timeout=60)
@@ -442,7 +450,7 @@ def _start_once(
             )
             with open(n.log_dir / "kafka.out", "wb") as out:
                 n.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                          stdin=subprocess.DEVNULL, preexec_fn=die_with_parent_hook())
         deadline = time.monotonic() + start_timeout
         pending = list(nodes)
         while pending:

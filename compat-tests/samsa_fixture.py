@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle_fixture import HOST, _die_with_parent, free_port, port_open, stop_pid
+from oracle_fixture import HOST, die_with_parent_hook, free_port, port_open, stop_pid
 
 REPO = Path(__file__).resolve().parent.parent
 SAMSA_BIN = Path(os.environ.get("SAMSA_BIN", REPO / ".venv" / "bin" / "samsa"))
@@ -103,7 +103,7 @@ def start_samsa(
         log.write(("$ " + " ".join(cmd) + "\n").encode())
         log.flush()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=workdir, preexec_fn=_die_with_parent)
+                                cwd=workdir, preexec_fn=die_with_parent_hook())
     s = SamsaProcess(proc=proc, port=port, data_dir=data, log_path=log_path, workdir=workdir)
     ok = False
     try:
