@@ -17,6 +17,7 @@ from storage.log_manager import LogManager
 
 from broker.config import BrokerConfig, log_config_for
 from broker.controller import Controller
+from broker.group.service import GroupService
 from broker.metadata.image import MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC, MetadataLog, replay
 from broker.replica_manager import ReplicaManager
@@ -92,6 +93,8 @@ class Broker:
             self.log_manager.delete_log(topic, partition)
         self.replica_manager.apply_image(image)
         self.controller = Controller(config, self.metadata_log, self._publish)
+        # The group coordinator replays __consumer_offsets (if it exists) before the first request.
+        self.groups = GroupService(self)
         logger.info(
             "broker %d of cluster %s loaded %d partitions in %.2f s",
             self.node_id, self.cluster_id, sum(1 for _ in self.replica_manager.partitions()),

@@ -135,6 +135,7 @@ async def serve(
         tg.start_soon(_every, retention_interval_s, broker.run_retention, "retention")
         tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, broker.checkpoint, "high watermark checkpoint")
         tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
+        tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
         logger.info("listening on %s:%d", host, bound_port)
         if started is not None:
             r = started(bound_port)

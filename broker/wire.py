@@ -36,7 +36,7 @@ class _FieldPlan:
 
 
 @cache
-def _plan(cls: type) -> tuple[_FieldPlan, ...]:
+def _plan(cls: Any) -> tuple[_FieldPlan, ...]:
     hints = typing.get_type_hints(cls)
     plans = []
     for f in dataclasses.fields(cls):
@@ -124,7 +124,7 @@ def _convert(plan: _FieldPlan, value: Any) -> Any:
 def build(cls: type[T], values: Mapping[str, Any]) -> T:
     """Construct `cls` (a kio entity of some version) from `values`, adapting to the version."""
     kwargs: dict[str, Any] = {}
-    for plan in _plan(cls):
+    for plan in _plan(typing.cast(Any, cls)):
         if plan.name in values:
             kwargs[plan.name] = _convert(plan, values[plan.name])
         elif not plan.has_default:

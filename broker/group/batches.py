@@ -40,14 +40,14 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def encode_batch(records: list[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytearray:
+def encode_batch(records: list[tuple[bytes | None, bytes | None]], timestamp_ms: int) -> bytearray:
     """One uncompressed batch (base offset 0: the leader assigns offsets) of (key, value) records."""
     body = bytearray()
     for delta, (key, value) in enumerate(records):
         rec = bytearray(b"\x00")  # attributes
         rec += _varint(0)  # timestamp delta
         rec += _varint(delta)
-        rec += _varint(len(key)) + key
+        rec += _varint(-1) if key is None else _varint(len(key)) + key
         rec += _varint(-1) if value is None else _varint(len(value)) + value
         rec += _varint(0)  # headers
         body += _varint(len(rec)) + rec

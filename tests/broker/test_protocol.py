@@ -314,7 +314,7 @@ def test_broken_frame_closes_only_that_connection(samsa: Any) -> None:
             huge.sendall(struct.pack(">i", 500 * 1024 * 1024))  # far past the pre-request limit
             assert huge.recv(10) == b""
         with socket.create_connection(("127.0.0.1", samsa.port), timeout=10) as junk:
-            junk.sendall(struct.pack(">i", 12) + b"\x00\x03\x00\x05\xff\xff\xff\xff\x7f\xff\xff")
+            junk.sendall(struct.pack(">i", 11) + b"\x00\x03\x00\x05\xff\xff\xff\xff\x7f\xff\xff")
             assert junk.recv(10) == b""
         assert produce(good, "survive", 0, encode_batch([(None, b"ok", ())], timestamp_ms=now_ms())
                        ).error_code.value == 0
