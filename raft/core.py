@@ -164,7 +164,7 @@ class RaftCore:
             case TakeSnapshot():
                 actions = replication.take_snapshot(self, event)
         self._check_invariants()
-        return actions
+        return _coalesce_quorum_state(actions)
 
     def propose(self, payloads: Sequence[bytes], now_ms: int) -> tuple[ProposeResult, list[Action]]:
         """Append entries on the leader; they are committed when CommitUpTo covers them."""
@@ -229,8 +229,12 @@ class RaftCore:
             return self._follow_or_unattach(leader_epoch, leader)
         if leader_epoch == self.epoch and leader is not None and leader != self.node_id:
             match self.state:
-                case Unattached() | Prospective() | Candidate():
+                case Prospective(leader_id=None) | Unattached() | Candidate():
                     return self.become_follower(leader_epoch, leader)
+                case Prospective():
+                    # It already knew that leader and timed out on it: news of it is no reason to go
+                    # back (Kafka: maybeTransition only when !quorum.hasLeader()).
+                    return None
                 case Leader() | Resigned():
                     raise AssertionError(f"two leaders in epoch {leader_epoch}: {self.node_id} and {leader}")
         return None
@@ -303,9 +307,20 @@ class RaftCore:
         if len(s.granted) >= self.config.majority:
             return self._become_candidate() if isinstance(s, Prospective) else self._become_leader()
         if len(s.rejected) >= self.config.majority:
+            if isinstance(s, Prospective):
+                return self._prospective_lost()
             # Lost this round; back off before the next one (Kafka: election backoff).
             s.election_deadline_ms = min(s.election_deadline_ms, self._backoff_deadline())
         return []
+
+    def _prospective_lost(self) -> list[Action]:
+        """Kafka: prospectiveTransitionAfterElectionLoss — back to the leader we knew (fetching will tell
+        whether it is alive), else Unattached for a backoff before the next pre-vote round."""
+        s = self.state
+        assert isinstance(s, Prospective)
+        if s.leader_id is not None:
+            return self.become_follower(s.epoch, s.leader_id)
+        return self._transition(Unattached(s.epoch, s.voted_id, self._backoff_deadline()))
 
     def _become_prospective(self) -> list[Action]:
         assert self.is_voter, "observers never stand for election"
@@ -313,7 +328,9 @@ class RaftCore:
         voted = s.voted_id if isinstance(s, Unattached | Prospective | Follower) else None
         if isinstance(s, Candidate | Resigned):
             voted = self.node_id
-        leader = s.leader_id if isinstance(s, Follower | Prospective) else None
+        leader = None
+        if isinstance(s, Follower) and not s.leader_ended:
+            leader = s.leader_id  # kept: if the election fails we go back to it
         new = Prospective(s.epoch, voted, leader, self._election_deadline(self.now_ms), granted={self.node_id})
         actions = self._transition(new)
         if len(new.granted) >= self.config.majority:
@@ -427,7 +444,9 @@ class RaftCore:
                 if self.is_voter:
                     return self._become_prospective() if now >= s.election_deadline_ms else []
                 return self._maybe_send_fetch()
-            case Prospective() | Candidate() | Resigned():
+            case Prospective():
+                return self._prospective_lost() if now >= s.election_deadline_ms else []
+            case Candidate() | Resigned():
                 return self._become_prospective() if now >= s.election_deadline_ms else []
             case Follower():
                 if now >= s.fetch_deadline_ms:
@@ -565,3 +584,19 @@ class RaftCore:
         assert self._persisted[0] == self.epoch, "an epoch is persisted before anything happens in it"
         if isinstance(self.state, Leader):
             assert log.last_fetched_epoch == self.epoch
+
+
+def _coalesce_quorum_state(actions: list[Action]) -> list[Action]:
+    """Drop a PersistQuorumState that a later one overwrites before anything is sent (one fsync
+    instead of two when, say, a vote request both raises the epoch and gets our vote)."""
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, PersistQuorumState):
+            for i in range(len(out) - 1, -1, -1):
+                if isinstance(out[i], Send):
+                    break
+                if isinstance(out[i], PersistQuorumState):
+                    del out[i]
+                    break
+        out.append(action)
+    return out
