@@ -77,6 +77,37 @@ def plan(t0: int | None) -> list[Rec]:
     ]
 
 
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2 (the Java client's default partitioner hash)."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length % 4
+    base = length - tail
+    if tail == 3:
+        h ^= data[base + 2] << 16
+    if tail >= 2:
+        h ^= data[base + 1] << 8
+    if tail >= 1:
+        h ^= data[base]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h
+
+
+def java_partition(key: str, partitions: int) -> int:
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+
+
 def check_metadata(partitions: dict[int, int], brokers: set[int]) -> None:
     """``partitions``: partition id -> leader id; ``brokers``: node ids in the metadata."""
     expect(len(brokers) >= 1, f"metadata lists no brokers: {brokers}")
