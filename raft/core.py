@@ -35,6 +35,7 @@ from raft.messages import (
     NO_LEADER,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     ErrorCode,
@@ -43,6 +44,7 @@ from raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     RaftMessage,
+    ReplicaDescription,
     VoteRequest,
     VoteResponse,
 )
@@ -126,6 +128,31 @@ class RaftCore:
                 return self.state.leader_id
             case _:
                 return None
+
+    def describe_quorum(self) -> DescribeQuorumResponse:
+        """Answer DescribeQuorum (only the leader knows the replicas: others say NOT_LEADER_OR_FOLLOWER)."""
+        s = self.state
+        if not isinstance(s, Leader):
+            leader = self.leader_id
+            return DescribeQuorumResponse(
+                ErrorCode.not_leader_or_follower, NO_LEADER if leader is None else leader, self.epoch, -1, (), ()
+            )
+
+        def describe(replica_id: int) -> ReplicaDescription:
+            if replica_id == self.node_id:
+                return ReplicaDescription(replica_id, self.log.end_offset, self.now_ms, self.now_ms)
+            r = s.replicas[replica_id]
+            return ReplicaDescription(replica_id, r.end_offset, r.last_fetch_ms, r.last_caught_up_ms)
+
+        observers = sorted(set(s.replicas) - self.config.voters)
+        return DescribeQuorumResponse(
+            ErrorCode.none,
+            self.node_id,
+            s.epoch,
+            self.high_watermark,
+            tuple(describe(v) for v in sorted(self.config.voters)),
+            tuple(describe(o) for o in observers),
+        )
 
     def next_deadline_ms(self) -> int:
         """When the driver should next step(Tick()) if nothing else happens."""
@@ -439,6 +466,7 @@ class RaftCore:
     def _on_tick(self) -> list[Action]:
         s = self.state
         now = self.now_ms
+        self._expire_inflight()
         match s:
             case Unattached():
                 if self.is_voter:
@@ -456,6 +484,15 @@ class RaftCore:
                 return [] if s.leader_ended else self._maybe_send_fetch()
             case Leader():
                 return replication.on_leader_tick(self, s)
+
+    def _expire_inflight(self) -> None:
+        """Forget requests unanswered for two request timeouts: their answers count as lost (this bounds
+        the table while, say, BeginQuorumEpoch is retried to a voter that is down)."""
+        horizon = self.now_ms - 2 * self.config.request_timeout_ms
+        for cid in [c for c, f in self._inflight.items() if f.sent_ms <= horizon]:
+            del self._inflight[cid]
+            if cid == self._fetch_cid:
+                self._fetch_cid = None
 
     def _maybe_send_fetch(self) -> list[Action]:
         """A follower keeps exactly one fetch in flight; an observer without a leader asks any voter."""
@@ -582,6 +619,7 @@ class RaftCore:
         )
         assert self.applied_offset == self.high_watermark, "every commit is handed to the state machine"
         assert self._persisted[0] == self.epoch, "an epoch is persisted before anything happens in it"
+        assert len(self._inflight) <= 4 * len(self.config.voters) + 1, "the in-flight table is bounded"
         if isinstance(self.state, Leader):
             assert log.last_fetched_epoch == self.epoch
 

@@ -9,6 +9,7 @@ and from kio's wire classes field by field:
     EndQuorumEpochRequest / Response                 kio.schema.end_quorum_epoch.v1
     FetchRequest / FetchResponse                     kio.schema.fetch.v17            (replica fetch)
     FetchSnapshotRequest / FetchSnapshotResponse     kio.schema.fetch_snapshot.v1    (KIP-630)
+    DescribeQuorumResponse (answered by RaftCore.describe_quorum, not stepped)  describe_quorum.v2
 
 Who sent a message and which request a response answers travel beside it (`Received.source`,
 `correlation_id`), as they do in Kafka's request header.
@@ -27,6 +28,7 @@ __all__ = [
     "NO_LEADER",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
+    "DescribeQuorumResponse",
     "EndQuorumEpochRequest",
     "EndQuorumEpochResponse",
     "EpochEndOffset",
@@ -38,6 +40,7 @@ __all__ = [
     "RaftMessage",
     "RaftRequest",
     "RaftResponse",
+    "ReplicaDescription",
     "VoteRequest",
     "VoteResponse",
 ]
@@ -149,6 +152,28 @@ class FetchSnapshotResponse:
     size: int
     position: int
     unaligned_records: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDescription:
+    """describe_quorum.v2 ReplicaState; timestamps are in the driver's now_ms clock (-1: never)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumResponse:
+    """describe_quorum.v2 PartitionData, for kafka-metadata-quorum.sh describe --status --replication."""
+
+    error_code: ErrorCode
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    current_voters: tuple[ReplicaDescription, ...]
+    observers: tuple[ReplicaDescription, ...]
 
 
 RaftRequest = (

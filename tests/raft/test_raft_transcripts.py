@@ -21,6 +21,7 @@ Commands:
     resign <n> / snapshot <n> <end_offset> / crash <n> / restart <n>
     isolate <n> / cut <a> <b> / heal   (messages of an isolated node or a cut link are dropped)
     state               one line per node: role, epoch, leader, high watermark, log
+    describe <n>        n's answer to DescribeQuorum
 """
 
 from __future__ import annotations
@@ -259,6 +260,16 @@ class Harness:
                 self.cuts.clear()
             case "state":
                 out += self._state()
+            case "describe":
+                d = self._core(int(positional[0])).describe_quorum()
+                head = f"leader={_leader(d.leader_id)} epoch={d.leader_epoch} hw={d.high_watermark}"
+                out.append(head + _error(d.error_code))
+                for kind, replicas in (("voter", d.current_voters), ("observer", d.observers)):
+                    out += [
+                        f"  {kind} {r.replica_id}: log_end={r.log_end_offset} last_fetch={r.last_fetch_timestamp} "
+                        f"caught_up={r.last_caught_up_timestamp}"
+                        for r in replicas
+                    ]
             case _:
                 raise AssertionError(f"unknown command {command}")
         return out
