@@ -124,9 +124,7 @@ def _array(read_length: LengthReader, item: Skipper) -> Skipper:
     def skip(buf: Any, pos: int, end: int) -> int:
         count, pos = read_length(buf, pos, end)
         if count > end - pos:
-            raise InvalidRequestError(
-                f"array of {count} elements, only {end - pos} bytes remaining"
-            )
+            raise InvalidRequestError(f"array of {count} elements, only {end - pos} bytes remaining")
         for _ in range(count):
             pos = item(buf, pos, end)
         return pos
@@ -190,9 +188,7 @@ def _field_skipper(field: Any, flexible: bool, is_tag: bool, is_client_id: bool)
             item = _entity_skipper(element)
         else:
             item = _primitive(field.metadata["kafka_type"], flexible, nullable=False)
-        read_length = (
-            _compact_length(optional, "array") if flexible else _legacy_length(optional, "array", _INT32)
-        )
+        read_length = _compact_length(optional, "array") if flexible else _legacy_length(optional, "array", _INT32)
         return _array(read_length, item)
     if is_dataclass(inner_type):
         inner = _entity_skipper(inner_type)

@@ -153,9 +153,7 @@ def is_crc_valid(buf: bytes | bytearray | memoryview, header: BatchHeader, posit
     return compute_crc(buf, position, header.size_bytes) == header.crc
 
 
-def iter_batches(
-    buf: bytes | bytearray | memoryview, *, verify_crc: bool = True
-) -> Iterator[tuple[int, BatchHeader]]:
+def iter_batches(buf: bytes | bytearray | memoryview, *, verify_crc: bool = True) -> Iterator[tuple[int, BatchHeader]]:
     """Yield (position, header) for each batch in `buf`, which must hold whole batches and nothing else.
 
     Raises CorruptBatchError on a short, oversized, wrong-magic or bad-CRC batch.

@@ -219,9 +219,7 @@ def decode_request(header: RequestHeader, payload: bytes | memoryview) -> Any:
     except ProtocolError:
         raise
     except Exception as e:  # kio's native reader raises DecodeError, ValueError, UnicodeDecodeError...
-        raise InvalidRequestError(
-            f"cannot decode {cls.__name__} v{header.api_version}: {type(e).__name__}: {e}"
-        ) from e
+        raise InvalidRequestError(f"cannot decode {cls.__name__} v{header.api_version}: {type(e).__name__}: {e}") from e
     return value
 
 

@@ -170,9 +170,7 @@ def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
         timestamp = append_time if append_time is not None else base_timestamp + timestamp_delta
         records.append(Record(base_offset + offset_delta, timestamp, key, value, headers))
     if pos != end:
-        raise CorruptBatchError(
-            f"batch declares {header.records_count} records, {end - pos} bytes remain after them"
-        )
+        raise CorruptBatchError(f"batch declares {header.records_count} records, {end - pos} bytes remain after them")
     return records
 
 
