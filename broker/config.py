@@ -139,6 +139,7 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "queued.max.requests": (ConfigType.INT, "500"),
     "samsa.max.open.files": (ConfigType.INT, "1000"),
     "samsa.min.free.disk.bytes": (ConfigType.LONG, "104857600"),
+    "samsa.max.decompressed.batch.bytes": (ConfigType.INT, "67108864"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

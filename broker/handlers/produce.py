@@ -15,7 +15,8 @@ from broker.config import effective_topic_config
 from broker.context import RequestContext
 from broker.replica_manager import Partition
 from broker.wire import build
-from kproto.batch import COMPRESSION_MASK, CorruptBatchError, UnsupportedMagicError, iter_batches
+from kproto.batch import BATCH_HEADER_BYTES, COMPRESSION_MASK, CorruptBatchError, UnsupportedMagicError, iter_batches
+from kproto.compression import decompress
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
 from storage.errors import StorageError
@@ -58,6 +59,16 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
                        f"The batch is {header.size_bytes} bytes, larger than max.message.bytes={max_message_bytes}")
     if header.attributes & COMPRESSION_MASK > _MAX_CODEC:
         return _result(ErrorCode.corrupt_message, "unknown compression codec")
+    if header.compression:
+        # Kafka decompresses every compressed batch it accepts (LogValidator). We check that it
+        # decompresses, within a bound, so a corrupt or bomb batch is refused here and never reaches
+        # a consumer; records are not re-parsed one by one (the CRC already covers their bytes).
+        position = batches[0][0]
+        section = memoryview(records)[position + BATCH_HEADER_BYTES : position + header.size_bytes]
+        try:
+            decompress(header.compression, section, ctx.broker.config.get_int("samsa.max.decompressed.batch.bytes"))
+        except CorruptBatchError as e:
+            return _result(ErrorCode.corrupt_message, f"cannot decompress the batch: {e}")
     if header.is_control:
         return _result(ErrorCode.invalid_record, "Clients may not produce control batches")
     if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:

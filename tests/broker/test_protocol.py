@@ -357,3 +357,36 @@ def test_describe_cluster_and_offset_for_leader_epoch(conn: Connection) -> None:
     r = conn.request(23, {"replica_id": -1, "topics": [{"topic": "ofle", "partitions": [
         {"partition": 0, "current_leader_epoch": 5, "leader_epoch": 0}]}]})
     assert r.topics[0].partitions[0].error_code.value == 75  # UNKNOWN_LEADER_EPOCH
+
+
+def test_compressed_batches_round_trip_and_bombs_are_refused(samsa_factory: Any) -> None:
+    import struct as _struct
+
+    import crc32c
+    import cramjam
+
+    s = samsa_factory(extra_args=("--override", "samsa.max.decompressed.batch.bytes=1000000"))
+    s.start()
+    with s.connect() as conn:
+        create_topic(conn, "codecs")
+        expected = []
+        for codec in (1, 2, 3, 4):
+            records = [(b"k%d" % i, b"value-%d-%d" % (codec, i) * 20, ()) for i in range(50)]
+            r = produce(conn, "codecs", 0, encode_batch(records, timestamp_ms=now_ms(), compression=codec))
+            assert r.error_code.value == 0, codec
+            expected += [v for _, v, _ in records]
+        assert [v for _, v in values_of(fetch(conn, "codecs", 0, 0).records)] == expected
+        # A gzip bomb: 50 MB of zeros in a small batch. The CRC is right, the content is not acceptable.
+        plain = encode_batch([(None, b"x", ())], timestamp_ms=now_ms())
+        bomb = bytes(cramjam.gzip.compress(b"\0" * 50_000_000))
+        header = bytearray(plain[:61])
+        _struct.pack_into(">h", header, 21, 1)  # attributes: gzip
+        batch = header + bomb
+        _struct.pack_into(">i", batch, 8, len(batch) - 12)
+        _struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+        assert produce(conn, "codecs", 0, bytes(batch)).error_code.value == 2
+        garbage = header + b"not gzip at all"
+        _struct.pack_into(">i", garbage, 8, len(garbage) - 12)
+        _struct.pack_into(">I", garbage, 17, crc32c.crc32c(bytes(garbage[21:])))
+        assert produce(conn, "codecs", 0, bytes(garbage)).error_code.value == 2
+        assert fetch(conn, "codecs", 0, 0).high_watermark == 200
