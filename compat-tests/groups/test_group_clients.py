@@ -1,0 +1,148 @@
+"""Every stock client's group consumer against Samsa (and the same test against Kafka 4.1.2).
+
+For each client: three members over six partitions each own two; every record is consumed exactly
+once; a member killed with SIGKILL has its partitions moved to the others, which resume from its
+last committed offsets; a member that leaves gracefully is replaced at once (well inside the session
+timeout); a second group reads the same topic independently.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from harness import CLIENTS, Member, missing, wait_until
+
+from broker.client import Connection
+
+PARTITIONS = 6
+SESSION_MS = 6000
+SETTLE_S = 60.0
+
+
+def produce(bootstrap: str, topic: str, per_partition: int, start: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "acks": "all", "linger.ms": 5})
+    for partition in range(PARTITIONS):
+        for i in range(start, start + per_partition):
+            p.produce(topic, value=f"{partition}-{i}".encode(), partition=partition)
+    assert p.flush(30) == 0
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    host, _, port = bootstrap.rpartition(":")
+    with Connection(host, int(port)) as conn:
+        r = conn.request(19, {"topics": [{"name": topic, "num_partitions": PARTITIONS, "replication_factor": 1}],
+                              "timeout": 30000})
+        assert r.topics[0].error_code.value == 0, r
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    host, _, port = bootstrap.rpartition(":")
+    with Connection(host, int(port)) as conn:
+        find = conn.request(10, {"key": group, "key_type": 0}, version=3)
+        assert find.error_code.value == 0
+        r = conn.request(9, {"group_id": group, "topics": [{"name": topic,
+                                                            "partition_indexes": list(range(PARTITIONS))}]},
+                         version=7)
+        return {p.partition_index: p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def owners(members: list[Member]) -> dict[int, str] | None:
+    """partition -> member name when the live members' assignments split all partitions, else None."""
+    out: dict[int, str] = {}
+    for m in members:
+        a = m.assignment
+        if a is None:
+            return None
+        for p in a:
+            if p in out:
+                return None
+            out[p] = m.name
+    return out if sorted(out) == list(range(PARTITIONS)) else None
+
+
+def consumed(members: list[Member]) -> dict[tuple[int, int], list[str]]:
+    out: dict[tuple[int, int], list[str]] = {}
+    for m in members:
+        for _, p, o in m.seen():
+            out.setdefault((p, o), []).append(m.name)
+    return out
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_group_lifecycle(client: str, group_target: Any, tmp_path: Path) -> None:
+    reason = missing(client)
+    if reason:
+        pytest.skip(reason)
+    bootstrap = group_target.bootstrap
+    tag = uuid.uuid4().hex[:8]
+    topic, group, other_group = f"grp-{client}-{tag}", f"g-{client}-{tag}", f"g2-{client}-{tag}"
+    create_topic(bootstrap, topic)
+    members: list[Member] = []
+    try:
+        members = [Member.start(client, f"m{i}", bootstrap, topic, group, session_ms=SESSION_MS, workdir=tmp_path)
+                   for i in range(3)]
+        # 1. three members, six partitions: two each
+        wait_until("three members owning two partitions each",
+                   lambda: owners(members) is not None and all(len(m.assignment or ()) == 2 for m in members),
+                   SETTLE_S, members)
+        split = owners(members)
+        assert split is not None
+        # 2. each record consumed exactly once, by the owner of its partition
+        produce(bootstrap, topic, 40, 0)
+        wait_until("all 240 records consumed", lambda: len(consumed(members)) == 240, SETTLE_S, members)
+        seen = consumed(members)
+        assert all(len(who) == 1 for who in seen.values()), {k: v for k, v in seen.items() if len(v) > 1}
+        assert all(who == [split[p]] for (p, _), who in seen.items())
+        wait_until("offsets 40 committed", lambda: committed(bootstrap, group, topic) == dict.fromkeys(
+            range(PARTITIONS), 40), 30, members)
+        # 3. SIGKILL one member: its partitions move to the others, which resume at the committed offset
+        victim = members[2]
+        victim_parts = [p for p, name in split.items() if name == victim.name]
+        killed_at = time.monotonic()
+        victim.kill()
+        survivors = members[:2]
+        produce(bootstrap, topic, 20, 40)
+        took = wait_until("the survivors to own all partitions and consume records 40..59",
+                          lambda: owners(survivors) is not None and all(
+                              (p, o) in consumed(survivors) for p in range(PARTITIONS) for o in range(40, 60)),
+                          SESSION_MS / 1000 + SETTLE_S, survivors)
+        after_kill = [(p, o) for m in survivors for t, p, o in m.seen() if t >= killed_at and p in victim_parts]
+        for p in victim_parts:
+            first = min(o for q, o in after_kill if q == p)
+            assert first == 40, f"partition {p}: the new owner started at {first}, not at the committed 40"
+        seen = consumed(members)
+        assert all(len(who) == 1 for who in seen.values()), "a record was consumed twice with nothing uncommitted"
+        print(f"[{group_target.name}/{client}] SIGKILL -> partitions reassigned and consumed in {took:.2f}s")
+        # 4. a graceful leave rebalances at once, without waiting for the session timeout
+        leaver, stayer = survivors
+        left_at = time.monotonic()
+        assert leaver.terminate() in (0, -15, 143)
+        took = wait_until("the last member to own all six partitions",
+                          lambda: sorted(stayer.assignment or ()) == list(range(PARTITIONS)), SETTLE_S, [stayer])
+        assert time.monotonic() - left_at < SESSION_MS / 1000 + 3, "leave waited for the session timeout"
+        print(f"[{group_target.name}/{client}] graceful leave -> reassigned in {took:.2f}s")
+        produce(bootstrap, topic, 10, 60)
+        wait_until("records 60..69 consumed by the last member",
+                   lambda: all((p, o) in consumed([stayer]) for p in range(PARTITIONS) for o in range(60, 70)),
+                   SETTLE_S, [stayer])
+        seen = consumed(members)
+        assert sorted(seen) == [(p, o) for p in range(PARTITIONS) for o in range(70)]  # nothing skipped
+        wait_until("offsets 70 committed", lambda: committed(bootstrap, group, topic) == dict.fromkeys(
+            range(PARTITIONS), 70), 30, [stayer])
+        # 5. another group reads the same topic from the beginning, independently
+        other = Member.start(client, "other", bootstrap, topic, other_group, session_ms=SESSION_MS, workdir=tmp_path)
+        members.append(other)
+        wait_until("the other group to read all 420 records", lambda: len(consumed([other])) == 420, SETTLE_S,
+                   [other])
+        assert committed(bootstrap, group, topic) == dict.fromkeys(range(PARTITIONS), 70)
+        assert stayer.terminate() in (0, -15, 143)
+        assert other.terminate() in (0, -15, 143)
+    finally:
+        for m in members:
+            if m.alive():
+                m.kill()
