@@ -364,7 +364,7 @@ def start_kafka(
     *,
     heap: str = "512m",
     overrides: dict[str, str | None] | None = None,
-    start_timeout: float = 90.0,
+    start_timeout: float | None = None,
     workdir: Path | None = None,
     gc_log: bool = False,
     jvm_opts: Sequence[str] = (),
@@ -375,9 +375,12 @@ def start_kafka(
     Returns when every node's PLAINTEXT port accepts TCP, which Kafka only allows once the broker
     has caught up with the metadata log and been unfenced (see oracle/NOTES.md). ``overrides``
     are extra server.properties (``None`` deletes a key). Retries with new ports if a port was
-    taken between choosing and binding.
+    taken between choosing and binding. ``start_timeout`` defaults to 120 s for one node and 180 s
+    for more (measured: 8 s / 24 s idle, up to 30 s / 74 s on a loaded 2-core machine).
     """
     ensure_installed()
+    if start_timeout is None:
+        start_timeout = 120.0 if nodes == 1 else 180.0
     last: Exception | None = None
     for _ in range(attempts):
         try:
