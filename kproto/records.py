@@ -15,7 +15,8 @@ Record layout (Kafka's DefaultRecord; varints are zigzag, like protobuf's sint32
 
 Decoding validates what Kafka's DefaultRecord.readFrom does: varint lengths (at most 5 bytes for a
 varint, 10 for a varlong), that each record's fields fill exactly its declared length, non-negative
-header counts, non-null header keys, and that the batch holds exactly recordsCount records.
+header counts, non-null header keys, and that the batch holds exactly recordsCount records.  Header
+keys that are not UTF-8 are decoded with U+FFFD, as Kafka's Utils.utf8 does; they are not an error.
 """
 
 from __future__ import annotations
@@ -42,12 +43,14 @@ __all__ = [
     "Header",
     "Record",
     "RecordInput",
+    "RecordsScan",
     "decode_batch_records",
     "decode_batches",
     "decode_control_record",
     "encode_batch",
     "encode_control_batch",
     "encode_control_record",
+    "scan_batch_records",
 ]
 
 _HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
@@ -110,68 +113,128 @@ def _write_varint(out: bytearray, value: int) -> None:
 # --- decode --------------------------------------------------------------------------------------
 
 
-def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
+@dataclass(frozen=True, slots=True)
+class RecordsScan:
+    """What a leader's validation needs from a batch's records (Kafka's LogValidator), without Records."""
+
+    count: int
+    max_timestamp_ms: int  # over the records' own timestamps; NO_TIMESTAMP (-1) for an empty batch
+    offset_of_max_timestamp: int  # first record carrying it; -1 for an empty batch
+    offsets_contiguous: bool  # offset deltas are exactly 0, 1, ..., count - 1
+    has_null_key: bool  # a compacted topic refuses such a batch (INVALID_RECORD)
+
+
+def _walk_records(data: bytes, header: BatchHeader, build: bool) -> tuple[list[Record], RecordsScan]:
+    """Parse every record in `data` (the decompressed records section), validating as Kafka does.
+
+    With build=False no Record objects are made: the broker's produce path only needs the scan.
+    The one-byte varint case is inlined (byte < 0x80); at the end of the data, 0x80 sends it to
+    _read_varint, which raises.
+    """
     records: list[Record] = []
     pos = 0
     end = len(data)
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     append_time = header.max_timestamp if header.is_log_append_time else None
-    for _ in range(header.records_count):
-        length, pos = _read_varint(data, pos, end, 5)
+    max_timestamp = -1
+    offset_of_max = -1
+    contiguous = True
+    null_key = False
+    for index in range(header.records_count):
+        byte = data[pos] if pos < end else 0x80
+        if byte < 0x80:
+            length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            length, pos = _read_varint(data, pos, end, 5)
         record_end = pos + length
         if length < 0 or record_end > end:
             raise CorruptBatchError(f"record of {length} bytes, {end - pos} present")
         pos += 1  # attributes
-        timestamp_delta, pos = _read_varint(data, pos, record_end, 10)
-        offset_delta, pos = _read_varint(data, pos, record_end, 5)
-        key_length, pos = _read_varint(data, pos, record_end, 5)
+        byte = data[pos] if pos < record_end else 0x80
+        if byte < 0x80:
+            timestamp_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            timestamp_delta, pos = _read_varint(data, pos, record_end, 10)
+        byte = data[pos] if pos < record_end else 0x80
+        if byte < 0x80:
+            offset_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            offset_delta, pos = _read_varint(data, pos, record_end, 5)
+        byte = data[pos] if pos < record_end else 0x80
+        if byte < 0x80:
+            key_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            key_length, pos = _read_varint(data, pos, record_end, 5)
         key = None
         if key_length >= 0:
             if pos + key_length > record_end:
                 raise CorruptBatchError("record key runs past the record")
-            key = data[pos : pos + key_length]
+            if build:
+                key = data[pos : pos + key_length]
             pos += key_length
+        else:
+            null_key = True
         value_length, pos = _read_varint(data, pos, record_end, 5)
         value = None
         if value_length >= 0:
             if pos + value_length > record_end:
                 raise CorruptBatchError("record value runs past the record")
-            value = data[pos : pos + value_length]
+            if build:
+                value = data[pos : pos + value_length]
             pos += value_length
-        header_count, pos = _read_varint(data, pos, record_end, 5)
+        byte = data[pos] if pos < record_end else 0x80
+        if byte < 0x80:
+            header_count, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            header_count, pos = _read_varint(data, pos, record_end, 5)
         if header_count < 0:
             raise CorruptBatchError(f"invalid number of record headers {header_count}")
-        headers: tuple[Header, ...] = ()
-        if header_count:
-            header_list = []
-            for _ in range(header_count):
-                key_size, pos = _read_varint(data, pos, record_end, 5)
-                if key_size < 0:
-                    raise CorruptBatchError("null header key")
-                if pos + key_size > record_end:
-                    raise CorruptBatchError("header key runs past the record")
-                try:
-                    header_key = data[pos : pos + key_size].decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise CorruptBatchError("header key is not UTF-8") from e
-                pos += key_size
-                value_size, pos = _read_varint(data, pos, record_end, 5)
-                header_value = None
-                if value_size >= 0:
-                    if pos + value_size > record_end:
-                        raise CorruptBatchError("header value runs past the record")
-                    header_value = data[pos : pos + value_size]
-                    pos += value_size
+        header_list = []
+        for _ in range(header_count):
+            key_size, pos = _read_varint(data, pos, record_end, 5)
+            if key_size < 0:
+                raise CorruptBatchError("null header key")
+            if pos + key_size > record_end:
+                raise CorruptBatchError("header key runs past the record")
+            key_start = pos
+            pos += key_size
+            value_size, pos = _read_varint(data, pos, record_end, 5)
+            header_value = None
+            if value_size >= 0:
+                if pos + value_size > record_end:
+                    raise CorruptBatchError("header value runs past the record")
+                header_value = data[pos : pos + value_size] if build else None
+                pos += value_size
+            if build:
+                # Kafka decodes header keys leniently (Utils.utf8: malformed bytes become U+FFFD)
+                header_key = data[key_start : key_start + key_size].decode("utf-8", "replace")
                 header_list.append(Header(header_key, header_value))
-            headers = tuple(header_list)
         if pos != record_end:
             raise CorruptBatchError(f"record declared {length} bytes, its fields fill {length - (record_end - pos)}")
-        timestamp = append_time if append_time is not None else base_timestamp + timestamp_delta
-        records.append(Record(base_offset + offset_delta, timestamp, key, value, headers))
+        timestamp = base_timestamp + timestamp_delta
+        if timestamp > max_timestamp:
+            max_timestamp = timestamp
+            offset_of_max = base_offset + offset_delta
+        if offset_delta != index:
+            contiguous = False
+        if build:
+            records.append(
+                Record(
+                    base_offset + offset_delta,
+                    append_time if append_time is not None else timestamp,
+                    key,
+                    value,
+                    tuple(header_list),
+                )
+            )
     if pos != end:
         raise CorruptBatchError(f"batch declares {header.records_count} records, {end - pos} bytes remain after them")
-    return records
+    return records, RecordsScan(header.records_count, max_timestamp, offset_of_max, contiguous, null_key)
+
+
+def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
+    return _walk_records(data, header, build=True)[0]
 
 
 def _records_section(
@@ -197,6 +260,19 @@ def decode_batch_records(
     if verify_crc and not _batch.is_crc_valid(batch, header):
         raise CorruptBatchError("CRC mismatch")
     return _decode_records(_records_section(batch, 0, header, max_decompressed_bytes), header)
+
+
+def scan_batch_records(
+    batch: bytes | bytearray | memoryview, *, max_decompressed_bytes: int, verify_crc: bool = True
+) -> RecordsScan:
+    """Validate every record of the batch at the start of `batch` like decode_batch_records, without
+    building Records; returns what a leader checks (count, timestamps, offset deltas, null keys)."""
+    header = parse_header(batch)
+    if header.size_bytes > len(batch):
+        raise CorruptBatchError(f"batch claims {header.size_bytes} bytes, only {len(batch)} present")
+    if verify_crc and not _batch.is_crc_valid(batch, header):
+        raise CorruptBatchError("CRC mismatch")
+    return _walk_records(_records_section(batch, 0, header, max_decompressed_bytes), header, build=False)[1]
 
 
 def decode_batches(

@@ -30,11 +30,13 @@ from kproto.records import (
     Header,
     Record,
     RecordInput,
+    RecordsScan,
     decode_batch_records,
     decode_batches,
     decode_control_record,
     encode_batch,
     encode_control_batch,
+    scan_batch_records,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python reads its JSON schemas
@@ -154,6 +156,27 @@ def test_decode_batches_iterates_and_may_skip_a_partial_tail() -> None:
         assert [h.base_offset for h, _ in partial] == [0]
 
 
+def test_scan_reports_what_a_leader_validates() -> None:
+    records = [
+        Record(10, NOW_MS + 5, b"a", b"1"),
+        Record(11, NOW_MS + 9, None, b"2"),
+        Record(13, NOW_MS + 9, b"c", None),  # a gap: offsets not contiguous
+    ]
+    scan = scan_batch_records(
+        encode_batch(records, base_offset=10, timestamp_ms=0, compression=Codec.SNAPPY), max_decompressed_bytes=MAX
+    )
+    assert scan == RecordsScan(
+        count=3,
+        max_timestamp_ms=NOW_MS + 9,
+        offset_of_max_timestamp=11,
+        offsets_contiguous=False,
+        has_null_key=True,
+    )
+    scan = scan_batch_records(encode_batch([(b"k", b"v", ())] * 4, timestamp_ms=NOW_MS), max_decompressed_bytes=MAX)
+    assert (scan.count, scan.offsets_contiguous, scan.has_null_key) == (4, True, False)
+    assert (scan.max_timestamp_ms, scan.offset_of_max_timestamp) == (NOW_MS, 0)
+
+
 # --- validation -----------------------------------------------------------------------------------
 
 
@@ -199,7 +222,6 @@ def _record_body(fields: bytes) -> bytes:
         (_record_body(b"\x00\x00\x00\x10ab\x01\x00"), 1),  # key length 8, only a few bytes
         (_record_body(b"\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00\x01\x01\x00"), 1),  # 11-byte varlong
         (_record_body(b"\x00\x00\xff\xff\xff\xff\xff\x01\x01\x01\x00"), 1),  # 6-byte varint
-        (_record_body(b"\x00\x00\x00\x01\x01\x02\x04\xff\xfe\x01"), 1),  # header key not UTF-8
         (b"\x80", 1),  # truncated record length
         (b"\x7f", 1),  # negative record length
     ],
@@ -215,6 +237,12 @@ def test_well_formed_hand_made_record_decodes() -> None:
     assert decode_batch_records(data, max_decompressed_bytes=MAX) == [
         Record(0, NOW_MS, b"ab", None, (Header("h", None),))
     ]
+
+
+def test_header_key_that_is_not_utf8_is_replaced_like_kafka_does() -> None:
+    data = _rebuild({"records_count": 1}, _record_body(b"\x00\x00\x00\x01\x01\x02\x04\xff\xfe\x01"))
+    [record] = decode_batch_records(data, max_decompressed_bytes=MAX)
+    assert record.headers == (Header("\ufffd\ufffd", None),)
 
 
 def test_crc_mismatch() -> None:
@@ -236,9 +264,14 @@ def test_damaged_records_with_a_valid_crc_never_escape_as_other_errors(
         data[position] = (data[position] + 1 + flip) % 256
     struct.pack_into(">I", data, 17, kbatch.compute_crc(data, 0, len(data)))
     try:
-        decode_batch_records(data, max_decompressed_bytes=MAX)
+        decoded = decode_batch_records(data, max_decompressed_bytes=MAX)
     except CorruptBatchError:
-        pass
+        with pytest.raises(CorruptBatchError):  # the scan refuses exactly what decoding refuses
+            scan_batch_records(data, max_decompressed_bytes=MAX)
+    else:
+        scan = scan_batch_records(data, max_decompressed_bytes=MAX)
+        assert scan.count == len(decoded)
+        assert scan.has_null_key == any(r.key is None for r in decoded)
 
 
 def test_decompressed_size_is_bounded() -> None:
