@@ -124,9 +124,8 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
 
 
 def small_requests(bootstrap: str, topic: str, seconds: float, connections: int) -> int:
-    from kproto.records import encode_batch
-
     from broker.client import Connection
+    from kproto.records import encode_batch
 
     host, _, port = bootstrap.rpartition(":")
     counts = [0] * connections

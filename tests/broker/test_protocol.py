@@ -7,12 +7,11 @@ import struct
 import time
 from typing import Any
 
-from kproto.records import decode_batches, encode_batch
-
 from broker.client import Connection
 from broker.wire import build
 from kproto.batch import parse_header
 from kproto.messages import decode_response, encode_request, request_class
+from kproto.records import decode_batches, encode_batch
 
 ZERO = 0
 
@@ -362,8 +361,8 @@ def test_describe_cluster_and_offset_for_leader_epoch(conn: Connection) -> None:
 def test_compressed_batches_round_trip_and_bombs_are_refused(samsa_factory: Any) -> None:
     import struct as _struct
 
-    import crc32c
     import cramjam
+    import crc32c
 
     s = samsa_factory(extra_args=("--override", "samsa.max.decompressed.batch.bytes=1000000"))
     s.start()
