@@ -37,7 +37,7 @@ def test_kafka_tools_run_from_the_maven_jars(kafka_oracle: KafkaCluster) -> None
 @pytest.mark.timeout(240)
 @pytest.mark.skipif(
     os.environ.get("COMPAT_ORACLE_3NODE") != "1",
-    reason="three Kafka JVMs take ~25-50 s to start on 2 cores: opt in with COMPAT_ORACLE_3NODE=1",
+    reason="three Kafka JVMs take 25-75 s to start on 2 busy cores: opt in with COMPAT_ORACLE_3NODE=1",
 )
 def test_three_node_cluster_replicates(kafka_oracle_3: KafkaCluster) -> None:
     c = kafka_oracle_3

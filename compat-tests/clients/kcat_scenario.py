@@ -38,7 +38,7 @@ def kcat(args: list[str], *, stdin: str | None = None, timeout: float = 30) -> s
     exe = shutil.which("kcat")
     expect(exe is not None, "kcat is not installed (make compat-deps installs Debian's kcat)")
     res = subprocess.run([exe, *args], input=stdin, capture_output=True, text=True, timeout=timeout)  # type: ignore[list-item]
-    if res.returncode != 0 or "ERROR" in res.stderr:
+    if res.returncode != 0 or "% ERROR" in res.stderr:  # kcat's own errors; not librdkafka's log lines
         raise AssertionError(f"kcat {' '.join(args)} exited {res.returncode}: {res.stderr.strip()[-2000:]}")
     return res.stdout
 
