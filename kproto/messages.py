@@ -33,6 +33,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "encode_response_parts",
     "is_flexible",
     "kio_version_range",
     "parse_request_header",
@@ -232,25 +233,68 @@ def _check_entity(entity: object, api_key: int, api_version: int, kind: str) -> 
         raise TypeError(f"{cls.__name__} is v{cls.__version__}, the request was v{api_version}")
 
 
-def _write_response_header(out: io.BytesIO, correlation_id: int, header_version: int) -> None:
-    out.write(_INT32.pack(correlation_id))
+class _Parts:
+    """A write target for kio's writer that keeps large writes (record batches) by reference.
+
+    Small writes are coalesced into bytearrays; a write of at least LARGE_WRITE_BYTES is appended
+    as the object itself, so a Fetch response's records -- bytes or a memoryview of a segment --
+    reach the socket (sendmsg/writev) without being copied into the response.
+    """
+
+    __slots__ = ("_small", "parts", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | bytearray | memoryview] = []
+        self._small = bytearray()
+        self.size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        length = len(data)
+        self.size += length
+        if length >= LARGE_WRITE_BYTES:
+            if self._small:
+                self.parts.append(self._small)
+                self._small = bytearray()
+            self.parts.append(data)
+        else:
+            self._small += data
+        return length
+
+    def finish(self) -> list[bytes | bytearray | memoryview]:
+        if self._small:
+            self.parts.append(self._small)
+            self._small = bytearray()
+        return self.parts
+
+
+LARGE_WRITE_BYTES = 8 * 1024
+
+
+def encode_response_parts(header: RequestHeader, response: object) -> list[bytes | bytearray | memoryview]:
+    """The response frame as a list of buffers to write in order (for sendmsg/writev).
+
+    Record batches of at least LARGE_WRITE_BYTES are the very objects in the response, not copies:
+    they must not change until the parts are sent.
+    """
+    _check_entity(response, header.api_key, header.api_version, "response")
+    cls: Any = type(response)
+    out = _Parts()
+    out.write(b"\x00\x00\x00\x00")  # the size prefix, patched below
+    header_version = response_header_version(header.api_key, int(cls.__version__))
+    out.write(_INT32.pack(header.correlation_id))
     if header_version >= 1:
         out.write(b"\x00")  # no tagged fields
+    entity_writer(cls)(out, response)  # type: ignore[arg-type]  # kio only calls .write()
+    parts = out.finish()
+    first = parts[0]
+    assert isinstance(first, bytearray) and len(first) >= SIZE_PREFIX_BYTES
+    _INT32.pack_into(first, 0, out.size - SIZE_PREFIX_BYTES)
+    return parts
 
 
 def encode_response(header: RequestHeader, response: object) -> bytes:
     """The whole response frame: size prefix, response header (v0/v1 per API and version), body."""
-    _check_entity(response, header.api_key, header.api_version, "response")
-    cls: Any = type(response)
-    out = io.BytesIO()
-    out.write(b"\x00\x00\x00\x00")
-    header_version = response_header_version(header.api_key, int(cls.__version__))
-    _write_response_header(out, header.correlation_id, header_version)
-    entity_writer(cls)(out, response)
-    size = out.tell() - SIZE_PREFIX_BYTES
-    out.seek(0)
-    out.write(_INT32.pack(size))
-    return out.getvalue()
+    return b"".join(encode_response_parts(header, response))
 
 
 # --- the client side: for tests, the CLI and broker-to-broker requests ----------------------------

@@ -334,3 +334,50 @@ def test_array_count_up_to_remaining_bytes_is_checked_by_kio() -> None:
     payload = _header_bytes(3, 1, 1, b"x") + body
     request = decode_request(parse_request_header(payload), payload)
     assert [t.name for t in request.topics] == ["a", "a", "a"]
+
+
+def _fetch_response(records: object) -> object:
+    from kio.schema.fetch.v12.response import FetchableTopicResponse, FetchResponse, PartitionData
+    from kio.static.primitive import i64
+
+    return FetchResponse(
+        throttle_time=datetime.timedelta(0),
+        error_code=ErrorCode.none,
+        responses=(
+            FetchableTopicResponse(
+                topic="t",  # type: ignore[arg-type]
+                partitions=(
+                    PartitionData(
+                        partition_index=i32(0),
+                        error_code=ErrorCode.none,
+                        high_watermark=i64(3),
+                        aborted_transactions=None,
+                        records=records,  # type: ignore[arg-type]
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def test_fetch_response_parts_keep_large_records_by_reference() -> None:
+    from kproto.messages import LARGE_WRITE_BYTES, encode_response_parts
+    from kproto.records import decode_batches, encode_batch
+
+    batch = encode_batch([(b"k", bytes(20_000), ())] * 2, timestamp_ms=0)
+    assert len(batch) >= LARGE_WRITE_BYTES
+    header = parse_request_header(_header_bytes(1, 12, 9, b"c") + b"\x00")
+    segment = bytearray(b"junk" + batch + b"junk")  # records as a view into a larger buffer
+    for records in (batch, memoryview(segment)[4 : 4 + len(batch)]):
+        response = _fetch_response(records)
+        parts = encode_response_parts(header, response)
+        assert any(part is records for part in parts)  # not copied
+        data = b"".join(parts)
+        reference = io.BytesIO()
+        reference.write(struct.pack(">i", 9) + b"\x00")
+        entity_writer(type(response))(reference, _fetch_response(batch))  # type: ignore[type-var]
+        assert data == struct.pack(">i", len(reference.getvalue())) + reference.getvalue()
+        correlation_id, decoded = decode_response(1, 12, _unframe(data))
+        assert correlation_id == 9
+        fetched = decoded.responses[0].partitions[0].records
+        assert [h.records_count for h, _ in decode_batches(fetched, max_decompressed_bytes=10**6)] == [2]
