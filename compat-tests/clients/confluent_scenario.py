@@ -17,6 +17,7 @@ from scenario_common import (
     Rec,
     base_timestamp,
     check_consumed,
+    check_max_timestamp,
     check_metadata,
     check_offsets,
     check_produced,
@@ -127,6 +128,10 @@ def scenario(bootstrap: str, topic: str) -> dict[str, object]:
         admin_offsets(OffsetSpec.latest()),  # type: ignore[arg-type]
         {t: admin_offsets(OffsetSpec.for_timestamp(t)) for t in offset_times(recs)},
     )
+    fut = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.max_timestamp() for p in range(PARTITIONS)},
+                             request_timeout=15)
+    infos = {tp.partition: f.result(timeout=20) for tp, f in fut.items()}
+    check_max_timestamp(recs, {p: (None if i.offset < 0 else (i.offset, i.timestamp)) for p, i in infos.items()})
     return summary(CLIENT, recs)
 
 

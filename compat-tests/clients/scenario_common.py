@@ -14,7 +14,8 @@ Every client program (``<client>_scenario.py BOOTSTRAP TOPIC``, ``node/scenario.
    no commits) and check offsets, keys, values, timestamps and headers record by record;
 6. list offsets: earliest (0), latest (records in the partition) and by timestamp for three times
    (before all records, the timestamp of record 15, after all records), each expected to be the
-   first offset whose timestamp is >= T (or "none": each client's own representation);
+   first offset whose timestamp is >= T (or "none": each client's own representation); where the
+   client's admin API has it (confluent-kafka, Java), also MAX_TIMESTAMP (KIP-734);
 7. print a one-line JSON summary on stdout (used by test_clients.py to compare clients) and exit 0.
 
 Any mismatch: ``MISMATCH [client]: ...`` on stderr, exit 1. Any other error: traceback, exit 2.
@@ -184,6 +185,15 @@ def check_offsets(
             want = expected_offset_for_time(recs, p, t)
             expect(got.get(p, "missing") == want, f"partition {p}: offset for time {t} is {got.get(p)}, "
                    f"expected {want} (first offset with timestamp >= {t})")
+
+
+def check_max_timestamp(recs: list[Rec], got: dict[int, tuple[int, int] | None]) -> None:
+    """ListOffsets MAX_TIMESTAMP (-3): per partition (offset, timestamp) of the record with the largest
+    timestamp (here the last one), None for an empty partition."""
+    for p in range(PARTITIONS):
+        mine = [r for r in recs if r.partition == p]
+        want = None if not mine else (max(r.offset for r in mine), max(r.ts for r in mine if r.ts is not None))
+        expect(got.get(p) == want, f"partition {p}: max-timestamp offset is {got.get(p)}, expected {want}")
 
 
 def summary(client: str, recs: list[Rec]) -> dict[str, object]:

@@ -280,6 +280,19 @@ public class Scenario {
             Map<Long, Map<Integer, Long>> byTime = new LinkedHashMap<>();
             for (long t : offsetTimes(recs)) byTime.put(t, list.apply(OffsetSpec.forTimestamp(t)));
             checkOffsets(recs, list.apply(OffsetSpec.earliest()), list.apply(OffsetSpec.latest()), byTime, "admin");
+
+            // MAX_TIMESTAMP (KIP-734): the record with the largest timestamp, here the last of each partition
+            Map<TopicPartition, OffsetSpec> q = new HashMap<>();
+            for (TopicPartition tp : tps) q.put(tp, OffsetSpec.maxTimestamp());
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> res = admin.listOffsets(q).all().get(30, TimeUnit.SECONDS);
+            for (TopicPartition tp : tps) {
+                ListOffsetsResult.ListOffsetsResultInfo info = res.get(tp);
+                List<Rec> mine = recs.stream().filter(r -> r.partition == tp.partition()).collect(Collectors.toList());
+                String got = info.offset() < 0 ? "none" : info.offset() + "@" + info.timestamp();
+                String want = mine.isEmpty() ? "none" : mine.get(mine.size() - 1).offset + "@" + mine.get(mine.size() - 1).ts;
+                expect(got.equals(want), "admin: partition " + tp.partition() + ": max-timestamp offset@timestamp is "
+                    + got + ", expected " + want);
+            }
         }
 
         StringBuilder sb = new StringBuilder();
