@@ -1,0 +1,69 @@
+"""The metadata quorum: a sans-IO KRaft core (KIP-595, KIP-630 snapshots, KIP-996 pre-vote).
+
+    core = RaftCore(node_id, QuorumConfig(voters=frozenset({1, 2, 3})), random.Random(seed), now_ms,
+                    quorum_state=..., snapshot=..., entries=...)      # what survived on disk
+    actions = core.step(Tick() | Received(source, message, correlation_id) | Resign() | TakeSnapshot(...), now_ms)
+    result, actions = core.propose([payload, ...], now_ms)           # Appended | NotLeader | Busy
+    core.next_deadline_ms()                                           # when to step(Tick()) next
+    core.describe_quorum()                                            # DescribeQuorum, on the leader
+
+The driver executes actions in order; persist actions are durable before anything after them runs
+(raft.events has the contract). Modules: messages (the RPCs), events (inputs, actions), log (the
+in-memory log + epoch cache), quorum_state (roles and config), core (elections), replication (Fetch,
+FetchSnapshot, high watermark, check-quorum).
+"""
+
+from raft.core import RaftCore
+from raft.events import (
+    Action,
+    AdvanceLogStartOffset,
+    Appended,
+    AppendToLog,
+    BecomeFollower,
+    BecomeLeader,
+    Busy,
+    CommitUpTo,
+    Input,
+    LoadSnapshot,
+    NotLeader,
+    PersistQuorumState,
+    PersistSnapshot,
+    ProposeResult,
+    Received,
+    Resign,
+    Send,
+    TakeSnapshot,
+    Tick,
+    TruncateLog,
+)
+from raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
+from raft.quorum_state import QuorumConfig
+
+__all__ = [
+    "Action",
+    "AdvanceLogStartOffset",
+    "AppendToLog",
+    "Appended",
+    "BecomeFollower",
+    "BecomeLeader",
+    "Busy",
+    "CommitUpTo",
+    "EntryKind",
+    "Input",
+    "LoadSnapshot",
+    "LogEntry",
+    "NotLeader",
+    "PersistQuorumState",
+    "PersistSnapshot",
+    "ProposeResult",
+    "QuorumConfig",
+    "RaftCore",
+    "Received",
+    "Resign",
+    "Send",
+    "Snapshot",
+    "SnapshotId",
+    "TakeSnapshot",
+    "Tick",
+    "TruncateLog",
+]

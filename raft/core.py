@@ -442,6 +442,9 @@ class RaftCore:
                 case Follower() if s.leader_id == req.leader_id:
                     s.leader_ended = True
                     s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline)
+                case Prospective() if s.leader_id == req.leader_id:
+                    s.leader_id = None  # no going back to a leader that resigned
+                    s.election_deadline_ms = min(s.election_deadline_ms, deadline)
                 case Unattached() | Prospective():
                     s.election_deadline_ms = min(s.election_deadline_ms, deadline)
                 case _:

@@ -34,10 +34,22 @@ from raft.events import (
     TruncateLog,
 )
 from raft.log import EntryKind, LogEntry, Snapshot
+from raft.messages import FetchRequest, FetchSnapshotRequest, RaftMessage, VoteRequest
 from raft.quorum_state import Leader, QuorumConfig
 from sim.invariants import Checker
 
 _PERSIST = (PersistQuorumState, AppendToLog, TruncateLog, PersistSnapshot, AdvanceLogStartOffset)
+
+
+def message_epoch(m: RaftMessage) -> int:
+    """The sender's epoch as the message states it (a pre-vote asks about the epoch after its own)."""
+    match m:
+        case VoteRequest():
+            return m.replica_epoch - 1 if m.pre_vote else m.replica_epoch
+        case FetchRequest() | FetchSnapshotRequest():
+            return m.current_leader_epoch
+        case _:
+            return m.leader_epoch
 
 
 @dataclass
@@ -61,6 +73,10 @@ class Durable:
     def apply(self, action: Action) -> None:
         match action:
             case PersistQuorumState():
+                old = self.quorum
+                assert old is None or action.epoch >= old.epoch, f"persisted epoch went back: {old} -> {action}"
+                if old is not None and old.epoch == action.epoch and old.voted_id is not None:
+                    assert action.voted_id == old.voted_id, f"vote changed within an epoch: {old} -> {action}"
                 self.quorum = action
             case AppendToLog():
                 assert not action.entries or action.entries[0].offset == self.end_offset
@@ -271,7 +287,7 @@ class Simulation:
         assert core is not None
         match action:
             case Send():
-                node.max_sent_epoch = max(node.max_sent_epoch, core.epoch)
+                node.max_sent_epoch = max(node.max_sent_epoch, message_epoch(action.message))
                 self._send(node.node_id, action)
             case CommitUpTo():
                 for entry in action.entries:

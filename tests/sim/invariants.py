@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from raft.log import LogEntry
@@ -23,9 +24,10 @@ class InvariantViolation(AssertionError):
     pass
 
 
-def _require(condition: bool, message: str) -> None:
+def _require(condition: bool, message: Callable[[], str]) -> None:
+    """`message` is a lambda: formatting it on every event would cost more than the check."""
     if not condition:
-        raise InvariantViolation(message)
+        raise InvariantViolation(message())
 
 
 class Checker:
@@ -43,7 +45,7 @@ class Checker:
         assert core is not None
         _require(
             core.epoch >= node.max_sent_epoch,
-            f"n{node.node_id} restarted in epoch {core.epoch} but had sent messages in {node.max_sent_epoch}",
+            lambda: f"n{node.node_id} restarted in epoch {core.epoch} but had sent messages in {node.max_sent_epoch}",
         )
         node.last_epoch = core.epoch
 
@@ -51,24 +53,24 @@ class Checker:
         core = node.core
         assert core is not None
         n = node.node_id
-        _require(core.epoch >= node.last_epoch, f"n{n} epoch went back {node.last_epoch} -> {core.epoch}")
+        _require(core.epoch >= node.last_epoch, lambda: f"n{n} epoch went back {node.last_epoch} -> {core.epoch}")
         node.last_epoch = core.epoch
         _require(
             core.high_watermark >= node.last_high_watermark,
-            f"n{n} high watermark went back {node.last_high_watermark} -> {core.high_watermark}",
+            lambda: f"n{n} high watermark went back {node.last_high_watermark} -> {core.high_watermark}",
         )
         node.last_high_watermark = core.high_watermark
         if isinstance(core.state, Leader) and self._leader_checked.get(n) != core.epoch:
             self._leader_checked[n] = core.epoch
             other = self.leader_of_epoch.setdefault(core.epoch, n)
-            _require(other == n, f"two leaders in epoch {core.epoch}: n{other} and n{n}")
+            _require(other == n, lambda: f"two leaders in epoch {core.epoch}: n{other} and n{n}")
             self._check_leader_completeness(node)
         # Entries below this node's high watermark are committed ones.
         hw = min(core.high_watermark, self.committed_end)
         c = self.committed.get(hw - 1)
         if core.log.log_start_offset < hw and c is not None:
             entry = core.log.entry(hw - 1)
-            _require(entry.epoch == c.epoch, f"n{n} has {entry} below its HW where {c} was committed")
+            _require(entry.epoch == c.epoch, lambda: f"n{n} has {entry} below its HW where {c} was committed")
 
     def _check_leader_completeness(self, node: Node) -> None:
         core = node.core
@@ -77,10 +79,10 @@ class Checker:
         if end == 0:
             return
         log = core.log
-        _require(log.end_offset >= end, f"leader n{node.node_id} lacks committed entries below {end}")
+        _require(log.end_offset >= end, lambda: f"leader n{node.node_id} lacks committed entries below {end}")
         if end - 1 >= log.log_start_offset:
             c = self.committed[end - 1]
-            _require(log.entry(end - 1).epoch == c.epoch, f"leader n{node.node_id} lacks committed {c}")
+            _require(log.entry(end - 1).epoch == c.epoch, lambda: f"leader n{node.node_id} lacks committed {c}")
 
     def on_commit(self, node: Node, entry: LogEntry) -> None:
         known = self.committed.get(entry.offset)
@@ -91,21 +93,23 @@ class Checker:
         else:
             _require(
                 known.epoch == entry.epoch and known.payload == entry.payload,
-                f"n{node.node_id} committed {entry} where {known} was committed before",
+                lambda: f"n{node.node_id} committed {entry} where {known} was committed before",
             )
 
     def on_applied(self, node: Node) -> None:
         sm = node.sm
         known = self.digests.setdefault(sm.applied_offset, sm.digest)
-        _require(known == sm.digest, f"n{node.node_id} state machine differs at offset {sm.applied_offset}")
+        _require(known == sm.digest, lambda: f"n{node.node_id} state machine differs at offset {sm.applied_offset}")
 
     def after_event(self) -> None:
         end = self.committed_end
         if end == 0:
             return
         last = self.committed[end - 1]
-        holders = [v for v in self.sim.voter_ids if self.sim.nodes[v].durable.holds(last.offset, last.epoch)]
-        _require(
-            len(holders) >= self.sim.config.majority,
-            f"committed {last} is durable only on {sorted(holders)}: a committed entry can be lost",
-        )
+        holders = 0
+        for v in self.sim.voter_ids:
+            if self.sim.nodes[v].durable.holds(last.offset, last.epoch):
+                holders += 1
+        if holders < self.sim.config.majority:
+            on = sorted(v for v in self.sim.voter_ids if self.sim.nodes[v].durable.holds(last.offset, last.epoch))
+            raise InvariantViolation(f"committed {last} is durable only on {on}: a committed entry can be lost")

@@ -56,7 +56,7 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
         if sim.now_ms >= fault_end_ms:
             return
         kind = r.choice(
-            ["crash", "crash_leader", "partition", "isolate_leader", "heal", "heal", "slow_disk", "resign"]
+            ["crash", "crash_leader", "partition", "isolate_leader", "one_way", "heal", "heal", "slow_disk", "resign"]
         )
         leaders = sim.leaders()
         match kind:
@@ -71,6 +71,9 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
             case "isolate_leader" if leaders:
                 rest = set(all_ids) - {leaders[0]}
                 sim.partition([{leaders[0]}, rest])
+            case "one_way":
+                a, b = r.sample(all_ids, 2)
+                sim.blocked.add((a, b))
             case "heal":
                 sim.heal()
             case "slow_disk":
