@@ -122,10 +122,13 @@ def test_group_lifecycle(client: str, group_target: Any, tmp_path: Path) -> None
         leaver, stayer = survivors
         left_at = time.monotonic()
         assert leaver.terminate() in (0, -15, 143)
+        exited_s = time.monotonic() - left_at
         took = wait_until("the last member to own all six partitions",
                           lambda: sorted(stayer.assignment or ()) == list(range(PARTITIONS)), SETTLE_S, [stayer])
-        assert time.monotonic() - left_at < SESSION_MS / 1000 + 3, "leave waited for the session timeout"
-        print(f"[{group_target.name}/{client}] graceful leave -> reassigned in {took:.2f}s")
+        # measured from the leaver's exit: a client may take a while to close (kafkajs finishes its fetch)
+        assert took < 3, "the leave did not rebalance at once (waited for the session timeout?)"
+        print(f"[{group_target.name}/{client}] graceful leave: client closed in {exited_s:.2f}s, "
+              f"reassigned {took:.2f}s later")
         produce(bootstrap, topic, 10, 60)
         wait_until("records 60..69 consumed by the last member",
                    lambda: all((p, o) in consumed([stayer]) for p in range(PARTITIONS) for o in range(60, 70)),

@@ -10,7 +10,10 @@ const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n')
 
 async function main() {
   const kafka = new Kafka({ clientId: `kafkajs-${group}`, brokers: [bootstrap], logLevel: logLevel.ERROR })
-  const consumer = kafka.consumer({ groupId: group, sessionTimeout, heartbeatInterval: 1000, rebalanceTimeout: 20000 })
+  // kafkajs heartbeats from its fetch loop: a short maxWaitTime lets it notice a rebalance quickly.
+  const consumer = kafka.consumer({
+    groupId: group, sessionTimeout, heartbeatInterval: 1000, rebalanceTimeout: 20000, maxWaitTimeInMs: 250,
+  })
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     const parts = (e.payload.memberAssignment[topic] || []).slice().sort((a, b) => a - b)
     emit({ event: 'assigned', partitions: parts })
