@@ -114,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     from broker import tools
 
     tools.add_commands(sub)
+
+    from broker import groups_cli
+
+    groups_cli.add_commands(sub)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result
