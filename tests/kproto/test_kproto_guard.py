@@ -72,3 +72,82 @@ def test_uvarint(data: bytes, value: int) -> None:
 def test_bad_uvarint(data: bytes) -> None:
     with pytest.raises(InvalidRequestError):
         read_uvarint(data, 0, len(data))
+
+
+def _seed_requests() -> list[bytes]:
+    import datetime
+
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+    from kio.static.primitive import i8, i16, i32, i64
+
+    from kproto.messages import encode_request
+
+    requests: list[object] = [
+        ProduceRequest(
+            transactional_id="tx",  # type: ignore[arg-type]
+            acks=i16(-1),
+            timeout=datetime.timedelta(seconds=1),
+            topic_data=(
+                TopicProduceData(
+                    name="t",  # type: ignore[arg-type]
+                    partition_data=(PartitionProduceData(index=i32(0), records=b"\x00" * 70),),  # type: ignore[arg-type]
+                ),
+            ),
+        ),
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name="a"), MetadataRequestTopic(topic_id=None, name="b")),  # type: ignore[arg-type]
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        ),
+        FetchRequest(
+            replica_id=i32(-1),  # type: ignore[arg-type]
+            max_wait=datetime.timedelta(milliseconds=500),
+            min_bytes=i32(1),
+            max_bytes=i32(1 << 20),
+            isolation_level=i8(0),
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=(
+                FetchTopic(
+                    topic="t",  # type: ignore[arg-type]
+                    partitions=(
+                        FetchPartition(
+                            partition=i32(0),
+                            fetch_offset=i64(5),
+                            log_start_offset=i64(-1),
+                            partition_max_bytes=i32(1 << 20),
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        ),
+    ]
+    return [encode_request(r, correlation_id=1, client_id="c")[4:] for r in requests]
+
+
+_SEEDS = _seed_requests()
+
+
+@given(
+    seed=st.sampled_from(_SEEDS),
+    edits=st.lists(
+        st.tuples(st.integers(min_value=0), st.sampled_from([0x00, 0x01, 0x0F, 0x10, 0x7F, 0x80, 0xFF])), max_size=5
+    ),
+)
+@settings(max_examples=300)
+def test_mutated_requests_are_refused_cleanly(seed: bytes, edits: list[tuple[int, int]]) -> None:
+    # If kio's reader ever sees a hostile count again, this test does not fail: the process aborts.
+    from kproto.errors import ProtocolError
+    from kproto.messages import decode_request, parse_request_header
+
+    data = bytearray(seed)
+    for position, value in edits:
+        data[position % len(data)] = value
+    try:
+        decode_request(parse_request_header(bytes(data)), bytes(data))
+    except ProtocolError:
+        pass
