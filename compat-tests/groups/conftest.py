@@ -30,7 +30,7 @@ class GroupTarget:
 
 @pytest.fixture(scope="session")
 def samsa_groups() -> Iterator[SamsaProcess]:
-    s = start_samsa(extra_args=SAMSA_GROUP_ARGS)
+    s = start_samsa(extra_args=SAMSA_GROUP_ARGS, ready_timeout=90.0)  # slow when the machine is busy
     try:
         yield s
     finally:

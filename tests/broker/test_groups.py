@@ -206,7 +206,7 @@ def test_generation_minus_one_commit_to_empty_group(broker: Any) -> None:
         assert commit(conn, "simple", -1, "", {("t", 0): 3}) == {("t", 0): 0}
         assert fetch_offsets(conn, "simple", [("t", 0)]) == {("t", 0): 3}
         # a consumer group, once empty, accepts an admin commit; while active it does not
-        member_id, gen = stable_single(conn, "cg")
+        member_id, _gen = stable_single(conn, "cg")
         assert commit(conn, "cg", -1, "", {("t", 0): 9}) == {("t", 0): 25}
         r = conn.request(13, {"group_id": "cg", "members": [{"member_id": member_id}]}, version=5)
         assert r.error_code.value == 0 and r.members[0].error_code.value == 0

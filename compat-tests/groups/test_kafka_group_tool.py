@@ -1,0 +1,78 @@
+"""Kafka's own kafka-consumer-groups.sh (ConsumerGroupCommand from the 4.1.2 jars) lists, describes
+and resets a group on Samsa exactly as on Kafka (the same test runs against both)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Member, wait_until
+from oracle_fixture import QUICK_JVM_OPTS, OracleError, ensure_installed, run_kafka_tool
+from test_group_clients import PARTITIONS, committed, create_topic, produce
+
+TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+def tool(bootstrap: str, *args: str) -> str:
+    return run_kafka_tool(TOOL, "--bootstrap-server", bootstrap, *args, jvm_opts=QUICK_JVM_OPTS, timeout=90).stdout
+
+
+def rows(output: str, topic: str) -> dict[int, list[str]]:
+    """partition -> the columns of kafka-consumer-groups --describe (GROUP TOPIC PARTITION CURRENT LEO LAG ...)."""
+    out = {}
+    for line in output.splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and cols[1] == topic and cols[2].isdigit():
+            out[int(cols[2])] = cols
+    return out
+
+
+def test_consumer_group_command(group_target: Any, tmp_path: Path) -> None:
+    try:
+        ensure_installed()
+    except OracleError as e:
+        pytest.skip(f"Kafka's tools are not installed ({e}); run make compat-deps")
+    bootstrap = group_target.bootstrap
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"tool-{tag}", f"tool-g-{tag}"
+    create_topic(bootstrap, topic)
+    produce(bootstrap, topic, 10, 0)
+    member = Member.start("kafka-python", "m", bootstrap, topic, group, workdir=tmp_path)
+    try:
+        wait_until("offsets 10 committed", lambda: committed(bootstrap, group, topic) == dict.fromkeys(
+            range(PARTITIONS), 10), 60, [member])
+        assert group in tool(bootstrap, "--list").split()
+        active = rows(tool(bootstrap, "--describe", "--group", group), topic)
+        assert sorted(active) == list(range(PARTITIONS))
+        assert all(c[3] == "10" and c[4] == "10" and c[5] == "0" and c[6] != "-" for c in active.values()), active
+        members = tool(bootstrap, "--describe", "--members", "--group", group)
+        assert "kafka-python" in members
+        state = tool(bootstrap, "--describe", "--state", "--group", group)
+        assert "Stable" in state
+        refused = run_kafka_tool(TOOL, "--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
+                                 "--topic", topic, "--to-earliest", "--execute", jvm_opts=QUICK_JVM_OPTS,
+                                 timeout=90, check=False)
+        assert "inactive" in refused.stdout + refused.stderr
+    finally:
+        member.terminate()
+    produce(bootstrap, topic, 5, 10)
+    idle = rows(tool(bootstrap, "--describe", "--group", group), topic)
+    assert all(c[3] == "10" and c[4] == "15" and c[5] == "5" for c in idle.values()), idle
+    reset = tool(bootstrap, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3", "--execute")
+    assert rows(reset, topic) and all(c[3] == "3" for c in rows(reset, topic).values()), reset
+    assert committed(bootstrap, group, topic) == dict.fromkeys(range(PARTITIONS), 3)
+    after = rows(tool(bootstrap, "--describe", "--group", group), topic)
+    assert all(c[5] == "12" for c in after.values()), after
+    if group_target.name == "samsa":
+        # Samsa recorded the reset by Kafka's tool in the group's audit history
+        import subprocess
+        import sys
+
+        history = subprocess.run([sys.executable, "-m", "broker.cli", "groups", "history", "--bootstrap-server",
+                                  bootstrap, group], capture_output=True, text=True, timeout=60)
+        assert f"{topic}-0: 10 -> 3" in history.stdout, history.stdout + history.stderr
+    deleted = tool(bootstrap, "--delete", "--group", group)
+    assert "successful" in deleted.lower(), deleted
+    assert group not in tool(bootstrap, "--list").split()
