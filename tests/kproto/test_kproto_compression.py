@@ -214,7 +214,7 @@ def test_one_gib_of_zeros_is_refused_quickly_in_small_memory(codec: Codec, build
     started = time.perf_counter()
     with pytest.raises(DecompressionLimitError):
         decompress(codec, bomb, max_bytes=MiB)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 2.0  # ~ms alone; generous for a loaded CI box
     assert _peak_rss_bytes() - peak_before < 64 * MiB
 
 

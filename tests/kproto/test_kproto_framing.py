@@ -94,4 +94,4 @@ def test_many_small_feeds_are_not_quadratic() -> None:
         count += 1
     elapsed = time.perf_counter() - started
     assert count == 100_000
-    assert elapsed < 5.0, elapsed
+    assert elapsed < 20.0, elapsed  # ~0.3 s alone; quadratic copying would take hours
