@@ -19,6 +19,7 @@ Commands:
     stabilize           deliver until no message is queued (output elided unless `stabilize verbose`)
     propose <n> <payload>...  client append on n
     resign <n> / snapshot <n> <end_offset> / crash <n> / restart <n>
+    vote|prevote <from> <to> epoch=E last=O@L   deliver a hand-made VoteRequest (its answer is printed)
     isolate <n> / cut <a> <b> / heal   (messages of an isolated node or a cut link are dropped)
     state               one line per node: role, epoch, leader, high watermark, log
     describe <n>        n's answer to DescribeQuorum
@@ -240,6 +241,13 @@ class Harness:
                 result, actions = self._core(n).propose(payloads, self.now_ms)
                 out.append(f"n{n}: {self._result(result)}")
                 out += self._execute(n, actions)
+            case "vote" | "prevote":
+                # vote <from> <to> epoch=E last=O@L: deliver a VoteRequest as if <from> had sent it.
+                src, dst = int(positional[0]), int(positional[1])
+                offset, last_epoch = (int(x) for x in kv["last"].split("@"))
+                req = VoteRequest(src, int(kv["epoch"]), last_epoch, offset, pre_vote=command == "prevote")
+                out += self._step(dst, Received(src, req, correlation_id=-1))
+                self.queue = [(s, m) for s, m in self.queue if m.correlation_id != -1]
             case "resign":
                 out += self._step(int(positional[0]), Resign())
             case "snapshot":
