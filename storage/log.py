@@ -676,8 +676,10 @@ class Log:
         empty = FetchDataInfo((), fetch_offset)
         if fetch_offset >= limit:
             return empty
+        segments = self._segments
         try:
-            for seg in self._segments[self._segment_for(fetch_offset) :]:
+            for i in range(self._segment_for(fetch_offset), len(segments)):
+                seg = segments[i]
                 if seg.base_offset >= limit:
                     return empty
                 found = seg.translate_offset(fetch_offset)
@@ -686,7 +688,9 @@ class Log:
                 start, header = found
                 if header.last_offset >= limit:
                     return empty
-                if limit >= seg.next_offset:
+                # a closed segment's tail may not be loaded: bound it by the next segment's base instead
+                seg_end = seg.next_offset if i == len(segments) - 1 else segments[i + 1].base_offset
+                if limit >= seg_end:
                     limit_position = seg.size_bytes
                 else:
                     at_limit = seg.translate_offset(limit)
@@ -774,11 +778,16 @@ class Log:
         del self._bases[keep:]
         self._delete_segment_files(doomed, now_ms=None)
         try:
-            self._segments[-1].truncate_to(offset)
+            last = self._segments[-1]
+            if not last.tail_loaded:
+                last.load_tail()
+            last.truncate_to(offset)
         except (OSError, CorruptBatchError) as e:
             self._go_offline(f"truncation failed: {e}")
             raise KafkaStorageError(str(e)) from e
         leo = self.log_end_offset
+        # the batch holding `offset` went whole; if DeleteRecords had moved the start inside it, follow
+        self.log_start_offset = min(self.log_start_offset, leo)
         self._epochs.truncate_from_end(leo)
         ProducerStateManager.delete_snapshots_above(self._io, self.directory, leo)
         self._load_producer_state()
