@@ -43,8 +43,13 @@ def create_topic(bootstrap: str, topic: str) -> None:
 def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     host, _, port = bootstrap.rpartition(":")
     with Connection(host, int(port)) as conn:
-        find = conn.request(10, {"key": group, "key_type": 0}, version=3)
-        assert find.error_code.value == 0
+        deadline = time.monotonic() + 30
+        while True:  # Kafka answers COORDINATOR_NOT_AVAILABLE while it creates __consumer_offsets
+            find = conn.request(10, {"key": group, "key_type": 0}, version=3)
+            if find.error_code.value == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert find.error_code.value == 0, find
         r = conn.request(9, {"group_id": group, "topics": [{"name": topic,
                                                             "partition_indexes": list(range(PARTITIONS))}]},
                          version=7)
