@@ -153,9 +153,15 @@ def _into_bounded(decompress_into: object, data: bytes | memoryview, max_bytes: 
         try:
             written = int(decompress_into(data, out))
         except cramjam.DecompressionError as e:
-            if _FULL_BUFFER_MESSAGE not in str(e):
-                raise DecompressionError(f"corrupt {name} data: {e}") from e
-            written = capacity  # the output did not fit
+            # cramjam says "failed to write whole buffer" when the output does not fit, but the
+            # wording is not an API: below the limit any error is retried with a larger buffer,
+            # and only at the limit does it decide between a bomb and corrupt data.
+            if capacity < limit:
+                capacity = min(limit, capacity * 4)
+                continue
+            if _FULL_BUFFER_MESSAGE in str(e):
+                raise _bomb(max_bytes) from e
+            raise DecompressionError(f"corrupt {name} data: {e}") from e
         if written < capacity:
             del out[written:]
             return bytes(out)
