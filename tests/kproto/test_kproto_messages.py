@@ -243,6 +243,16 @@ def test_kafka_python_requests_decode() -> None:
     assert decode_request(header, first) == ApiVersionsRequestV3(
         client_software_name="kp", client_software_version="3.0"
     )
+    # and our client-side encoder writes the very same bytes as kafka-python
+    ours = encode_request(
+        ApiVersionsRequestV3(client_software_name="kp", client_software_version="3.0"),  # type: ignore[arg-type]
+        correlation_id=7,
+        client_id="kp-client",
+    )
+    assert _unframe(ours) == first
+    ours = encode_request(MetadataRequestV1(topics=decode_request(parse_request_header(second), second).topics),
+                          correlation_id=8, client_id="kp-client")  # fmt: skip
+    assert _unframe(ours) == second
     header = parse_request_header(second)
     assert header.header_version == 1
     request = decode_request(header, second)
