@@ -30,7 +30,7 @@ from storage.file_io import Buffer, FileIO
 from storage.handle_cache import HandleCache
 from storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
 from storage.records_scan import crc_with_header, record_timestamps
-from storage.segment import LogSegment, segment_stem
+from storage.segment import CorruptIndexError, LogSegment, segment_stem
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +280,7 @@ class Log:
         out = []
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self._segments[i:]:
-            found = seg.translate_offset(offset)
+            found = self._translate(seg, offset)
             if found is None:
                 continue
             for _, header in seg.iter_headers(found[0]):
@@ -656,6 +656,18 @@ class Log:
     # read and lookups
     # =====================================================================================================
 
+    def _translate(self, seg: LogSegment, offset: int) -> tuple[int, Header] | None:
+        """seg.translate_offset, rebuilding a damaged index once (indexes are derived data)."""
+        try:
+            return seg.translate_offset(offset)
+        except CorruptIndexError as e:
+            logger.warning("%s: rebuilding index (%s)", seg.log_path, e)
+            was_size = seg.size_bytes
+            _, error = seg.recover()
+            if error is not None or seg.size_bytes != was_size:
+                raise CorruptBatchError(f"{seg.log_path}: {error}") from e
+            return seg.translate_offset(offset)
+
     def _segment_for(self, offset: int) -> int:
         return max(0, bisect.bisect_right(self._bases, offset) - 1)
 
@@ -682,7 +694,7 @@ class Log:
                 seg = segments[i]
                 if seg.base_offset >= limit:
                     return empty
-                found = seg.translate_offset(fetch_offset)
+                found = self._translate(seg, fetch_offset)
                 if found is None:
                     continue
                 start, header = found
@@ -693,7 +705,7 @@ class Log:
                 if limit >= seg_end:
                     limit_position = seg.size_bytes
                 else:
-                    at_limit = seg.translate_offset(limit)
+                    at_limit = self._translate(seg, limit)
                     limit_position = at_limit[0] if at_limit is not None else seg.size_bytes
                 end = seg.boundary_at_or_before(min(limit_position, start + max(max_bytes, 0)), start)
                 if end == start:
@@ -718,7 +730,7 @@ class Log:
             if seg.max_timestamp_and_offset()[0] < timestamp_ms:
                 continue
             _, indexed_offset = seg.time_index.lookup(timestamp_ms)
-            found = seg.translate_offset(max(indexed_offset, start_offset, seg.base_offset))
+            found = self._translate(seg, max(indexed_offset, start_offset, seg.base_offset))
             if found is None:
                 continue
             for pos, h in seg.iter_headers(found[0]):
@@ -746,7 +758,7 @@ class Log:
                 best_ts, best_offset, best_seg = ts, offset, seg
         if best_seg is None:
             return -1, -1, -1
-        found = best_seg.translate_offset(best_offset)
+        found = self._translate(best_seg, best_offset)
         if found is None:
             return best_offset, best_ts, -1
         pos, h = found
@@ -779,6 +791,7 @@ class Log:
         self._delete_segment_files(doomed, now_ms=None)
         try:
             last = self._segments[-1]
+            self._translate(last, offset)  # heals a damaged index before truncating by it
             if not last.tail_loaded:
                 last.load_tail()
             last.truncate_to(offset)

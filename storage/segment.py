@@ -17,6 +17,10 @@ MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 NO_TIMESTAMP = -1
 
 
+class CorruptIndexError(CorruptBatchError):
+    """An index entry that does not match the log (indexes are derived data: rebuild and retry)."""
+
+
 def segment_stem(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
@@ -228,11 +232,22 @@ class LogSegment:
             position += header.size_bytes
 
     def translate_offset(self, offset: int) -> tuple[int, Header] | None:
-        """Position and header of the first batch whose last offset is >= `offset` (the batch holding it)."""
-        _, position = self.offset_index.lookup(offset)
+        """Position and header of the first batch whose last offset is >= `offset` (the batch holding it).
+
+        Raises CorruptIndexError if the index entry used does not point at the batch it names.
+        """
+        entry_offset, position = self.offset_index.lookup(offset)
+        check = position != 0 or entry_offset != self.base_offset
         for pos, header in self.iter_headers(position):
+            if check:
+                if header.last_offset != entry_offset:
+                    raise CorruptIndexError(f"{self.offset_index.path}: entry ({entry_offset}, {position}) points "
+                                            f"at a batch ending at {header.last_offset}")
+                check = False
             if header.last_offset >= offset:
                 return pos, header
+        if check and position != 0:
+            raise CorruptIndexError(f"{self.offset_index.path}: entry points past the end of the segment")
         return None
 
     def boundary_at_or_before(self, limit_position: int, start_position: int) -> int:
@@ -279,9 +294,16 @@ class LogSegment:
             last_time = self.time_index.last_entry()
         except (ValueError, OSError):
             return False
-        if last is not None and last[1] >= self.size_bytes:
-            return False
-        return not (last is not None and last_time is not None and last_time[1] > 0xFFFFFFFF)
+        if last is not None:
+            if last[1] >= self.size_bytes:
+                return False
+            try:
+                header = self.read_header(last[1])
+            except (CorruptBatchError, OSError):
+                return False
+            if header is None or header.last_offset != self.base_offset + last[0]:
+                return False
+        return last_time is None or last_time[1] <= MAX_RELATIVE_OFFSET
 
     def load_tail(self) -> None:
         """Find next_offset and the max timestamp of a trusted segment from its indexes plus a short walk."""
