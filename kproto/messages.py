@@ -131,7 +131,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
 # --- primitive readers for headers ---------------------------------------------------------------
 
 
-def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     value = 0
     shift = 0
     end = len(buf)
@@ -148,7 +148,7 @@ def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise InvalidRequestError("varint longer than 5 bytes")
 
 
-def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
+def _skip_tagged_fields(buf: bytes | bytearray | memoryview, pos: int) -> int:
     count, pos = _read_uvarint(buf, pos)
     if count > _MAX_TAGGED_FIELDS:
         raise InvalidRequestError(f"{count} tagged fields")
@@ -161,7 +161,7 @@ def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
     return pos
 
 
-def _read_client_id(buf: bytes | memoryview, pos: int) -> tuple[str | None, int]:
+def _read_client_id(buf: bytes | bytearray | memoryview, pos: int) -> tuple[str | None, int]:
     # client_id stays a nullable int16-length string in header v2 ("flexibleVersions": "none").
     if pos + 2 > len(buf):
         raise InvalidRequestError("truncated client_id length")
@@ -183,7 +183,7 @@ def _read_client_id(buf: bytes | memoryview, pos: int) -> tuple[str | None, int]
 # --- requests ------------------------------------------------------------------------------------
 
 
-def parse_request_header(payload: bytes | memoryview) -> RequestHeader:
+def parse_request_header(payload: bytes | bytearray | memoryview) -> RequestHeader:
     """Parse a request header from a frame payload.
 
     The fixed part (api_key, api_version, correlation_id) is read first, so even a request for an
@@ -208,12 +208,22 @@ def parse_request_header(payload: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos, header_version)
 
 
-def decode_request(header: RequestHeader, payload: bytes | memoryview) -> Any:
+def _readonly(payload: bytes | bytearray | memoryview) -> bytes | memoryview:
+    # kio's native reader refuses writable buffers ("Received writable byte buffer"); a read-only
+    # view of the same memory avoids a copy.
+    if isinstance(payload, bytes):
+        return payload
+    view = memoryview(payload)
+    return view if view.readonly else view.toreadonly()
+
+
+def decode_request(header: RequestHeader, payload: bytes | bytearray | memoryview) -> Any:
     """Decode the request body after the header; InvalidRequestError on a malformed body.
 
     Trailing bytes after the body are ignored, as Kafka's RequestContext does.
     """
     cls = request_class(header.api_key, header.api_version)
+    payload = _readonly(payload)
     check_entity(cls, payload, header.size_bytes)  # kio's native reader must never see hostile counts
     try:
         value, _size = entity_reader(cls)(payload, header.size_bytes)
@@ -324,7 +334,9 @@ def encode_request(request: object, *, correlation_id: int, client_id: str | Non
     return out.getvalue()
 
 
-def parse_response_header(api_key: int, api_version: int, payload: bytes | memoryview) -> ResponseHeader:
+def parse_response_header(
+    api_key: int, api_version: int, payload: bytes | bytearray | memoryview
+) -> ResponseHeader:
     header_version = response_header_version(api_key, api_version)
     if len(payload) < 4:
         raise InvalidRequestError("response header needs 4 bytes")
@@ -335,8 +347,9 @@ def parse_response_header(api_key: int, api_version: int, payload: bytes | memor
     return ResponseHeader(correlation_id, pos, header_version)
 
 
-def decode_response(api_key: int, api_version: int, payload: bytes | memoryview) -> tuple[int, Any]:
+def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> tuple[int, Any]:
     """(correlation_id, kio response entity) from a response frame payload."""
+    payload = _readonly(payload)
     header = parse_response_header(api_key, api_version, payload)
     cls = response_class(api_key, api_version)
     check_entity(cls, payload, header.size_bytes)

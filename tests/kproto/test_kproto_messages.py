@@ -192,6 +192,9 @@ def test_decode_produce_v9_built_with_kio() -> None:
     payload = _header_bytes(0, 9, 1, b"producer") + b"\x00" + _kio_bytes(request)
     header = parse_request_header(payload)
     assert decode_request(header, payload) == request
+    # kio refuses writable buffers; decode_request takes any buffer
+    for buffer in (bytearray(payload), memoryview(bytearray(payload)), memoryview(payload)):
+        assert decode_request(parse_request_header(buffer), buffer) == request
     # and the client-side encoder makes the same frame
     assert _unframe(encode_request(request, correlation_id=1, client_id="producer")) == payload
 
