@@ -242,6 +242,10 @@ class Simulation:
         if node.core is None:
             return
         self._log(node, f"crash, {len(node.pending)} actions lost")
+        if node.disk_busy and isinstance(node.pending[0], AppendToLog):
+            # A torn append: a prefix of the batch reached the disk (recovery truncates at the tear).
+            entries = node.pending[0].entries
+            node.durable.apply(AppendToLog(entries[: self.rng.randint(0, len(entries))]))
         node.core = None
         node.pending.clear()
         node.disk_busy = False

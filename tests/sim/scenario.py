@@ -35,7 +35,7 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
         "snapshot_chunk_bytes": r.choice([16, 64, 1024]),
         "max_uncommitted_count": 200,
     }
-    sim = Simulation(seed, voters, observers=1, config_overrides=overrides, trace=trace)
+    sim = Simulation(seed, voters, observers=r.choice([1, 2]), config_overrides=overrides, trace=trace)
     sim.snapshot_every_count = r.choice([5, 20, 1_000_000])
     fault_end_ms = r.randint(5_000, 20_000)
     sim.faults = FaultPlan(
