@@ -154,3 +154,48 @@ def test_group_lifecycle(client: str, group_target: Any, tmp_path: Path) -> None
         for m in members:
             if m.alive():
                 m.kill()
+
+
+STATIC_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "java")  # kafkajs has no group.instance.id
+
+
+@pytest.mark.parametrize("client", STATIC_CLIENTS)
+def test_static_member_restart_without_rebalance(client: str, group_target: Any, tmp_path: Path) -> None:
+    """KIP-345: a static member killed and restarted within the session timeout gets its partitions
+    back, resumes at its committed offsets, and the other members see no rebalance."""
+    reason = missing(client)
+    if reason:
+        pytest.skip(reason)
+    bootstrap = group_target.bootstrap
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"static-{client}-{tag}", f"gs-{client}-{tag}"
+    create_topic(bootstrap, topic)
+    members: list[Member] = []
+    try:
+        members = [Member.start(client, f"s{i}", bootstrap, topic, group, instance=f"{tag}-s{i}",
+                                session_ms=SESSION_MS * 2, workdir=tmp_path) for i in range(3)]
+        wait_until("three static members owning two partitions each",
+                   lambda: owners(members) is not None and all(len(m.assignment or ()) == 2 for m in members),
+                   SETTLE_S, members)
+        produce(bootstrap, topic, 10, 0)
+        wait_until("offsets 10 committed", lambda: committed(bootstrap, group, topic) == dict.fromkeys(
+            range(PARTITIONS), 10), SETTLE_S, members)
+        events_before = [len(m.assignments) for m in members[:2]]
+        victim = members[2]
+        parts = sorted(victim.assignment or ())
+        victim.kill()
+        again = Member.start(client, "s2-again", bootstrap, topic, group, instance=f"{tag}-s2",
+                             session_ms=SESSION_MS * 2, workdir=tmp_path)
+        members.append(again)
+        wait_until("the restarted static member to get an assignment", lambda: again.assignment is not None,
+                   SETTLE_S, [again])
+        assert sorted(again.assignment or ()) == parts
+        produce(bootstrap, topic, 5, 10)
+        wait_until("records 10..14 of its partitions consumed by the restarted member",
+                   lambda: all((p, o) in consumed([again]) for p in parts for o in range(10, 15)), SETTLE_S, [again])
+        assert min(o for _, p, o in again.seen()) == 10  # resumed at the committed offset
+        assert [len(m.assignments) for m in members[:2]] == events_before, "the other members rebalanced"
+    finally:
+        for m in members:
+            if m.alive():
+                m.kill()

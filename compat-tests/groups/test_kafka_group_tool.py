@@ -78,3 +78,44 @@ def test_consumer_group_command(group_target: Any, tmp_path: Path) -> None:
     deleted = tool(bootstrap, "--delete", "--group", group)
     assert "successful" in deleted.lower(), deleted
     assert group not in tool(bootstrap, "--list").split()
+
+
+def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:
+    """Kafka's DumpLogSegments --offsets-decoder reads the group metadata and offset commit records
+    Samsa wrote to __consumer_offsets: the formats are Kafka's, byte for byte."""
+    import shutil
+
+    from conftest import SAMSA_GROUP_ARGS
+    from samsa_fixture import start_samsa
+
+    from broker.client import Connection
+    from broker.group.records import partition_for_group
+
+    try:
+        ensure_installed()
+    except OracleError as e:
+        pytest.skip(f"Kafka's tools are not installed ({e}); run make compat-deps")
+    s = start_samsa(extra_args=SAMSA_GROUP_ARGS, ready_timeout=90.0)
+    try:
+        create_topic(s.bootstrap, "dumped")
+        produce(s.bootstrap, "dumped", 3, 0)
+        member = Member.start("kafka-python", "m", s.bootstrap, "dumped", "dump-group", workdir=tmp_path)
+        try:
+            wait_until("offsets committed", lambda: committed(s.bootstrap, "dump-group", "dumped") == dict.fromkeys(
+                range(PARTITIONS), 3), 60, [member])
+        finally:
+            member.terminate()
+        host, _, port = s.bootstrap.rpartition(":")
+        with Connection(host, int(port)) as conn:  # the leave is stored before the answer; nothing else pending
+            conn.request(16, {})
+    finally:
+        s.stop(keep=True)
+    try:
+        segment = s.data_dir / f"__consumer_offsets-{partition_for_group('dump-group', 50)}" / f"{0:020d}.log"
+        out = run_kafka_tool("kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", str(segment),
+                             jvm_opts=QUICK_JVM_OPTS, timeout=90).stdout
+        assert '"group":"dump-group"' in out and '"protocolType":"consumer"' in out, out[-2000:]
+        assert '"topic":"dumped","partition":0' in out and '"offset":3' in out, out[-2000:]
+        assert "isvalid: true" in out and "isvalid: false" not in out
+    finally:
+        shutil.rmtree(s.workdir, ignore_errors=True)
