@@ -1,0 +1,9 @@
+"""Fixtures of the differential tests: both brokers, session-scoped (from ../conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "differential: runs a scenario against Apache Kafka 4.1.2 and Samsa, compares")
