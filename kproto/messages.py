@@ -352,6 +352,12 @@ def decode_response(api_key: int, api_version: int, payload: bytes | bytearray |
     payload = _readonly(payload)
     header = parse_response_header(api_key, api_version, payload)
     cls = response_class(api_key, api_version)
+    if api_key == API_VERSIONS_KEY and len(payload) >= header.size_bytes + 2:
+        # A broker that does not speak this ApiVersions version answers with a v0 body and an error
+        # code (KIP-511); Kafka's client reads it as v0 whenever the error code is not NONE.
+        (error_code,) = _INT16.unpack_from(payload, header.size_bytes)
+        if error_code != 0:
+            cls = response_class(api_key, 0)
     check_entity(cls, payload, header.size_bytes)
     try:
         value, _size = entity_reader(cls)(payload, header.size_bytes)

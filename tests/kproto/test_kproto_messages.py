@@ -169,6 +169,8 @@ def test_apiversions_fallback_response_is_v0_with_header_v0() -> None:
     payload = _unframe(encode_response(header, response))
     # correlation id, then the v0 body: error_code, int32 array length, one entry; no tagged fields
     assert payload == struct.pack(">ihi3h", 99, 35, 1, 18, 0, 4)
+    # a client that asked for v3 reads the fallback as v0, as Kafka's client does
+    assert decode_response(18, 3, payload) == (99, response)
 
 
 def _kio_bytes(entity: object) -> bytes:
