@@ -9,6 +9,7 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
 from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
@@ -164,7 +165,7 @@ def test_apiversions_fallback_response_is_v0_with_header_v0() -> None:
     header = parse_request_header(_header_bytes(18, 7, 99, b"future") + b"\x00")
     response = ApiVersionsResponseV0(
         error_code=ErrorCode.unsupported_version,
-        api_keys=(ApiVersion(api_key=i16(18), min_version=i16(0), max_version=i16(4)),),
+        api_keys=(ApiVersionV0(api_key=i16(18), min_version=i16(0), max_version=i16(4)),),
     )
     payload = _unframe(encode_response(header, response))
     # correlation id, then the v0 body: error_code, int32 array length, one entry; no tagged fields
