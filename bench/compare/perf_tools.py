@@ -1,0 +1,224 @@
+"""Kafka's own ProducerPerformance and ConsumerPerformance (kafka-tools 4.1.2 jars), against both brokers.
+
+Producer: 1 KiB records into a 1-partition topic (as ``compat-tests/oracle/perf.sh``), acks=1 and
+acks=all, unthrottled (``--throughput -1``) -> records/s and MiB/s; then at a fixed rate of 50% of
+Kafka's unthrottled rate for the same acks -> p50/p99/p99.9 produce latency, as the tool measures it
+(send() to acknowledgement, so time queued in the producer counts).
+
+Both brokers get ``enable.idempotence=false``: the Java producer turns idempotence on by default with
+acks=all, and Samsa does not implement InitProducerId yet, so both run the plain (like-for-like) producer.
+Everything else is the Java client's defaults (batch.size 16384, linger.ms 5 in 4.x).
+
+Consumer: ConsumerPerformance reads the acks=1 topic from the earliest offset with a new consumer
+group (classic protocol; the figure includes the group join), -> records/s and MiB/s, overall and
+for the fetch phase only (the tool's ``fetch.nMsg.sec``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench.compare import targets
+from bench.compare.common import MIB, ScenarioResult, create_topics, short_error
+from bench.compare.context import Context
+from bench.compare.targets import Target, Window
+
+PRODUCER = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER = "org.apache.kafka.tools.ConsumerPerformance"
+RECORD_SIZE = 1024
+
+_FINAL = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, "
+    r"(\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th"
+)
+
+
+def parse_producer(stdout: str) -> dict[str, float]:
+    """The tool's final line: ``N records sent, R records/sec (M MB/sec), A ms avg latency, ... 99.9th.``"""
+    matches = _FINAL.findall(stdout)
+    if not matches:
+        raise ValueError(f"no ProducerPerformance summary line in: {stdout[-500:]!r}")
+    sent, rate, mb, avg, mx, p50, p95, p99, p999 = matches[-1]
+    return {"records": int(sent), "records_per_s": float(rate), "mib_per_s": float(mb), "avg_ms": float(avg),
+            "max_ms": float(mx), "p50_ms": float(p50), "p95_ms": float(p95), "p99_ms": float(p99),
+            "p99.9_ms": float(p999)}
+
+
+def parse_consumer(stdout: str) -> dict[str, float]:
+    """The tool's CSV line (header ``start.time, end.time, data.consumed.in.MB, MB.sec, ...``)."""
+    lines = [ln for ln in stdout.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("start.time"):
+            keys = [k.strip() for k in line.split(",")]
+            if i + 1 >= len(lines):
+                break
+            vals = [v.strip() for v in lines[i + 1].split(",")]
+            row = dict(zip(keys, vals, strict=False))
+            return {"records": int(row["data.consumed.in.nMsg"]), "records_per_s": float(row["nMsg.sec"]),
+                    "mib_per_s": float(row["MB.sec"]), "rebalance_ms": float(row["rebalance.time.ms"]),
+                    "fetch_ms": float(row["fetch.time.ms"]), "fetch_records_per_s": float(row["fetch.nMsg.sec"]),
+                    "fetch_mib_per_s": float(row["fetch.MB.sec"])}
+    raise ValueError(f"no ConsumerPerformance result line in: {stdout[-500:]!r}")
+
+
+def tool_timeout(records: int) -> float:
+    """Generous: even 2,000 records/s plus two minutes of JVM start on a loaded machine."""
+    return 120.0 + records / 2000.0
+
+
+def producer_perf(t: Target, topic: str, records: int, acks: str, throughput: int = -1,
+                  jvm_opts: Sequence[str] = ()) -> dict[str, Any]:
+    with Window(t) as w:
+        res = targets.oracle_fixture.run_kafka_tool(
+            PRODUCER, "--topic", topic, "--num-records", str(records), "--record-size", str(RECORD_SIZE),
+            "--throughput", str(throughput), "--producer-props", f"bootstrap.servers={t.bootstrap}",
+            f"acks={acks}", "enable.idempotence=false", timeout=tool_timeout(records), jvm_opts=jvm_opts)
+    out = parse_producer(res.stdout)
+    if out["records"] != records:
+        raise RuntimeError(f"ProducerPerformance sent {out['records']} of {records}")
+    out.update(w.as_dict())
+    return out
+
+
+def consumer_perf(t: Target, topic: str, records: int, jvm_opts: Sequence[str] = ()) -> dict[str, Any]:
+    with Window(t) as w:
+        res = targets.oracle_fixture.run_kafka_tool(
+            CONSUMER, "--bootstrap-server", t.bootstrap, "--topic", topic, "--messages", str(records),
+            "--timeout", "60000", timeout=tool_timeout(records), jvm_opts=jvm_opts)
+    out = parse_consumer(res.stdout)
+    if out["records"] < records:
+        raise RuntimeError(f"ConsumerPerformance read {out['records']} of {records} records")
+    out.update(w.as_dict())
+    return out
+
+
+def run_producer(ctx: Context) -> ScenarioResult:
+    r = ScenarioResult("producer_perf", "Kafka ProducerPerformance, 1 KiB records, 1 partition")
+    n = ctx.records
+    r.notes.append(f"{n:,} records of {RECORD_SIZE} B per run; enable.idempotence=false on both brokers "
+                   "(Samsa has no InitProducerId yet); Java client defaults otherwise")
+    kafka_rate: dict[str, float] = {}
+    for acks in ("1", "all"):
+        rate = r.metric(f"acks={acks} throughput", "records/s", "higher")
+        mib = r.metric(f"acks={acks} throughput", "MiB/s", "higher")
+        topic = f"pp-acks{acks}"
+        for t in ctx.each():
+            try:
+                create_topics(t.bootstrap, {topic: 1})
+                out = producer_perf(t, topic, n, acks, jvm_opts=ctx.tool_jvm_opts)
+            except Exception as e:
+                if t.name == "kafka":
+                    raise
+                rate.set(t.name, None, f"failed: {short_error(e)}")
+                mib.set(t.name, None, f"failed: {short_error(e)}")
+                ctx.log(f"  {t.title} acks={acks}: FAILED {short_error(e)}")
+                continue
+            rate.set(t.name, out["records_per_s"])
+            mib.set(t.name, out["mib_per_s"])
+            r.details[f"{t.name} acks={acks} unthrottled"] = out
+            if acks == "1":
+                ctx.state.setdefault("filled", {})[t.name] = (topic, n)
+            if t.name == "kafka":
+                kafka_rate[acks] = out["records_per_s"]
+            ctx.log(f"  {t.title} acks={acks} unthrottled: {out['records_per_s']:,.0f} records/s, "
+                    f"{out['mib_per_s']:.1f} MiB/s, broker {out['broker_cores']:.2f} cores, "
+                    f"peak RSS {out['peak_rss_mib']:.0f} MiB")
+    for acks in ("1", "all"):
+        if acks not in kafka_rate:
+            continue
+        target_rate = max(1, int(kafka_rate[acks] * 0.5))
+        rn = min(n, max(200, target_rate)) if ctx.smoke else n  # smoke: about a second of sending
+        r.notes.append(f"fixed rate acks={acks}: {target_rate:,} records/s (50% of Kafka's unthrottled rate), "
+                       f"{rn:,} records")
+        ms = {p: r.metric(f"acks={acks} @{target_rate:,}/s {p}", "ms", "lower") for p in ("p50", "p99", "p99.9")}
+        topic = f"pp-rate-acks{acks}"
+        for t in ctx.each():
+            try:
+                create_topics(t.bootstrap, {topic: 1})
+                out = producer_perf(t, topic, rn, acks, throughput=target_rate, jvm_opts=ctx.tool_jvm_opts)
+            except Exception as e:
+                if t.name == "kafka":
+                    raise
+                for m in ms.values():
+                    m.set(t.name, None, f"failed: {short_error(e)}")
+                ctx.log(f"  {t.title} acks={acks} at {target_rate}/s: FAILED {short_error(e)}")
+                continue
+            for p, m in ms.items():
+                m.set(t.name, out[f"{p}_ms"])
+            r.details[f"{t.name} acks={acks} fixed rate {target_rate}/s"] = out
+            ctx.log(f"  {t.title} acks={acks} at {target_rate:,}/s (achieved {out['records_per_s']:,.0f}): "
+                    f"p50 {out['p50_ms']:.0f} ms, p99 {out['p99_ms']:.0f} ms, p99.9 {out['p99.9_ms']:.0f} ms")
+    return r
+
+
+def warm_group_coordinator(t: Target, timeout: float = 90.0) -> float:
+    """Join a throw-away group once, so that the measured run does not pay for creating ``__consumer_offsets``
+    (50 partitions, on first use, in both brokers). Returns the seconds it took."""
+    from confluent_kafka import Consumer
+
+    t0 = time.monotonic()
+    c = Consumer({"bootstrap.servers": t.bootstrap, "group.id": "bench-warm-up", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "log_level": 2})
+    try:
+        c.subscribe([targets.PROBE_TOPIC])
+        while time.monotonic() - t0 < timeout:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                return time.monotonic() - t0
+        raise RuntimeError(f"warm-up consumer group got no record within {timeout}s")
+    finally:
+        c.close()
+
+
+GROUP_APIS = {10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 14: "SyncGroup", 8: "OffsetCommit"}
+
+
+def run_consumer(ctx: Context) -> ScenarioResult:
+    r = ScenarioResult("consumer_perf", "Kafka ConsumerPerformance, 1 KiB records, 1 partition")
+    n = ctx.records
+    r.notes.append(f"{n:,} records of {RECORD_SIZE} B from the earliest offset, a new consumer group per run "
+                   "(the overall figure includes joining the group; a throw-away group joined first, so that "
+                   "creating __consumer_offsets is not counted)")
+    rate = r.metric("overall", "records/s", "higher")
+    mib = r.metric("overall", "MiB/s", "higher")
+    frate = r.metric("fetch phase", "records/s", "higher")
+    rebalance = r.metric("group join", "ms", "lower")
+    for t in ctx.each():
+        missing = [name for key, name in GROUP_APIS.items() if key not in targets.api_versions(t.bootstrap)]
+        if missing:
+            for m in r.metrics:
+                m.set(t.name, None, "unsupported")
+            r.notes.append(f"{t.title}: unsupported (no {', '.join(missing)}: ConsumerPerformance needs groups)")
+            ctx.log(f"  {t.title}: unsupported, it does not advertise {', '.join(missing)}")
+            continue
+        try:
+            topic, filled = ctx.state.get("filled", {}).get(t.name, (None, 0))
+            if topic is None or filled < n:
+                topic = "cp-data"
+                create_topics(t.bootstrap, {topic: 1})
+                ctx.log(f"  {t.title}: filling {topic} with {n:,} records (ProducerPerformance, acks=1)")
+                producer_perf(t, topic, n, "1", jvm_opts=ctx.tool_jvm_opts)
+            warm_group_coordinator(t)
+            out = consumer_perf(t, topic, n, jvm_opts=ctx.tool_jvm_opts)
+        except Exception as e:
+            if t.name == "kafka":
+                raise
+            for m in r.metrics:
+                m.set(t.name, None, f"failed: {short_error(e)}")
+            ctx.log(f"  {t.title}: FAILED {short_error(e)}")
+            continue
+        rate.set(t.name, out["records_per_s"])
+        mib.set(t.name, out["mib_per_s"])
+        frate.set(t.name, out["fetch_records_per_s"])
+        rebalance.set(t.name, out["rebalance_ms"])
+        r.details[t.name] = out
+        ctx.log(f"  {t.title}: {out['records_per_s']:,.0f} records/s ({out['mib_per_s']:.1f} MiB/s) overall, "
+                f"{out['fetch_records_per_s']:,.0f} records/s fetching, group join {out['rebalance_ms']:.0f} ms, "
+                f"broker {out['broker_cores']:.2f} cores")
+    return r
+
+
+__all__ = ["MIB", "parse_consumer", "parse_producer", "run_consumer", "run_producer"]
