@@ -433,8 +433,9 @@ def test_apache_kafka_reads_ours_and_we_read_apache_kafkas(tmp_path: Path) -> No
     kafka_dir = tmp_path / "kafka"
     kafka_dir.mkdir()
     java = ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", classpath, str(_ORACLE)]
-    subprocess.run([*java, "write", str(kafka_dir)], check=True, capture_output=True, timeout=120)
-    out = subprocess.run([*java, "read", *ours], check=True, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [*java, "write", str(kafka_dir), "read", *ours], check=True, capture_output=True, text=True, timeout=120
+    )
     expected = [line for codec in Codec for line in _oracle_lines(_ORACLE_RECORDS, codec)]
     assert out.stdout.splitlines() == expected
 

@@ -1,6 +1,7 @@
 // Apache Kafka's own record code (kafka-clients) as an oracle for kproto's record batches.
-//   java -cp 'lib/*' RecordsOracle.java write DIR   -> DIR/<codec>.bin, one batch per codec
-//   java -cp 'lib/*' RecordsOracle.java read FILE.. -> one line per batch and per record
+//   java -cp 'lib/*' RecordsOracle.java [write DIR] [read FILE..]
+//     write: DIR/<codec>.bin, one batch per codec; read: one line per batch and per record
+//   (one JVM for both: starting java and compiling this file is most of the test's time)
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -43,25 +44,36 @@ public class RecordsOracle {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args[0].equals("write")) {
-            String[] names = {"none", "gzip", "snappy", "lz4", "zstd"};
-            Compression[] codecs = {
-                Compression.NONE, Compression.gzip().build(), Compression.snappy().build(),
-                Compression.lz4().build(), Compression.zstd().build(),
-            };
-            for (int i = 0; i < names.length; i++) {
-                MemoryRecords batch = MemoryRecords.withRecords(RecordBatch.MAGIC_VALUE_V2, 100L, codecs[i],
-                    TimestampType.CREATE_TIME, 1234L, (short) 5, 42, 7, false, records());
-                ByteBuffer buf = batch.buffer();
-                byte[] out = new byte[buf.remaining()];
-                buf.get(out);
-                Files.write(Path.of(args[1], names[i] + ".bin"), out);
-            }
-            return;
+        int first = 0;
+        if (args.length >= 2 && args[0].equals("write")) {
+            write(Path.of(args[1]));
+            first = 2;
         }
+        if (args.length > first && args[first].equals("read")) {
+            read(java.util.Arrays.copyOfRange(args, first + 1, args.length));
+        }
+    }
+
+    static void write(Path dir) throws Exception {
+        String[] names = {"none", "gzip", "snappy", "lz4", "zstd"};
+        Compression[] codecs = {
+            Compression.NONE, Compression.gzip().build(), Compression.snappy().build(),
+            Compression.lz4().build(), Compression.zstd().build(),
+        };
+        for (int i = 0; i < names.length; i++) {
+            MemoryRecords batch = MemoryRecords.withRecords(RecordBatch.MAGIC_VALUE_V2, 100L, codecs[i],
+                TimestampType.CREATE_TIME, 1234L, (short) 5, 42, 7, false, records());
+            ByteBuffer buf = batch.buffer();
+            byte[] out = new byte[buf.remaining()];
+            buf.get(out);
+            Files.write(dir.resolve(names[i] + ".bin"), out);
+        }
+    }
+
+    static void read(String[] files) throws Exception {
         StringBuilder sb = new StringBuilder();
-        for (int f = 1; f < args.length; f++) {
-            MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(Files.readAllBytes(Path.of(args[f]))));
+        for (String file : files) {
+            MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(Files.readAllBytes(Path.of(file))));
             for (RecordBatch batch : records.batches()) {
                 batch.ensureValid();
                 sb.append(String.format("batch %d %d %d %d %b %b %d %d %d %d%n", batch.baseOffset(), batch.lastOffset(),
