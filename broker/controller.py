@@ -18,12 +18,17 @@ from broker.metadata.records import (
     ConfigRecord,
     MetadataRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
 from kproto.errors import ErrorCode
 
 MAX_PARTITIONS_PER_REQUEST = 100_000
+# Producer ids are handed out from blocks recorded in the metadata log (Kafka's AllocateProducerIds,
+# KIP-730): a block is persisted before any id in it is used, so ids are never reused, even across
+# restarts (a restart abandons the rest of the current block).
+PRODUCER_ID_BLOCK_SIZE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,8 @@ class Controller:
         self._log = metadata_log
         self._publish = publish
         self.node_id = config.node_id
+        self._next_producer_id = 0
+        self._producer_id_block_end = 0
 
     @property
     def image(self) -> MetadataImage:
@@ -78,6 +85,16 @@ class Controller:
         if records:
             image = self._log.append(records)
             self._publish(image)
+
+    def generate_producer_id(self) -> int:
+        if self._next_producer_id >= self._producer_id_block_end:
+            start = self.image.next_producer_id
+            end = start + PRODUCER_ID_BLOCK_SIZE
+            self._commit([ProducerIdsRecord(self.node_id, 0, end)])
+            self._next_producer_id, self._producer_id_block_end = start, end
+        producer_id = self._next_producer_id
+        self._next_producer_id += 1
+        return producer_id
 
     def live_brokers(self) -> tuple[int, ...]:
         return (self.node_id,)

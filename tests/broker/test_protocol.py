@@ -61,7 +61,8 @@ def test_api_versions_advertises_what_is_implemented(conn: Connection) -> None:
     assert conn.versions[1] == (4, 17)
     assert conn.versions[3] == (0, 13)
     assert conn.versions[18] == (0, 4)
-    assert 22 not in conn.versions, "InitProducerId must not be advertised before it works"
+    assert conn.versions[22] == (0, 5)
+    assert 24 not in conn.versions, "AddPartitionsToTxn must not be advertised before transactions work"
 
 
 def test_api_versions_unknown_version_falls_back_to_v0(samsa: Any) -> None:
