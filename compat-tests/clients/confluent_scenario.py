@@ -56,7 +56,7 @@ def scenario(bootstrap: str, topic: str) -> dict[str, object]:
         "bootstrap.servers": bootstrap,
         "client.id": "compat-confluent-producer",
         "acks": "all",
-        "enable.idempotence": False,
+        "enable.idempotence": True,  # InitProducerId + sequence numbers, as most users run it
         "partitioner": "murmur2_random",
         "linger.ms": 5,
         "message.timeout.ms": 30000,

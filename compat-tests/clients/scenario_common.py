@@ -7,7 +7,7 @@ Every client program (``<client>_scenario.py BOOTSTRAP TOPIC``, ``node/scenario.
 2. read metadata: 3 partitions, ids 0..2, each with a leader that is a broker in the metadata;
 3. produce 30 records, key ``key-<i % 5>``, value ``value-<i>``, explicit CreateTime timestamp
    ``T0 + 10*i`` (not kcat: it cannot set one), header ``idx=<i>`` where the client can, acks=all,
-   idempotence disabled explicitly;
+   idempotence off explicitly, except the Java client (its default: on) and confluent-kafka (on);
 4. check: one partition per key, and in each partition the offsets follow the send order and are
    0, 1, 2, ... (a fresh topic);
 5. consume everything back by ASSIGNING the 3 partitions and seeking to the beginning (no group,

@@ -196,7 +196,7 @@ public class Scenario {
         pp.putAll(common);
         pp.put(ProducerConfig.CLIENT_ID_CONFIG, "compat-java-producer");
         pp.put(ProducerConfig.ACKS_CONFIG, "all");
-        pp.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
+        // Idempotence stays at the Java default (on with acks=all): InitProducerId and sequence checks are exercised.
         pp.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         pp.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
         pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
