@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import anyio
-from storage.log import Log, LogAppendInfo
-from storage.log_manager import LogManager
 
 from broker.config import BrokerConfig, log_config_for
 from broker.metadata.image import MetadataImage, PartitionImage
 from broker.metadata.log import METADATA_TOPIC
+from storage.log import Log, LogAppendInfo
+from storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 

@@ -11,12 +11,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kproto.records import decode_batches, encode_batch
-from storage.log import Log
-
 from broker.metadata.image import MetadataImage
 from broker.metadata.records import MetadataRecord, decode_record, encode_record
+from kproto.records import decode_batches, encode_batch
 from storage.config import LogConfig
+from storage.log import Log
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
