@@ -12,6 +12,7 @@ State transitions are checked against the table in `broker/group/state.py`.
 
 from __future__ import annotations
 
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterable
@@ -33,6 +34,8 @@ from broker.group.state import GroupState, can_transition
 from kproto.errors import ErrorCode
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 NO_GENERATION = -1
@@ -426,7 +429,7 @@ class GroupCoordinator:
             group.leader_id = member_id
         # New members cannot heartbeat yet; bound how long a vanished one can hold up the join phase.
         self._schedule_heartbeat(member, now_ms, self.config.new_member_join_timeout_ms)
-        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms, f"adding member {member_id}")
         return waiter
 
     def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest,
@@ -441,7 +444,7 @@ class GroupCoordinator:
             # A retried JoinGroup replaces the one the client gave up on.
             member.join_waiter.complete(JoinResult(ErrorCode.unknown_member_id, member.member_id))
         member.join_waiter = waiter
-        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms, f"member {member.member_id} rejoined")
         return waiter
 
     def _replace_static_member(self, group: Group, req: JoinRequest, new_member_id: str,
@@ -480,13 +483,13 @@ class GroupCoordinator:
                     return Pending(result)
                 waiter: Pending[JoinResult] = Pending()
                 member.join_waiter = waiter
-                self._prepare_rebalance(group, now_ms)
+                self._prepare_rebalance(group, now_ms, f"static member {req.group_instance_id} changed protocols")
                 return waiter
             case GroupState.COMPLETING_REBALANCE | GroupState.PREPARING_REBALANCE:
                 waiter = Pending()
                 member.join_waiter = waiter
                 if group.state is GroupState.COMPLETING_REBALANCE:
-                    self._prepare_rebalance(group, now_ms)
+                    self._prepare_rebalance(group, now_ms, f"static member {req.group_instance_id} rejoined")
                 else:
                     self._maybe_complete_join(group, now_ms)
                 return waiter
@@ -495,13 +498,15 @@ class GroupCoordinator:
 
     # --- rebalance phases ---------------------------------------------------------------------
 
-    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int) -> None:
+    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int, reason: str) -> None:
         if can_transition(group.state, GroupState.PREPARING_REBALANCE):
-            self._prepare_rebalance(group, now_ms)
+            self._prepare_rebalance(group, now_ms, reason)
         else:
             self._maybe_complete_join(group, now_ms)
 
-    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
+    def _prepare_rebalance(self, group: Group, now_ms: int, reason: str) -> None:
+        logger.info("group %s: preparing to rebalance in state %s with generation %d: %s", group.group_id,
+                    group.state.value, group.generation_id, reason)
         if group.state is GroupState.COMPLETING_REBALANCE:
             self._propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
         group.pending_sync_members.clear()
@@ -560,6 +565,8 @@ class GroupCoordinator:
             return
         group.protocol_name = group.select_protocol()
         group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        logger.info("group %s: generation %d (%s) with %d member(s), leader %s", group.group_id, group.generation_id,
+                    group.protocol_name, len(group.members), group.leader_id)
         for member in group.members.values():
             waiter = member.join_waiter
             member.join_waiter = None
@@ -606,7 +613,7 @@ class GroupCoordinator:
         self._remove_member(group, member, ErrorCode.unknown_member_id)
         match group.state:
             case GroupState.STABLE | GroupState.COMPLETING_REBALANCE:
-                self._prepare_rebalance(group, now_ms)
+                self._prepare_rebalance(group, now_ms, f"removing member {member.member_id}")
             case GroupState.PREPARING_REBALANCE:
                 self._maybe_complete_join(group, now_ms)
             case _:
@@ -720,7 +727,7 @@ class GroupCoordinator:
             self._remove_member(group, member, ErrorCode.unknown_member_id)
         if leaving:
             if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-                self._prepare_rebalance(group, now_ms)
+                self._prepare_rebalance(group, now_ms, f"{len(leaving)} member(s) left")
             elif group.state is GroupState.PREPARING_REBALANCE:
                 self._maybe_complete_join(group, now_ms)
         elif pending_left:
@@ -755,7 +762,7 @@ class GroupCoordinator:
                         if late is not None:
                             self._remove_member(group, late, ErrorCode.unknown_member_id)
                     group.pending_sync_members.clear()
-                    self._prepare_rebalance(group, now_ms)
+                    self._prepare_rebalance(group, now_ms, "members did not sync in time")
 
     def next_deadline_ms(self) -> int | None:
         deadlines: list[int] = []

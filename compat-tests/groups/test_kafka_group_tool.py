@@ -85,7 +85,6 @@ def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:
     Samsa wrote to __consumer_offsets: the formats are Kafka's, byte for byte."""
     import shutil
 
-    from conftest import SAMSA_GROUP_ARGS
     from samsa_fixture import start_samsa
 
     from broker.client import Connection
@@ -95,7 +94,7 @@ def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:
         ensure_installed()
     except OracleError as e:
         pytest.skip(f"Kafka's tools are not installed ({e}); run make compat-deps")
-    s = start_samsa(extra_args=SAMSA_GROUP_ARGS, ready_timeout=90.0)
+    s = start_samsa(extra_args=("--override", "group.initial.rebalance.delay.ms=0"), ready_timeout=90.0)
     try:
         create_topic(s.bootstrap, "dumped")
         produce(s.bootstrap, "dumped", 3, 0)
