@@ -54,6 +54,12 @@ class HandleCache:
             self._open[key] = (fd, write)
             return fd
 
+    def detach(self, path: Path) -> int | None:
+        """Remove `path` from the cache without closing its fd; the caller now owns the fd."""
+        with self._lock:
+            entry = self._open.pop(str(path), None)
+        return entry[0] if entry is not None else None
+
     def close_path(self, path: Path) -> None:
         with self._lock:
             entry = self._open.pop(str(path), None)

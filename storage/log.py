@@ -125,7 +125,7 @@ class Log:
         self._epochs = LeaderEpochCache(file_io, directory)
         self._producers = ProducerStateManager()
         self._offline_reason: str | None = None
-        self._pending_deletes: list[tuple[int, list[Path]]] = []
+        self._pending_deletes: list[tuple[int, list[Path], list[int]]] = []
         self._flush_upto: int | None = None  # a roll asked for the old segments to be flushed
         self._last_flush_ms = 0
         self._closed = False
@@ -879,9 +879,12 @@ class Log:
     def _delete_segment_files(self, doomed: list[LogSegment], *, now_ms: int | None) -> None:
         """Rename to `.deleted` now (readers of the old name get out-of-range), unlink after the delay."""
         paths: list[Path] = []
+        fds: list[int] = []
         for seg in doomed:
             for path in seg.paths:
-                self._cache.close_path(path)
+                fd = self._cache.detach(path)  # kept open until the unlink, for readers still sending
+                if fd is not None:
+                    fds.append(fd)
                 target = path.with_name(path.name + DELETED_SUFFIX)
                 try:
                     self._io.rename(path, target)
@@ -893,17 +896,21 @@ class Log:
         if now_ms is None or self.config.file_delete_delay_ms <= 0:
             for path in paths:
                 self._io.unlink(path)
+            for fd in fds:
+                self._io.close(fd)
         else:
-            self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths))
+            self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths, fds))
 
     def _purge_deleted(self, now_ms: int | None) -> None:
         keep = []
-        for due_ms, paths in self._pending_deletes:
+        for due_ms, paths, fds in self._pending_deletes:
             if now_ms is None or now_ms >= due_ms:
                 for path in paths:
                     self._io.unlink(path)
+                for fd in fds:
+                    self._io.close(fd)
             else:
-                keep.append((due_ms, paths))
+                keep.append((due_ms, paths, fds))
         self._pending_deletes = keep
 
     # =====================================================================================================
@@ -929,6 +936,9 @@ class Log:
 
     def close_for_delete(self) -> None:
         """Release fds without flushing: the log is about to be deleted."""
+        for _, _, fds in self._pending_deletes:
+            for fd in fds:
+                self._io.close(fd)
         self._pending_deletes.clear()
         self._cache.close_under(self.directory)
         self._closed = True
