@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raft import replication
+from raft import election, replication
 from raft.events import (
     Action,
     Appended,
@@ -30,7 +30,7 @@ from raft.events import (
     TakeSnapshot,
     Tick,
 )
-from raft.log import EntryKind, LogEntry, RaftLog, Snapshot
+from raft.log import LogEntry, RaftLog, Snapshot
 from raft.messages import (
     NO_LEADER,
     BeginQuorumEpochRequest,
@@ -55,7 +55,6 @@ from raft.quorum_state import (
     Leader,
     Prospective,
     QuorumConfig,
-    ReplicaState,
     Resigned,
     Unattached,
 )
@@ -102,11 +101,11 @@ class RaftCore:
         self.state: EpochState
         if q.leader_id == node_id:
             # A restarted leader cannot resume: its unflushed tail may be gone (Kafka: ResignedState).
-            self.state = Resigned(q.epoch, self._election_deadline(now_ms))
+            self.state = Resigned(q.epoch, self.election_deadline(now_ms))
         elif q.leader_id is not None:
             self.state = Follower(q.epoch, q.leader_id, q.voted_id, now_ms + config.fetch_timeout_ms)
         else:
-            deadline = now_ms if config.voters == {node_id} else self._election_deadline(now_ms)
+            deadline = now_ms if config.voters == {node_id} else self.election_deadline(now_ms)
             self.state = Unattached(q.epoch, q.voted_id, deadline)
 
     # -- queries ---------------------------------------------------------------------------------
@@ -187,7 +186,7 @@ class RaftCore:
             case Received():
                 actions = self._on_received(event)
             case Resign():
-                actions = self._resign() if isinstance(self.state, Leader) else []
+                actions = election.resign(self) if isinstance(self.state, Leader) else []
             case TakeSnapshot():
                 actions = replication.take_snapshot(self, event)
         self._check_invariants()
@@ -205,7 +204,7 @@ class RaftCore:
             return Busy(uncommitted), []
         base = self.log.end_offset
         entries = tuple(LogEntry(base + i, s.epoch, p) for i, p in enumerate(payloads))
-        actions = self._leader_append(s, entries)
+        actions = self.leader_append(s, entries)
         self._check_invariants()
         return Appended(base, base + len(entries) - 1, s.epoch), actions
 
@@ -215,11 +214,11 @@ class RaftCore:
         m = r.message
         match m:
             case VoteRequest():
-                return self._on_vote_request(r.source, m, r.correlation_id)
+                return election.on_vote_request(self, r.source, m, r.correlation_id)
             case BeginQuorumEpochRequest():
-                return self._on_begin_quorum_epoch(r.source, m, r.correlation_id)
+                return election.on_begin_quorum_epoch(self, r.source, m, r.correlation_id)
             case EndQuorumEpochRequest():
-                return self._on_end_quorum_epoch(r.source, m, r.correlation_id)
+                return election.on_end_quorum_epoch(self, r.source, m, r.correlation_id)
             case FetchRequest():
                 return replication.on_fetch_request(self, r.source, m, r.correlation_id)
             case FetchSnapshotRequest():
@@ -236,7 +235,7 @@ class RaftCore:
             return actions
         match m:
             case VoteResponse():
-                return self._on_vote_response(r.source, m)
+                return election.on_vote_response(self, r.source, m)
             case BeginQuorumEpochResponse():
                 if isinstance(self.state, Leader) and m.error_code == ErrorCode.none:
                     self.state.begin_quorum_pending.discard(r.source)
@@ -270,198 +269,18 @@ class RaftCore:
         assert epoch > self.epoch
         if leader is not None:
             return self.become_follower(epoch, leader)
-        return self._transition(Unattached(epoch, None, self._election_deadline(self.now_ms)))
+        return self.transition(Unattached(epoch, None, self.election_deadline(self.now_ms)))
 
-    # -- voting ----------------------------------------------------------------------------------
-
-    def _on_vote_request(self, source: int, req: VoteRequest, cid: int) -> list[Action]:
-        actions: list[Action] = []
-        if not self.is_voter or req.replica_id not in self.config.voters:
-            return [self._respond(source, cid, self._vote_response(False, ErrorCode.inconsistent_voter_set))]
-        if req.replica_epoch < self.epoch:
-            return [self._respond(source, cid, self._vote_response(False, ErrorCode.fenced_leader_epoch))]
-        log_ok = (req.last_offset_epoch, req.last_offset) >= (self.log.last_fetched_epoch, self.log.end_offset)
-        if req.pre_vote:
-            # KIP-996: a pre-vote changes nothing here, whatever its epoch.
-            return [self._respond(source, cid, self._vote_response(self._can_grant_pre_vote(req, log_ok)))]
-        if req.replica_epoch > self.epoch:
-            actions += self._transition(Unattached(req.replica_epoch, None, self._election_deadline(self.now_ms)))
-        granted = False
-        s = self.state
-        match s:
-            case Unattached() | Prospective() if s.voted_id is not None:
-                granted = s.voted_id == req.replica_id  # the same vote again (a retried request)
-            case Unattached() | Prospective():
-                if log_ok and not (isinstance(s, Prospective) and s.leader_id is not None):
-                    granted = True
-                    deadline = self._election_deadline(self.now_ms)
-                    actions += self._transition(Unattached(s.epoch, req.replica_id, deadline))
-            case Follower():
-                granted = False  # there is a leader in this epoch
-            case Candidate() | Leader() | Resigned():
-                granted = False  # voted for itself
-        # The vote is durable (PersistQuorumState above) before this response leaves.
-        actions.append(self._respond(source, cid, self._vote_response(granted)))
-        return actions
-
-    def _can_grant_pre_vote(self, req: VoteRequest, log_ok: bool) -> bool:
-        s = self.state
-        if not log_ok:
-            return False
-        match s:
-            case Leader():
-                return False
-            case Follower():
-                # Do not help anyone disrupt a leader we still hear from (KIP-996).
-                return s.leader_ended or self.now_ms >= s.fetch_deadline_ms
-            case Unattached() if req.replica_epoch == s.epoch and s.voted_id is not None:
-                return s.voted_id == req.replica_id
-            case _:
-                return True
-
-    def _vote_response(self, granted: bool, error: ErrorCode = ErrorCode.none) -> VoteResponse:
-        return VoteResponse(error, self._known_leader_or_none(), self.epoch, granted)
-
-    def _known_leader_or_none(self) -> int:
-        leader = self.leader_id
-        return NO_LEADER if leader is None else leader
-
-    def _on_vote_response(self, source: int, resp: VoteResponse) -> list[Action]:
-        s = self.state
-        if not isinstance(s, Prospective | Candidate):
-            return []
-        (s.granted if resp.vote_granted else s.rejected).add(source)
-        if len(s.granted) >= self.config.majority:
-            return self._become_candidate() if isinstance(s, Prospective) else self._become_leader()
-        if len(s.rejected) >= self.config.majority:
-            if isinstance(s, Prospective):
-                return self._prospective_lost()
-            # Lost this round; back off before the next one (Kafka: election backoff).
-            s.election_deadline_ms = min(s.election_deadline_ms, self._backoff_deadline())
-        return []
-
-    def _prospective_lost(self) -> list[Action]:
-        """Kafka: prospectiveTransitionAfterElectionLoss — back to the leader we knew (fetching will tell
-        whether it is alive), else Unattached for a backoff before the next pre-vote round."""
-        s = self.state
-        assert isinstance(s, Prospective)
-        if s.leader_id is not None:
-            return self.become_follower(s.epoch, s.leader_id)
-        return self._transition(Unattached(s.epoch, s.voted_id, self._backoff_deadline()))
-
-    def _become_prospective(self) -> list[Action]:
-        assert self.is_voter, "observers never stand for election"
-        s = self.state
-        voted = s.voted_id if isinstance(s, Unattached | Prospective | Follower) else None
-        if isinstance(s, Candidate | Resigned):
-            voted = self.node_id
-        leader = None
-        if isinstance(s, Follower) and not s.leader_ended:
-            leader = s.leader_id  # kept: if the election fails we go back to it
-        new = Prospective(s.epoch, voted, leader, self._election_deadline(self.now_ms), granted={self.node_id})
-        actions = self._transition(new)
-        if len(new.granted) >= self.config.majority:
-            return actions + self._become_candidate()
-        request = self._vote_request(new.epoch + 1, pre_vote=True)
-        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
-        return actions
-
-    def _become_candidate(self) -> list[Action]:
-        new = Candidate(self.epoch + 1, self._election_deadline(self.now_ms), granted={self.node_id})
-        actions = self._transition(new)  # persists the vote for ourselves first
-        if len(new.granted) >= self.config.majority:
-            return actions + self._become_leader()
-        request = self._vote_request(new.epoch, pre_vote=False)
-        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
-        return actions
-
-    def _vote_request(self, epoch: int, pre_vote: bool) -> VoteRequest:
-        return VoteRequest(self.node_id, epoch, self.log.last_fetched_epoch, self.log.end_offset, pre_vote)
-
-    def _become_leader(self) -> list[Action]:
-        s = self.state
-        assert isinstance(s, Candidate) and len(s.granted) >= self.config.majority
-        others = self.config.voters - {self.node_id}
-        leader = Leader(
-            epoch=s.epoch,
-            epoch_start_offset=self.log.end_offset,
-            # Every voter gets a full check-quorum period from the election on.
-            replicas={v: ReplicaState(last_fetch_ms=self.now_ms) for v in others},
-            begin_quorum_pending=set(others),
-            begin_quorum_retry_ms=self.now_ms + self.config.request_timeout_ms,
-        )
-        actions = self._transition(leader)
-        # Kafka's LeaderChange control record: the high watermark can only reach entries of this epoch.
-        change = LogEntry(self.log.end_offset, s.epoch, f"leader={self.node_id}".encode(), EntryKind.LEADER_CHANGE)
-        actions += self._leader_append(leader, (change,))
-        actions += [self.begin_quorum_epoch(v) for v in sorted(others)]
-        return actions
+    # -- leader appends (propose, election) ----------------------------------------------------
 
     def begin_quorum_epoch(self, voter: int) -> Send:
-        return self._request(voter, BeginQuorumEpochRequest(self.node_id, self.epoch))
+        return self.request(voter, BeginQuorumEpochRequest(self.node_id, self.epoch))
 
-    def _leader_append(self, leader: Leader, entries: tuple[LogEntry, ...]) -> list[Action]:
+    def leader_append(self, leader: Leader, entries: tuple[LogEntry, ...]) -> list[Action]:
         self.log.append(entries)
         actions: list[Action] = [AppendToLog(entries)]
         actions += replication.maybe_advance_high_watermark(self, leader)
         actions += replication.complete_parked_fetches(self, leader, expired_only=False)
-        return actions
-
-    # -- BeginQuorumEpoch / EndQuorumEpoch ---------------------------------------------------------
-
-    def _on_begin_quorum_epoch(self, source: int, req: BeginQuorumEpochRequest, cid: int) -> list[Action]:
-        actions: list[Action] = []
-        if req.leader_epoch > self.epoch:
-            actions += self.become_follower(req.leader_epoch, req.leader_id)
-        elif req.leader_epoch == self.epoch:
-            s = self.state
-            match s:
-                case Leader() | Resigned():
-                    assert req.leader_id == self.node_id, f"two leaders in epoch {self.epoch}"
-                case Follower():
-                    assert s.leader_id == req.leader_id, f"two leaders in epoch {self.epoch}"
-                case Unattached() | Prospective() | Candidate():
-                    actions += self.become_follower(req.leader_epoch, req.leader_id)
-        error = ErrorCode.fenced_leader_epoch if req.leader_epoch < self.epoch else ErrorCode.none
-        response = BeginQuorumEpochResponse(error, self._known_leader_or_none(), self.epoch)
-        return [*actions, self._respond(source, cid, response)]
-
-    def _on_end_quorum_epoch(self, source: int, req: EndQuorumEpochRequest, cid: int) -> list[Action]:
-        actions: list[Action] = []
-        if req.leader_epoch > self.epoch:
-            actions += self._transition(Unattached(req.leader_epoch, None, self._election_deadline(self.now_ms)))
-        s = self.state
-        if req.leader_epoch == self.epoch and self.is_voter:
-            # The preferred successors stand first (Kafka: endQuorumBackoff by position).
-            if self.node_id in req.preferred_candidates:
-                position = req.preferred_candidates.index(self.node_id)
-                deadline = self.now_ms + position * self.config.election_backoff_max_ms // 2
-            else:
-                deadline = self._election_deadline(self.now_ms)
-            match s:
-                case Follower() if s.leader_id == req.leader_id:
-                    s.leader_ended = True
-                    s.fetch_deadline_ms = min(s.fetch_deadline_ms, deadline)
-                case Prospective() if s.leader_id == req.leader_id:
-                    s.leader_id = None  # no going back to a leader that resigned
-                    s.election_deadline_ms = min(s.election_deadline_ms, deadline)
-                case Unattached() | Prospective():
-                    s.election_deadline_ms = min(s.election_deadline_ms, deadline)
-                case _:
-                    pass
-        error = ErrorCode.fenced_leader_epoch if req.leader_epoch < self.epoch else ErrorCode.none
-        response = EndQuorumEpochResponse(error, self._known_leader_or_none(), self.epoch)
-        return [*actions, self._respond(source, cid, response)]
-
-    def _resign(self) -> list[Action]:
-        s = self.state
-        assert isinstance(s, Leader)
-        # Best successors first: longest logs (Kafka: nonLeaderVotersByDescendingFetchOffset).
-        successors = sorted(s.replicas, key=lambda v: (-s.replicas[v].end_offset, v))
-        successors = [v for v in successors if v in self.config.voters]
-        actions = self._transition(Resigned(s.epoch, self._election_deadline(self.now_ms)))
-        request = EndQuorumEpochRequest(self.node_id, s.epoch, tuple(successors))
-        actions += [self._request(v, request) for v in sorted(self.config.voters - {self.node_id})]
         return actions
 
     # -- timers ----------------------------------------------------------------------------------
@@ -473,17 +292,17 @@ class RaftCore:
         match s:
             case Unattached():
                 if self.is_voter:
-                    return self._become_prospective() if now >= s.election_deadline_ms else []
+                    return election.become_prospective(self) if now >= s.election_deadline_ms else []
                 return self._maybe_send_fetch()
             case Prospective():
-                return self._prospective_lost() if now >= s.election_deadline_ms else []
+                return election.prospective_lost(self) if now >= s.election_deadline_ms else []
             case Candidate() | Resigned():
-                return self._become_prospective() if now >= s.election_deadline_ms else []
+                return election.become_prospective(self) if now >= s.election_deadline_ms else []
             case Follower():
                 if now >= s.fetch_deadline_ms:
                     if self.is_voter:
-                        return self._become_prospective()
-                    return self._transition(Unattached(s.epoch, s.voted_id, self._election_deadline(now)))
+                        return election.become_prospective(self)
+                    return self.transition(Unattached(s.epoch, s.voted_id, self.election_deadline(now)))
                 return [] if s.leader_ended else self._maybe_send_fetch()
             case Leader():
                 return replication.on_leader_tick(self, s)
@@ -508,15 +327,15 @@ class RaftCore:
         if isinstance(s, Follower):
             return [replication.next_fetch(self, s)]
         voters = sorted(self.config.voters - {self.node_id})
-        send = self._request(self.rng.choice(voters), replication.fetch_request(self))
+        send = self.request(self.rng.choice(voters), replication.fetch_request(self))
         self._fetch_cid = send.correlation_id
         return [send]
 
-    def _election_deadline(self, now_ms: int) -> int:
+    def election_deadline(self, now_ms: int) -> int:
         t = self.config.election_timeout_ms
         return now_ms + t + self.rng.randrange(t)
 
-    def _backoff_deadline(self) -> int:
+    def backoff_deadline(self) -> int:
         return self.now_ms + self.rng.randrange(1, self.config.election_backoff_max_ms + 1)
 
     # -- transitions -----------------------------------------------------------------------------
@@ -531,11 +350,11 @@ class RaftCore:
                 voted = s.voted_id
             elif isinstance(s, Candidate):
                 voted = self.node_id
-        actions = self._transition(Follower(epoch, leader_id, voted, self.now_ms + self.config.fetch_timeout_ms))
+        actions = self.transition(Follower(epoch, leader_id, voted, self.now_ms + self.config.fetch_timeout_ms))
         self._fetch_due_ms = self.now_ms
         return actions + self._maybe_send_fetch()
 
-    def _transition(self, new: EpochState) -> list[Action]:
+    def transition(self, new: EpochState) -> list[Action]:
         """Enter `new`: persist the election state first, then notify, then answer parked fetches."""
         old = self.state
         assert new.epoch >= old.epoch, f"epoch went backwards: {old.epoch} -> {new.epoch}"
@@ -576,30 +395,23 @@ class RaftCore:
 
     # -- sending ---------------------------------------------------------------------------------
 
-    def _request(self, destination: int, message: RaftMessage) -> Send:
+    def request(self, destination: int, message: RaftMessage) -> Send:
         cid = self._next_correlation_id
         self._next_correlation_id += 1
         self._inflight[cid] = _Inflight(destination, self.now_ms)
         return Send(destination, message, cid)
 
-    def _respond(self, destination: int, cid: int, message: RaftMessage) -> Send:
+    def respond(self, destination: int, cid: int, message: RaftMessage) -> Send:
         return Send(destination, message, cid)
 
     def request_fetch(self, destination: int, message: RaftMessage) -> Send:
         """Send the follower's single in-flight fetch or fetch-snapshot request."""
-        send = self._request(destination, message)
+        send = self.request(destination, message)
         self._fetch_cid = send.correlation_id
         return send
 
-    def respond(self, destination: int, cid: int, message: RaftMessage) -> Send:
-        return self._respond(destination, cid, message)
-
     def retry_fetch_later(self) -> None:
         self._fetch_due_ms = self.now_ms + self.config.retry_backoff_ms
-
-    def resign(self) -> list[Action]:
-        """Check-quorum failed (called by raft.replication)."""
-        return self._resign()
 
     def on_leader_resigned(self) -> list[Action]:
         """The leader of our epoch is gone (it resigned): voters stand, observers look for the next."""
@@ -607,9 +419,9 @@ class RaftCore:
         assert isinstance(s, Follower)
         if self.is_voter:
             s.leader_ended = True
-            s.fetch_deadline_ms = min(s.fetch_deadline_ms, self._backoff_deadline())
+            s.fetch_deadline_ms = min(s.fetch_deadline_ms, self.backoff_deadline())
             return []
-        return self._transition(Unattached(s.epoch, s.voted_id, self._election_deadline(self.now_ms)))
+        return self.transition(Unattached(s.epoch, s.voted_id, self.election_deadline(self.now_ms)))
 
     # -- invariants ------------------------------------------------------------------------------
 

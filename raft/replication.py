@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from raft import election
 from raft.events import (
     Action,
     AdvanceLogStartOffset,
@@ -177,7 +178,7 @@ def leader_deadline_ms(core: RaftCore, leader: Leader) -> int:
 
 def on_leader_tick(core: RaftCore, leader: Leader) -> list[Action]:
     if core.now_ms >= _check_quorum_fail_ms(core, leader):
-        return core.resign()  # we may be the minority side of a partition (check-quorum)
+        return election.resign(core)  # we may be the minority side of a partition (check-quorum)
     actions = complete_parked_fetches(core, leader, expired_only=True)
     if leader.begin_quorum_pending and core.now_ms >= leader.begin_quorum_retry_ms:
         leader.begin_quorum_retry_ms = core.now_ms + core.config.request_timeout_ms
