@@ -13,8 +13,6 @@ import time
 import uuid
 from pathlib import Path
 
-from storage.log_manager import LogManager
-
 from broker.config import BrokerConfig, log_config_for
 from broker.controller import Controller
 from broker.group.service import GroupService
@@ -22,6 +20,7 @@ from broker.metadata.image import MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC, MetadataLog, replay
 from broker.replica_manager import ReplicaManager
 from storage.config import LogConfig
+from storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 
