@@ -190,7 +190,7 @@ class RaftCore:
             case TakeSnapshot():
                 actions = replication.take_snapshot(self, event)
         self._check_invariants()
-        return _coalesce_quorum_state(actions)
+        return _coalesce(actions)
 
     def propose(self, payloads: Sequence[bytes], now_ms: int) -> tuple[ProposeResult, list[Action]]:
         """Append entries on the leader; they are committed when CommitUpTo covers them."""
@@ -439,9 +439,14 @@ class RaftCore:
             assert log.last_fetched_epoch == self.epoch
 
 
-def _coalesce_quorum_state(actions: list[Action]) -> list[Action]:
+def _coalesce(actions: list[Action]) -> list[Action]:
     """Drop a PersistQuorumState that a later one overwrites before anything is sent (one fsync
-    instead of two when, say, a vote request both raises the epoch and gets our vote)."""
+    instead of two when, say, a vote request both raises the epoch and gets our vote), and all but the
+    last BecomeLeader/BecomeFollower of a step (the driver only needs where we ended up)."""
+    notifications = [i for i, a in enumerate(actions) if isinstance(a, BecomeLeader | BecomeFollower)]
+    if len(notifications) > 1:
+        stale = set(notifications[:-1])
+        actions = [a for i, a in enumerate(actions) if i not in stale]
     out: list[Action] = []
     for action in actions:
         if isinstance(action, PersistQuorumState):
