@@ -11,13 +11,15 @@ import base64
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
-from broker.config import BrokerConfig, log_config_for
+from broker.config import BrokerConfig, effective_topic_config, log_config_for
 from broker.controller import Controller
 from broker.group.service import GroupService
 from broker.metadata.image import MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC, MetadataLog, replay
+from broker.metadata.records import BROKER_RESOURCE
 from broker.replica_manager import ReplicaManager
 from storage.config import LogConfig
 from storage.log_manager import LogManager
@@ -69,8 +71,11 @@ def load_or_create_meta(data_dir: Path, node_id: int) -> dict[str, str]:
 
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
+        self.static_config = config
         self.config = config
         self.node_id = config.node_id
+        self._topic_config_cache: dict[str, Mapping[str, str]] = {}
+        self._topic_config_image: MetadataImage | None = None
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         meta = load_or_create_meta(data_dir, self.node_id)
@@ -78,6 +83,7 @@ class Broker:
 
         started = time.monotonic()
         image = replay(data_dir)
+        self.config = config = self._dynamic_config(image)
         self.log_manager = LogManager(
             data_dir,
             max_open_files=config.get_int("samsa.max.open.files"),
@@ -109,8 +115,27 @@ class Broker:
     def image(self) -> MetadataImage:
         return self.metadata_log.image
 
+    def _dynamic_config(self, image: MetadataImage) -> BrokerConfig:
+        return self.static_config.with_dynamic(
+            image.configs.get((BROKER_RESOURCE, ""), {}), image.configs.get((BROKER_RESOURCE, str(self.node_id)), {})
+        )
+
     def _publish(self, image: MetadataImage) -> None:
+        self.config = self._dynamic_config(image)
+        self.replica_manager.config = self.config
         self.replica_manager.apply_image(image)
+
+    def topic_config(self, topic: str) -> Mapping[str, str]:
+        """A topic's effective configs (overrides over broker defaults), cached per metadata image."""
+        image = self.image
+        if image is not self._topic_config_image:
+            self._topic_config_cache = {}
+            self._topic_config_image = image
+        found = self._topic_config_cache.get(topic)
+        if found is None:
+            found = effective_topic_config(self.config, image.topic_configs(topic))
+            self._topic_config_cache[topic] = found
+        return found
 
     def run_retention(self) -> int:
         return self.log_manager.run_retention(now_ms())

@@ -169,9 +169,26 @@ def read_properties(path: Path) -> dict[str, str]:
     return result
 
 
+# Broker configs that AlterConfigs / IncrementalAlterConfigs may change at run time (per broker or as
+# the cluster-wide default), like Kafka's DynamicLogConfig: the broker keys behind topic configs.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key is not None}
+    | {"log.retention.hours", "log.retention.minutes", "log.roll.hours"}
+)
+
+# Families where one broker key can be given in several units; the most precise wins (Kafka's rule).
+_FAMILIES = {
+    "log.retention.ms": (
+        ("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)
+    ),
+    "log.roll.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "log.flush.interval.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """Static broker configuration: server.properties overrides on top of Kafka's defaults."""
+    """Broker configuration: per-broker dynamic > cluster-default dynamic > server.properties > default."""
 
     overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
     listen_host: str = "127.0.0.1"
@@ -179,13 +196,41 @@ class BrokerConfig:
     advertised_host: str = "127.0.0.1"
     advertised_port: int = 9092
     data_dir: Path = Path("samsa-data")
+    dynamic_default: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    dynamic_node: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def with_dynamic(self, default: Mapping[str, str], node: Mapping[str, str]) -> BrokerConfig:
+        return dataclasses.replace(self, dynamic_default=dict(default), dynamic_node=dict(node))
+
+    def _layers(self) -> tuple[tuple[Mapping[str, str], ConfigSource], ...]:
+        return (
+            (self.dynamic_node, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.overrides, ConfigSource.STATIC_BROKER_CONFIG),
+        )
+
+    def lookup(self, key: str) -> tuple[str, ConfigSource]:
+        """The value of broker config `key` and where it came from."""
+        family = _FAMILIES.get(key)
+        for layer, source in self._layers():
+            if family is None:
+                if key in layer:
+                    return layer[key], source
+                continue
+            for member, factor in family:
+                if member in layer:
+                    return str(int(layer[member]) * factor), source
+        if family is not None:
+            for member, factor in family:
+                default = BROKER_DEFAULTS.get(member, (ConfigType.STRING, ""))[1]
+                if default:
+                    return str(int(default) * factor), ConfigSource.DEFAULT_CONFIG
+        if key in BROKER_DEFAULTS:
+            return BROKER_DEFAULTS[key][1], ConfigSource.DEFAULT_CONFIG
+        raise KeyError(key)
 
     def get(self, key: str) -> str:
-        if key in self.overrides:
-            return self.overrides[key]
-        if key in BROKER_DEFAULTS:
-            return BROKER_DEFAULTS[key][1]
-        raise KeyError(key)
+        return self.lookup(key)[0]
 
     def get_int(self, key: str) -> int:
         return int(self.get(key))
@@ -194,7 +239,7 @@ class BrokerConfig:
         return self.get(key).strip().lower() == "true"
 
     def source(self, key: str) -> ConfigSource:
-        return ConfigSource.STATIC_BROKER_CONFIG if key in self.overrides else ConfigSource.DEFAULT_CONFIG
+        return self.lookup(key)[1]
 
     @property
     def node_id(self) -> int:
@@ -202,39 +247,31 @@ class BrokerConfig:
             return int(self.overrides["node.id"])
         return int(self.get("broker.id"))
 
-    def _derived(self, key: str) -> str | None:
-        """Broker keys whose value comes from a family (log.retention.{ms,minutes,hours})."""
-        o = self.overrides
-        if key == "log.retention.ms":
-            if "log.retention.ms" in o:
-                return o["log.retention.ms"]
-            if "log.retention.minutes" in o:
-                return str(int(o["log.retention.minutes"]) * 60_000)
-            return str(int(self.get("log.retention.hours")) * 3_600_000)
-        if key == "log.roll.ms":
-            if "log.roll.ms" in o:
-                return o["log.roll.ms"]
-            return str(int(self.get("log.roll.hours")) * 3_600_000)
-        if key == "log.flush.interval.ms":
-            if "log.flush.interval.ms" in o:
-                return o["log.flush.interval.ms"]
-            return self.get("log.flush.scheduler.interval.ms")
-        return None
-
     def topic_default(self, name: str) -> tuple[str, ConfigSource]:
         """The broker-level default of topic config `name` and where it came from."""
         d = TOPIC_CONFIGS[name]
         if d.broker_key is not None:
-            derived = self._derived(d.broker_key)
-            family_set = d.broker_key in self.overrides or (
-                d.broker_key == "log.retention.ms"
-                and ("log.retention.minutes" in self.overrides or "log.retention.hours" in self.overrides)
-            ) or (d.broker_key == "log.roll.ms" and "log.roll.hours" in self.overrides)
-            if derived is not None:
-                return derived, (ConfigSource.STATIC_BROKER_CONFIG if family_set else ConfigSource.DEFAULT_CONFIG)
-            if d.broker_key in self.overrides:
-                return self.overrides[d.broker_key], ConfigSource.STATIC_BROKER_CONFIG
+            try:
+                return self.lookup(d.broker_key)
+            except KeyError:
+                pass
         return d.default, ConfigSource.DEFAULT_CONFIG
+
+
+def validate_broker_config(name: str, value: str | None) -> str | None:
+    """None if broker config `name` may be set to `value` at run time, else an error message."""
+    if name not in DYNAMIC_BROKER_CONFIGS:
+        return f"Cannot update these configs dynamically: Set({name})"
+    if value is None:
+        return None
+    for topic_name, d in TOPIC_CONFIGS.items():
+        if d.broker_key == name:
+            return validate_topic_config(topic_name, value)
+    try:
+        int(value)
+    except ValueError:
+        return f"Invalid value {value} for configuration {name}"
+    return None
 
 
 def validate_topic_config(name: str, value: str | None) -> str | None:

@@ -10,10 +10,11 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig, is_valid_topic_name, validate_topic_config
+from broker.config import BrokerConfig, is_valid_topic_name, validate_broker_config, validate_topic_config
 from broker.metadata.image import MetadataImage
 from broker.metadata.log import MetadataLog
 from broker.metadata.records import (
+    BROKER_RESOURCE,
     TOPIC_RESOURCE,
     ConfigRecord,
     MetadataRecord,
@@ -265,5 +266,31 @@ class Controller:
             if value is None and config_name not in current:
                 continue
             records.append(ConfigRecord(TOPIC_RESOURCE, name, config_name, value))
+        self._commit(records)
+        return ErrorCode.none, None
+
+    def alter_broker_configs(
+        self, resource_name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
+    ) -> tuple[ErrorCode, str | None]:
+        """Dynamic broker configs: resource "" is the cluster-wide default, "<node id>" one broker."""
+        if resource_name not in ("", str(self.node_id)):
+            return ErrorCode.invalid_request, (
+                f"Unexpected broker id, expected {self.node_id} or empty string, but received {resource_name}")
+        for name, value in changes.items():
+            problem = validate_broker_config(name, value)
+            if problem is not None:
+                return ErrorCode.invalid_request if "dynamically" in problem else ErrorCode.invalid_config, problem
+        if validate_only:
+            return ErrorCode.none, None
+        current = self.image.configs.get((BROKER_RESOURCE, resource_name), {})
+        records: list[MetadataRecord] = []
+        if replace_all:
+            records += [
+                ConfigRecord(BROKER_RESOURCE, resource_name, old, None) for old in current if old not in changes
+            ]
+        for name, value in changes.items():
+            if value is None and name not in current:
+                continue
+            records.append(ConfigRecord(BROKER_RESOURCE, resource_name, name, value))
         self._commit(records)
         return ErrorCode.none, None

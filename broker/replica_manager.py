@@ -64,7 +64,7 @@ class Partition:
 
 class ReplicaManager:
     def __init__(self, config: BrokerConfig, log_manager: LogManager) -> None:
-        self._config = config
+        self.config = config
         self._node_id = config.node_id
         self.log_manager = log_manager
         self._partitions: dict[tuple[str, int], Partition] = {}
@@ -82,7 +82,7 @@ class ReplicaManager:
         wanted: set[tuple[str, int]] = set()
         for topic in image.topics_by_name.values():
             overrides = image.topic_configs(topic.name)
-            log_config = log_config_for(self._config, overrides)
+            log_config = log_config_for(self.config, overrides)
             config_changed = self._topic_configs.get(topic.name) != log_config
             self._topic_configs[topic.name] = log_config
             for pid, p in topic.partitions.items():

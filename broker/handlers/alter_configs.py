@@ -2,8 +2,8 @@
 
 AlterConfigs replaces a resource's whole set of overrides (configs not named are removed);
 IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per config (KIP-339). Topic configs
-are stored as metadata records; Samsa has no dynamic broker configs yet, so broker resources are
-refused with INVALID_REQUEST and a message saying so.
+and dynamic broker configs (resource name "" for the cluster-wide default, or this broker's id) are
+stored as metadata records; only the broker configs Kafka can change at run time are accepted.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ def _refuse(r: Any, error: ErrorCode, message: str) -> dict[str, Any]:
 def _apply(ctx: RequestContext, r: Any, changes: dict[str, str | None], replace_all: bool,
            validate_only: bool) -> dict[str, Any]:
     if r.resource_type == BROKER:
-        return _refuse(r, ErrorCode.invalid_request, "Samsa does not support dynamic broker configs yet")
+        error, message = ctx.broker.controller.alter_broker_configs(
+            r.resource_name, changes, replace_all=replace_all, validate_only=validate_only
+        )
+        return {"error_code": error, "error_message": message, "resource_type": r.resource_type,
+                "resource_name": r.resource_name}
     if r.resource_type != TOPIC:
         return _refuse(r, ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
     error, message = ctx.broker.controller.alter_topic_configs(
@@ -62,7 +66,7 @@ def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Any:
                 changes[c.name] = None
             elif op in (APPEND, SUBTRACT):
                 d = TOPIC_CONFIGS.get(c.name)
-                if d is None or d.type != ConfigType.LIST:
+                if r.resource_type != TOPIC or d is None or d.type != ConfigType.LIST:
                     problem = f"Config value append/subtract is not allowed for config key {c.name}"
                     break
                 items = [i for i in (changes.get(c.name) or current.get(c.name) or "").split(",") if i]

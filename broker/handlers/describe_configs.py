@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import BROKER_DEFAULTS, TOPIC_CONFIGS, ConfigSource
+from broker.config import BROKER_DEFAULTS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
 from broker.context import RequestContext
 from broker.wire import build, field
 from kproto.errors import ErrorCode
@@ -33,8 +33,8 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
             chain.append({"name": config_name, "value": value, "source": ConfigSource.TOPIC_CONFIG})
         else:
             value, source = default_value, default_source
-        if default_source == ConfigSource.STATIC_BROKER_CONFIG and d.broker_key is not None:
-            chain.append({"name": d.broker_key, "value": default_value, "source": ConfigSource.STATIC_BROKER_CONFIG})
+        if default_source != ConfigSource.DEFAULT_CONFIG and d.broker_key is not None:
+            chain.append({"name": d.broker_key, "value": default_value, "source": default_source})
         if d.broker_key is not None:
             chain.append({"name": d.broker_key, "value": d.default, "source": ConfigSource.DEFAULT_CONFIG})
         out.append({
@@ -48,19 +48,16 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
 def _broker_configs(ctx: RequestContext, keys: Any, synonyms: bool, docs: bool) -> list[dict[str, Any]]:
     config = ctx.broker.config
     out = []
-    for key, (ctype, default) in BROKER_DEFAULTS.items():
+    for key, (ctype, _default) in BROKER_DEFAULTS.items():
         if keys is not None and key not in keys:
             continue
-        if key in config.overrides:
-            value, source = config.overrides[key], ConfigSource.STATIC_BROKER_CONFIG
-        elif default == "":
+        value, source = config.lookup(key)
+        if value == "":
             continue
-        else:
-            value, source = default, ConfigSource.DEFAULT_CONFIG
         chain = [{"name": key, "value": value, "source": source}] if synonyms else ()
         out.append({
-            "name": key, "value": value, "read_only": True, "config_source": source, "is_sensitive": False,
-            "synonyms": chain, "config_type": ctype, "documentation": None,
+            "name": key, "value": value, "read_only": key not in DYNAMIC_BROKER_CONFIGS, "config_source": source,
+            "is_sensitive": False, "synonyms": chain, "config_type": ctype, "documentation": None,
         })
     return out
 

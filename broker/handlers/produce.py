@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.config import effective_topic_config
 from broker.context import RequestContext
 from broker.replica_manager import Partition
 from broker.wire import build
@@ -39,8 +38,7 @@ def _result(error: ErrorCode, message: str | None = None, base_offset: int = -1,
 
 
 def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestContext) -> dict[str, Any] | None:
-    image = ctx.broker.image
-    topic_config = effective_topic_config(ctx.broker.config, image.topic_configs(partition.topic))
+    topic_config = ctx.broker.topic_config(partition.topic)
     max_message_bytes = int(topic_config["max.message.bytes"])
     try:
         batches = list(iter_batches(records, verify_crc=True))

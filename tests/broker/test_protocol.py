@@ -390,3 +390,49 @@ def test_compressed_batches_round_trip_and_bombs_are_refused(samsa_factory: Any)
         _struct.pack_into(">I", garbage, 17, crc32c.crc32c(bytes(garbage[21:])))
         assert produce(conn, "codecs", 0, bytes(garbage)).error_code.value == 2
         assert fetch(conn, "codecs", 0, 0).high_watermark == 200
+
+
+def test_dynamic_broker_configs(samsa_factory: Any) -> None:
+    s = samsa_factory()
+    s.start()
+
+    def describe_topic(conn: Connection) -> dict[str, Any]:
+        r = conn.request(32, {"resources": [{"resource_type": 2, "resource_name": "dyn", "configuration_keys": None}],
+                              "include_synonyms": True, "include_documentation": False})
+        return {c.name: c for c in r.results[0].configs}
+
+    def alter(conn: Connection, name: str, configs: list[dict[str, Any]]) -> Any:
+        r = conn.request(44, {"resources": [{"resource_type": 4, "resource_name": name, "configs": configs}],
+                              "validate_only": False})
+        return r.responses[0]
+
+    with s.connect() as conn:
+        create_topic(conn, "dyn")
+        # The cluster-wide default changes every topic without an override.
+        assert alter(conn, "", [{"name": "log.retention.ms", "config_operation": 0, "value": "5000"}]
+                     ).error_code.value == 0
+        c = describe_topic(conn)["retention.ms"]
+        assert c.value == "5000" and c.config_source == 3  # DYNAMIC_DEFAULT_BROKER_CONFIG
+        # A per-broker value wins over the cluster default.
+        assert alter(conn, "1", [{"name": "log.retention.ms", "config_operation": 0, "value": "7000"}]
+                     ).error_code.value == 0
+        c = describe_topic(conn)["retention.ms"]
+        assert c.value == "7000" and c.config_source == 2  # DYNAMIC_BROKER_CONFIG
+        # Static-only configs and bad values are refused.
+        assert alter(conn, "", [{"name": "socket.request.max.bytes", "config_operation": 0, "value": "1"}]
+                     ).error_code.value == 42
+        assert alter(conn, "", [{"name": "log.retention.ms", "config_operation": 0, "value": "x"}]
+                     ).error_code.value == 40
+        r = conn.request(32, {"resources": [{"resource_type": 4, "resource_name": "1",
+                                             "configuration_keys": ["log.retention.ms", "num.partitions"]}],
+                              "include_synonyms": False, "include_documentation": False})
+        got = {c.name: c for c in r.results[0].configs}
+        assert got["log.retention.ms"].value == "7000" and not got["log.retention.ms"].read_only
+        assert got["num.partitions"].read_only
+    assert s.stop() == 0
+    s.start()
+    with s.connect() as conn:  # dynamic configs are metadata records: they survive a restart
+        assert describe_topic(conn)["retention.ms"].value == "7000"
+        assert alter(conn, "1", [{"name": "log.retention.ms", "config_operation": 1, "value": None}]
+                     ).error_code.value == 0
+        assert describe_topic(conn)["retention.ms"].value == "5000"
