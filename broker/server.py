@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from broker.broker import Broker
 from broker.context import RequestContext
@@ -128,12 +129,17 @@ async def serve(
     bound_port = listener.extra(anyio.abc.SocketAttribute.local_port)
     retention_interval_s = broker.config.get_int("log.retention.check.interval.ms") / 1000
 
+    # Checkpoints and flushes fsync: they run on a worker thread so the event loop never waits on
+    # the disk (storage's LogManager snapshots its state under a lock for exactly this).
     async def flush_dirty() -> None:
-        broker.log_manager.flush_dirty(int(time.time() * 1000))
+        await anyio.to_thread.run_sync(broker.log_manager.flush_dirty, int(time.time() * 1000))
+
+    async def checkpoint() -> None:
+        await anyio.to_thread.run_sync(broker.checkpoint)
 
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(_every, retention_interval_s, broker.run_retention, "retention")
-        tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, broker.checkpoint, "high watermark checkpoint")
+        tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, checkpoint, "high watermark checkpoint")
         tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
         tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
         logger.info("listening on %s:%d", host, bound_port)
