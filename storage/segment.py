@@ -380,6 +380,10 @@ class LogSegment:
             since_index += size
             expected = header.next_offset
             pos += size
+        if max_ts >= 0 and (not time_entries or max_ts > time_entries[-1][0]):
+            # like on_become_inactive: the last time index entry is the segment's max timestamp, so a
+            # later open can trust it without scanning
+            time_entries.append((max_ts, offset_of_max - self.base_offset))
         self.offset_index.rewrite(offset_entries)
         self.time_index.rewrite(time_entries)
         self.size_bytes = pos if error is not None else file_size

@@ -101,9 +101,16 @@ def test_timestamp_lookups(log_dir: Path) -> None:
     assert log.fetch_offset_for_timestamp(ts + 296) is None
     assert log.max_timestamp_offset() == (88, ts + 295, 2)
     log.close()
-    log = open_log(log_dir, LogConfig(segment_bytes=600, index_interval_bytes=100))
-    assert log.fetch_offset_for_timestamp(ts + 106) == (33, ts + 110, 2)
-    assert log.max_timestamp_offset() == (88, ts + 295, 2)
+    for recovery_point in (None, 90, 90):  # a full recovery rebuilds time indexes that a later open trusts
+        log = open_log(log_dir, LogConfig(segment_bytes=600, index_interval_bytes=100),
+                       recovery_point=recovery_point)
+        assert log.fetch_offset_for_timestamp(ts + 106) == (33, ts + 110, 2)
+        assert log.fetch_offset_for_timestamp(ts + 14) == (4, ts + 15, 2)
+        assert log.max_timestamp_offset() == (88, ts + 295, 2)
+        for ts_query in range(ts, ts + 300, 17):
+            _, found_ts, _ = log.fetch_offset_for_timestamp(ts_query) or (-1, -1, -1)
+            assert found_ts >= ts_query
+        log.close()
 
 
 def test_truncate_to_and_epoch_cache(log_dir: Path) -> None:
