@@ -39,9 +39,23 @@ class Context:
     def log(self, msg: str) -> None:
         print(f"[{time.monotonic() - self.t_start:7.1f}s] {msg}", file=sys.stdout, flush=True)
 
+    def target(self, name: str) -> Target:
+        """The shared broker of kind ``name``, started on first use (Kafka first, then Samsa)."""
+        for n in ORDER:
+            if n not in self.targets:
+                self.log(f"starting {n} ...")
+                t = targets.start(n)
+                self.targets[n] = t
+                self.log(f"{t.title} at {t.bootstrap} (PID {t.pid}): port open {t.spawn_to_port_s:.2f} s, "
+                         f"first produce {t.first_produce_s:.2f} s after process start, "
+                         f"idle RSS {t.idle_rss / 2**20:.0f} MiB")
+            if n == name:
+                break
+        return self.targets[name]
+
     def each(self) -> Iterator[Target]:
         for name in ORDER:
-            t = self.targets[name]
+            t = self.target(name)
             t.check_alive()
             yield t
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.compare import footprint, load, perf_tools, targets
 from bench.compare.common import ScenarioResult, fmt, load_average, short_error
-from bench.compare.context import ORDER, Context
+from bench.compare.context import Context
 from bench.compare.png import write_chart
 from bench.machine import describe
 
@@ -103,12 +103,6 @@ def main(argv: list[str]) -> int:
     ctx = Context(args)
     failed = 0
     try:
-        for name in ORDER:
-            ctx.log(f"starting {name} ...")
-            t = targets.start(name)
-            ctx.targets[name] = t
-            ctx.log(f"{t.title} at {t.bootstrap} (PID {t.pid}): port open {t.spawn_to_port_s:.2f} s, first produce "
-                    f"{t.first_produce_s:.2f} s after process start, idle RSS {t.idle_rss / 2**20:.0f} MiB")
         for name in names:
             ctx.log(f"== {name}")
             t0 = time.monotonic()
@@ -127,7 +121,7 @@ def main(argv: list[str]) -> int:
                             f"({run['started_utc']}); {machine['cpu']}, {machine['cores']} cores; load average "
                             f"{load_average()}\n" + "\n".join(r.notes))
                 ctx.log(f"chart: {write_chart(r, out_dir / f'compare-{name}.png', subtitle)}")
-            for tname in ORDER:  # a broker that died is reported and replaced, so later scenarios still run
+            for tname in list(ctx.targets):  # a broker that died is reported and replaced, so later scenarios run
                 t = ctx.targets[tname]
                 if not t.alive():
                     msg = f"{t.title} (PID {t.pid}) died during {name}; restarted for the next scenario"
