@@ -70,6 +70,20 @@ class SparseIndex:
         a, b = self.ENTRY.unpack(raw)
         return int(a), int(b)
 
+    def read_range(self, i: int, count: int) -> list[tuple[int, int]]:
+        """Entries i .. i+count-1 (fewer at the end), with one pread for the part on disk."""
+        disk = self._disk()
+        out: list[tuple[int, int]] = []
+        if i < disk and count > 0:
+            n = min(count, disk - i)
+            raw = self._cache.file_io.pread(self._cache.get(self.path), n * self.ENTRY.size, i * self.ENTRY.size)
+            whole = len(raw) - len(raw) % self.ENTRY.size
+            out = [(int(a), int(b)) for a, b in self.ENTRY.iter_unpack(raw[:whole])]
+        if len(out) < count and self._pending:
+            first = max(0, i + len(out) - disk)
+            out.extend(self._pending[first : first + count - len(out)])
+        return out
+
     def last_entry(self) -> tuple[int, int] | None:
         if self._last is None:
             n = len(self)

@@ -30,7 +30,7 @@ from storage.file_io import Buffer, FileIO
 from storage.handle_cache import HandleCache
 from storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
 from storage.records_scan import crc_with_header, record_timestamps
-from storage.segment import CorruptIndexError, LogSegment, segment_stem
+from storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment, segment_stem
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +128,7 @@ class Log:
         self._pending_deletes: list[tuple[int, list[Path], list[int]]] = []
         self._flush_upto: int | None = None  # a roll asked for the old segments to be flushed
         self._last_flush_ms = 0
+        self._read_hint: tuple[LogSegment, int, int, int] | None = None  # (segment, offset, position, index entry)
         self._closed = False
         self.log_start_offset = 0
         self.high_watermark = 0
@@ -410,9 +411,12 @@ class Log:
         seg = self._segments[-1]
         first_offset = seg.next_offset
         last_offset = first_offset + f[6]
-        if seg.size_bytes and seg.needs_roll(now_ms, total, last_offset, config):
-            self._roll(now_ms)
-            seg = self._segments[-1]
+        deadline = seg.roll_deadline_ms
+        if seg.size_bytes and (seg.size_bytes > config.segment_bytes - total or seg.index_full or deadline is None
+                               or now_ms > deadline or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET):
+            if seg.needs_roll(now_ms, total, last_offset, config):
+                self._roll(now_ms)
+                seg = self._segments[-1]
         log_append_time = config.message_timestamp_type == "LogAppendTime"
         if isinstance(records, bytearray) or total <= _COPY_THRESHOLD_BYTES:
             buf = records if isinstance(records, bytearray) else bytearray(records)
@@ -662,6 +666,7 @@ class Log:
             return seg.translate_offset(offset)
         except CorruptIndexError as e:
             logger.warning("%s: rebuilding index (%s)", seg.log_path, e)
+            self._read_hint = None
             was_size = seg.size_bytes
             _, error = seg.recover()
             if error is not None or seg.size_bytes != was_size:
@@ -688,37 +693,62 @@ class Log:
         empty = FetchDataInfo((), fetch_offset)
         if fetch_offset >= limit:
             return empty
-        segments = self._segments
         try:
-            for i in range(self._segment_for(fetch_offset), len(segments)):
-                seg = segments[i]
-                if seg.base_offset >= limit:
-                    return empty
-                found = self._translate(seg, fetch_offset)
-                if found is None:
-                    continue
-                start, header = found
-                if header.last_offset >= limit:
-                    return empty
-                # a closed segment's tail may not be loaded: bound it by the next segment's base instead
-                seg_end = seg.next_offset if i == len(segments) - 1 else segments[i + 1].base_offset
-                if limit >= seg_end:
-                    limit_position = seg.size_bytes
-                else:
-                    at_limit = self._translate(seg, limit)
-                    limit_position = at_limit[0] if at_limit is not None else seg.size_bytes
-                end = seg.boundary_at_or_before(min(limit_position, start + max(max_bytes, 0)), start)
-                if end == start:
-                    if not min_one_batch:
-                        return FetchDataInfo((), header.base_offset)
-                    end = start + header.size_bytes
-                return FetchDataInfo((FileRegion(seg.fd(), start, end - start),), header.base_offset)
+            return self._read(fetch_offset, limit, max_bytes, min_one_batch)
         except CorruptBatchError as e:
-            self._go_offline(f"corrupt batch found while reading: {e}")
-            raise KafkaStorageError(str(e)) from e
+            self._read_hint = None
+            seg = self._segments[self._segment_for(fetch_offset)]
+            logger.warning("%s: %s; rescanning the segment", seg.log_path, e)
+            try:
+                was_size = seg.size_bytes
+                _, error = seg.recover()  # a damaged index is rebuilt; damaged data takes us offline
+                if error is None and seg.size_bytes == was_size:
+                    return self._read(fetch_offset, limit, max_bytes, min_one_batch)
+                reason = f"corrupt batch in {seg.log_path}: {error}"
+            except (CorruptBatchError, OSError) as e2:
+                reason = f"corrupt batch found while reading: {e2}"
+            self._go_offline(reason)
+            raise KafkaStorageError(reason) from e
         except OSError as e:
             raise KafkaStorageError(f"read from {self.directory} failed: {e}") from e
-        return empty
+
+    def _read(self, fetch_offset: int, limit: int, max_bytes: int, min_one_batch: bool) -> FetchDataInfo:
+        segments = self._segments
+        for i in range(self._segment_for(fetch_offset), len(segments)):
+            seg = segments[i]
+            if seg.base_offset >= limit:
+                break
+            found: tuple[int, int, Header] | None = None
+            hint = self._read_hint
+            if hint is not None and hint[0] is seg and hint[1] == fetch_offset:
+                # a consumer continuing where its last fetch ended: no index search needed
+                header = seg.read_header(hint[2])
+                if header is not None and header.base_offset == fetch_offset:
+                    found = (hint[3], hint[2], header)
+            if found is None:
+                found = seg.locate(fetch_offset)
+                if found is None:
+                    continue
+            index_entry, start, header = found
+            if header.last_offset >= limit:
+                break
+            # a closed segment's tail may not be loaded: bound it by the next segment's base instead
+            seg_end = seg.next_offset if i == len(segments) - 1 else segments[i + 1].base_offset
+            if limit >= seg_end:
+                limit_position = seg.size_bytes
+            else:
+                at_limit = seg.translate_offset(limit)
+                limit_position = at_limit[0] if at_limit is not None else seg.size_bytes
+            end_target = min(limit_position, start + max(max_bytes, 0))
+            end, end_entry, next_header = seg.read_end(index_entry, start, end_target)
+            if end == start:
+                if not min_one_batch:
+                    return FetchDataInfo((), header.base_offset)
+                end = start + header.size_bytes
+                next_header = None
+            self._read_hint = (seg, next_header.base_offset, end, end_entry) if next_header is not None else None
+            return FetchDataInfo((FileRegion(seg.fd(), start, end - start),), header.base_offset)
+        return FetchDataInfo((), fetch_offset)
 
     def fetch_offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with timestamp >= timestamp_ms, else None."""
@@ -777,6 +807,7 @@ class Log:
     def truncate_to(self, offset: int) -> None:
         """Remove everything at and after `offset` (the whole batch holding it), for follower reconciliation."""
         self._check_online()
+        self._read_hint = None
         if offset < 0:
             raise StorageError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
@@ -812,6 +843,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start an empty log at `offset` (follower far behind the leader)."""
         self._check_online()
+        self._read_hint = None
         doomed = list(self._segments)
         self._segments.clear()
         self._bases.clear()
@@ -866,6 +898,7 @@ class Log:
             count += 1
         if count == 0:
             return 0
+        self._read_hint = None
         doomed = self._segments[:count]
         del self._segments[:count]
         del self._bases[:count]

@@ -142,7 +142,7 @@ class LogSegment:
         return position
 
     def _add_index_entry(self, last_offset: int, position: int) -> None:
-        self.offset_index.append(last_offset, position)
+        self.offset_index.append_raw(last_offset - self.base_offset, position)
         self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
         self._bytes_since_index = 0
         self._index_room -= 1
@@ -236,8 +236,18 @@ class LogSegment:
 
         Raises CorruptIndexError if the index entry used does not point at the batch it names.
         """
-        entry_offset, position = self.offset_index.lookup(offset)
-        check = position != 0 or entry_offset != self.base_offset
+        found = self.locate(offset)
+        return None if found is None else (found[1], found[2])
+
+    def locate(self, offset: int) -> tuple[int, int, Header] | None:
+        """(offset index entry at or before it, position, header) of the batch holding `offset`."""
+        i = self.offset_index.search(0, offset - self.base_offset)
+        if i >= 0:
+            rel, position = self.offset_index.entry(i)
+            entry_offset = self.base_offset + rel
+        else:
+            entry_offset, position = self.base_offset, 0
+        check = i >= 0
         for pos, header in self.iter_headers(position):
             if check:
                 if header.last_offset != entry_offset:
@@ -245,21 +255,33 @@ class LogSegment:
                                             f"at a batch ending at {header.last_offset}")
                 check = False
             if header.last_offset >= offset:
-                return pos, header
+                return i, pos, header
         if check and position != 0:
             raise CorruptIndexError(f"{self.offset_index.path}: entry points past the end of the segment")
         return None
 
-    def boundary_at_or_before(self, limit_position: int, start_position: int) -> int:
-        """The largest batch boundary <= limit_position, searching forward from a boundary start_position."""
-        _, position = self.offset_index.lookup_position(limit_position)
-        position = max(position, start_position)
-        while position < limit_position:
-            header = self.read_header(position)
-            if header is None or position + header.size_bytes > limit_position:
+    def read_end(self, i: int, start: int, end_target: int) -> tuple[int, int, Header | None]:
+        """The largest batch boundary <= end_target, for a read starting at the boundary `start`.
+
+        `i` is an offset index entry at or before `start` (-1: none).  Index entries are more than
+        index.interval.bytes apart, so the entries that can matter are read with one pread.  Returns
+        (end position, index entry at or before it, header of the batch at the end if it was read).
+        """
+        count = min((end_target - start) // max(1, self.index_interval_bytes) + 2, 1 << 16)
+        best_i, position = i, start
+        for k, (_, pos) in enumerate(self.offset_index.read_range(i + 1, count)):
+            if pos > end_target:
                 break
+            if pos >= start:
+                best_i, position = i + 1 + k, pos
+        while position < end_target:
+            header = self.read_header(position)
+            if header is None:
+                return position, best_i, None
+            if position + header.size_bytes > end_target:
+                return position, best_i, header
             position += header.size_bytes
-        return position
+        return position, best_i, None
 
     def read_bytes(self, position: int, size: int) -> bytes:
         return self._io.pread(self.fd(), size, position)
