@@ -816,9 +816,8 @@ class GroupCoordinator:
                 encode_offset_commit_value(OffsetCommitValue(value.offset, value.leader_epoch, value.metadata,
                                                              value.commit_timestamp_ms, value.expire_timestamp_ms))))
             errors[tp] = ErrorCode.none
-        member = group.members.get(member_id)
-        if member is not None:
-            self._schedule_heartbeat(member, now_ms)  # Kafka: a commit counts as a heartbeat
+        # Unlike Kafka's old (Scala) coordinator, Kafka 4's does not count a commit as a heartbeat: a
+        # member that commits but stops heartbeating is still expired after session.timeout.ms.
         return errors
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
