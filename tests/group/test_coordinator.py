@@ -456,3 +456,13 @@ def test_many_members_one_generation(n: int) -> None:
     results = stable_group(c, n)
     assert {r.generation_id for r in results} == {2}
     assert len(c.groups[G].members) == n
+
+
+def test_commits_do_not_count_as_heartbeats() -> None:
+    c = make()
+    a, b = stable_group(c, 2)
+    for t in range(1000, SESSION_MS + 1000, 1000):
+        c.commit_offsets(G, b.member_id, {("t", 0): OffsetAndMetadata(t, -1, "", t)}, t)
+        c.heartbeat(G, 2, a.member_id, None, t)
+        c.tick(t)
+    assert b.member_id not in c.groups[G].members  # expired although it kept committing (Kafka 4)
