@@ -218,15 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 2 if args.quick else 3
     try:
         print("machine:", json.dumps(describe()))
-        print("dir:", root)
+        print("dir:", root, " load average at start:", os.getloadavg())
         for batch_bytes in (1 << 20, 16 << 10):
             r = bench_append(root, batch_bytes, volume, rounds)
             print(f"append {batch_bytes >> 10:5d} KiB batches: {json.dumps(r)}")
-        r = bench_read(root, volume, rounds)
+        r = bench_read(root, volume, rounds + 2)
         print(f"sequential read (1 MiB fetches of 16 KiB batches): {json.dumps(r)}")
         partitions = 1000 if args.quick else args.partitions
         r2 = bench_partitions(root, partitions)
         print(f"{partitions} partitions open+recover: {json.dumps(r2)}")
+        print("load average at end:", os.getloadavg())
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
