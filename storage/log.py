@@ -10,6 +10,7 @@ import bisect
 import logging
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -260,7 +261,8 @@ class Log:
             self._epochs = LeaderEpochCache(self._io, self.directory)
             for _, header in self._iter_headers_from(self._segments[0].base_offset):
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset, flush=False)
-            self._epochs.flush()
+            if exists or self._epochs.entries:  # a new, empty log needs no file (and no fsync) yet
+                self._epochs.flush()
         else:
             self._epochs = LeaderEpochCache(self._io, self.directory, entries)
             self._epochs.truncate_from_end(self.log_end_offset)
@@ -277,16 +279,14 @@ class Log:
         for _, header in self._iter_headers_from(start):
             self._producers.update(header)
 
-    def _iter_headers_from(self, offset: int) -> list[tuple[LogSegment, Header]]:
-        out = []
+    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, Header]]:
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self._segments[i:]:
             found = self._translate(seg, offset)
             if found is None:
                 continue
             for _, header in seg.iter_headers(found[0]):
-                out.append((seg, header))
-        return out
+                yield seg, header
 
     def _go_offline(self, reason: str) -> None:
         logger.error("%s offline: %s", self.directory, reason)
