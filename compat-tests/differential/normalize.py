@@ -157,6 +157,9 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                                       "must be 0); Samsa accepts it (error NONE, base_offset 0)"),
         ("timestamp_2h_ahead/log_start_offset", "Produce v9, INVALID_TIMESTAMP (32): Kafka reports the partition's "
                                                 "log_start_offset (0); Samsa -1"),
+        ("compacted_*", "Produce v9 to a topic with cleanup.policy=compact, a batch with a null key: Kafka refuses it, "
+                        "INVALID_RECORD (87), record_errors [{batch_index: 1}] (LogValidator: 'Compacted topic cannot "
+                        "accept message without key'); Samsa appends it (NONE, so the next batch gets offset 2)"),
         ("timestamp_2h_ahead/record_errors", "Produce v8+, INVALID_TIMESTAMP (32): Kafka lists the offending record "
                                              "in record_errors ([{batch_index: 0, message}]); Samsa sends []"),
     ],

@@ -131,6 +131,11 @@ def produce_errors(ctx: Ctx) -> Any:
     t2 = ctx.topic("base")
     out["create_base"] = err(ctx.create_topic(c, t2, 1))
     out["nonzero_base_offset"] = _produce_outcome(ctx.produce(c, t2, 0, ctx.batch([(None, b"b", ())], base_offset=5)))
+    # A compacted topic needs keys.
+    t3 = ctx.topic("compacted")
+    out["create_compacted"] = err(ctx.create_topic(c, t3, 1, {"cleanup.policy": "compact"}))
+    out["compacted_null_key"] = _produce_outcome(ctx.produce(c, t3, 0, ctx.batch([(b"k", b"1", ()), (None, b"2", ())])))
+    out["compacted_keyed"] = _produce_outcome(ctx.produce(c, t3, 0, ctx.batch([(b"k", b"3", ())])))
     return out
 
 
