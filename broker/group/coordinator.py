@@ -345,6 +345,9 @@ class GroupCoordinator:
         if not self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms:
             return fail(ErrorCode.invalid_session_timeout)
         existing = self._live_group(req.group_id)
+        if existing is not None:
+            self._fire_timers(existing, now_ms)
+            existing = self._live_group(req.group_id)
         if existing is None and req.member_id:
             return fail(ErrorCode.unknown_member_id)
         group = existing or self._get_or_create(req.group_id, now_ms)
@@ -627,6 +630,7 @@ class GroupCoordinator:
         group = self._live_group(group_id)
         if group is None:
             return Pending(SyncResult(ErrorCode.unknown_member_id))
+        self._fire_timers(group, now_ms)
         error = group.validate_member(member_id, group_instance_id)
         if error == ErrorCode.none and generation_id != group.generation_id:
             error = ErrorCode.illegal_generation
@@ -676,6 +680,7 @@ class GroupCoordinator:
         group = self._live_group(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
+        self._fire_timers(group, now_ms)
         error = group.validate_member(member_id, group_instance_id)
         if error != ErrorCode.none:
             return error
@@ -698,6 +703,7 @@ class GroupCoordinator:
         group = self._live_group(group_id)
         if group is None:
             return ErrorCode.unknown_member_id, [(m, i, ErrorCode.unknown_member_id) for m, i in members]
+        self._fire_timers(group, now_ms)
         results: list[tuple[str, str | None, ErrorCode]] = []
         leaving: list[Member] = []
         pending_left = False
@@ -739,8 +745,13 @@ class GroupCoordinator:
     def tick(self, now_ms: int) -> None:
         """Fire every timer that is due: join/sync deadlines, member and pending-member expiry."""
         for group in list(self.groups.values()):
-            if group.state is GroupState.DEAD:
-                continue
+            self._fire_timers(group, now_ms)
+
+    def _fire_timers(self, group: Group, now_ms: int) -> None:
+        """The due timers of one group.  Every request for a group fires them first, so what a request
+        sees does not depend on how often the shell ticks (a heartbeat arriving just after another
+        member's session expired already gets REBALANCE_IN_PROGRESS, as with Kafka's exact timers)."""
+        if group.state is not GroupState.DEAD:
             for member_id, deadline in list(group.pending_members.items()):
                 if now_ms >= deadline:
                     del group.pending_members[member_id]
@@ -780,9 +791,11 @@ class GroupCoordinator:
     # --- offsets ------------------------------------------------------------------------------
 
     def validate_offset_commit(self, group_id: str, generation_id: int, member_id: str,
-                               group_instance_id: str | None, api_version: int) -> ErrorCode:
+                               group_instance_id: str | None, api_version: int, now_ms: int) -> ErrorCode:
         """Kafka's OffsetMetadataManager/ClassicGroup.validateOffsetCommit, before anything is written."""
         group = self._live_group(group_id)
+        if group is not None:
+            self._fire_timers(group, now_ms)
         if group is None:
             if generation_id < 0:
                 return ErrorCode.none  # a "simple" group (admin tools, assign-only consumers)

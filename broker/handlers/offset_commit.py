@@ -55,7 +55,8 @@ def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
     instance_id = field(request, "group_instance_id")
     error = groups.coordinator_error(group_id)
     if error == ErrorCode.none:
-        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version)
+        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version,
+                                                           ctx.now_ms)
     retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
     image = ctx.broker.image
     errors: dict[tuple[str, int], ErrorCode] = {}

@@ -206,16 +206,16 @@ def test_stale_generation_commit_and_heartbeat_rejected() -> None:
     c = make()
     results = stable_group(c, 2)
     m = results[0].member_id
-    assert c.validate_offset_commit(G, 1, m, None, 8) == ErrorCode.illegal_generation
+    assert c.validate_offset_commit(G, 1, m, None, 8, 0) == ErrorCode.illegal_generation
     assert c.heartbeat(G, 1, m, None, 1) == ErrorCode.illegal_generation
-    assert c.validate_offset_commit(G, 2, m, None, 8) == ErrorCode.none
+    assert c.validate_offset_commit(G, 2, m, None, 8, 0) == ErrorCode.none
 
 
 def test_unknown_member_rejected_everywhere() -> None:
     c = make()
     stable_group(c, 1)
     assert c.heartbeat(G, 2, "ghost", None, 1) == ErrorCode.unknown_member_id
-    assert c.validate_offset_commit(G, 2, "ghost", None, 8) == ErrorCode.unknown_member_id
+    assert c.validate_offset_commit(G, 2, "ghost", None, 8, 0) == ErrorCode.unknown_member_id
     assert sync_result(c.sync_group(G, 2, "ghost", None, None, None, {}, 1)).error == ErrorCode.unknown_member_id
     assert result(c.join_group(req("ghost"), 1)).error == ErrorCode.unknown_member_id
     assert c.heartbeat("nope", 1, "ghost", None, 1) == ErrorCode.unknown_member_id
@@ -229,7 +229,7 @@ def test_rebalance_in_progress() -> None:
     pc = c.join_group(req(client="new"), 10)
     assert c.groups[G].state is GroupState.PREPARING_REBALANCE
     assert c.heartbeat(G, 2, a.member_id, None, 11) == ErrorCode.rebalance_in_progress
-    assert c.validate_offset_commit(G, 2, a.member_id, None, 8) == ErrorCode.none
+    assert c.validate_offset_commit(G, 2, a.member_id, None, 8, 0) == ErrorCode.none
     assert sync_result(c.sync_group(G, 2, a.member_id, None, None, None, {}, 11)).error == \
         ErrorCode.rebalance_in_progress
     pa = c.join_group(req(a.member_id, client="m0"), 12)
@@ -237,18 +237,18 @@ def test_rebalance_in_progress() -> None:
     assert all(p.done for p in (pa, pb, pc))
     # join phase done, leader has not synced: commits get REBALANCE_IN_PROGRESS
     assert c.groups[G].state is GroupState.COMPLETING_REBALANCE
-    assert c.validate_offset_commit(G, 3, a.member_id, None, 8) == ErrorCode.rebalance_in_progress
+    assert c.validate_offset_commit(G, 3, a.member_id, None, 8, 0) == ErrorCode.rebalance_in_progress
 
 
 def test_generation_minus_one_commit_only_for_empty_group() -> None:
     c = make()
-    assert c.validate_offset_commit("simple", -1, "", None, 8) == ErrorCode.none
+    assert c.validate_offset_commit("simple", -1, "", None, 8, 0) == ErrorCode.none
     c.commit_offsets("simple", "", {("t", 0): OffsetAndMetadata(5, -1, "", 0)}, 0)
     assert c.committed_offsets("simple")[("t", 0)].offset == 5
-    assert c.validate_offset_commit("missing", 3, "m", None, 8) == ErrorCode.illegal_generation
-    assert c.validate_offset_commit("missing", 3, "m", None, 9) == ErrorCode.group_id_not_found
+    assert c.validate_offset_commit("missing", 3, "m", None, 8, 0) == ErrorCode.illegal_generation
+    assert c.validate_offset_commit("missing", 3, "m", None, 9, 0) == ErrorCode.group_id_not_found
     stable_group(c, 1)
-    assert c.validate_offset_commit(G, -1, "", None, 8) == ErrorCode.unknown_member_id
+    assert c.validate_offset_commit(G, -1, "", None, 8, 0) == ErrorCode.unknown_member_id
 
 
 def test_session_expiry_triggers_rebalance_and_survivor_rejoins() -> None:
@@ -326,7 +326,7 @@ def test_static_member_rejoin_keeps_assignment_without_rebalance() -> None:
     assert c.heartbeat(G, 1, rd.member_id, None, 302) == ErrorCode.none
     # the old incarnation is fenced
     assert c.heartbeat(G, 1, rs.member_id, "i1", 303) == ErrorCode.fenced_instance_id
-    assert c.validate_offset_commit(G, 1, rs.member_id, "i1", 8) == ErrorCode.fenced_instance_id
+    assert c.validate_offset_commit(G, 1, rs.member_id, "i1", 8, 0) == ErrorCode.fenced_instance_id
     _, left = c.leave_group(G, [(rs.member_id, "i1")], 304)
     assert left[0][2] == ErrorCode.fenced_instance_id
     assert c.groups[G].state is GroupState.STABLE
@@ -466,3 +466,16 @@ def test_commits_do_not_count_as_heartbeats() -> None:
         c.heartbeat(G, 2, a.member_id, None, t)
         c.tick(t)
     assert b.member_id not in c.groups[G].members  # expired although it kept committing (Kafka 4)
+
+
+def test_request_sees_expiry_without_a_tick() -> None:
+    """Timers are exact: a heartbeat just after another member's session ran out already sees the
+    rebalance, however rarely the shell ticks (Kafka's timer wheel behaves the same)."""
+    c = make()
+    a, b = stable_group(c, 2)
+    c.heartbeat(G, 2, a.member_id, None, 1000)
+    c.heartbeat(G, 2, b.member_id, None, 1000)
+    assert c.heartbeat(G, 2, a.member_id, None, 1000 + SESSION_MS - 1) == ErrorCode.none
+    # b's session expired at 1000 + SESSION_MS; no tick ran since
+    assert c.heartbeat(G, 2, a.member_id, None, 1000 + SESSION_MS + 1) == ErrorCode.rebalance_in_progress
+    assert b.member_id not in c.groups[G].members
