@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from raft import election, replication
 from raft.events import (
     Action,
+    AdvanceLogStartOffset,
     Appended,
     AppendToLog,
     BecomeFollower,
@@ -29,6 +30,7 @@ from raft.events import (
     Send,
     TakeSnapshot,
     Tick,
+    TruncateLog,
 )
 from raft.log import LogEntry, RaftLog, Snapshot
 from raft.messages import (
@@ -83,11 +85,18 @@ class RaftCore:
         entries: Sequence[LogEntry] = (),
     ) -> None:
         """Start from what survived on disk; the driver has already loaded `snapshot` into its state
-        machine, and should call step(Tick()) at once (a follower's first fetch goes out then)."""
+        machine, and should call step(Tick()) at once: a follower's first fetch goes out then, and the
+        first actions may clean up the log (entries a snapshot made moot when a crash interrupted it)."""
         self.node_id = node_id
         self.config = config
         self.rng = rng
         self.log = RaftLog(snapshot, entries)
+        # What a crash in the middle of installing a snapshot left behind: the driver deletes it too.
+        self._startup_actions: list[Action] = []
+        if entries and entries[-1].offset >= self.log.end_offset:
+            self._startup_actions.append(TruncateLog(self.log.end_offset))
+        if entries and entries[0].offset < self.log.log_start_offset:
+            self._startup_actions.append(AdvanceLogStartOffset(self.log.log_start_offset))
         self.high_watermark = self.log.log_start_offset  # all we know is committed after a restart
         self.applied_offset = self.high_watermark  # CommitUpTo has delivered everything below this
         self.now_ms = now_ms
@@ -180,15 +189,17 @@ class RaftCore:
     def step(self, event: Input, now_ms: int) -> list[Action]:
         assert now_ms >= self.now_ms, f"time went backwards: {now_ms} < {self.now_ms}"
         self.now_ms = now_ms
+        actions: list[Action] = self._startup_actions
+        self._startup_actions = []
         match event:
             case Tick():
-                actions = self._on_tick()
+                actions += self._on_tick()
             case Received():
-                actions = self._on_received(event)
+                actions += self._on_received(event)
             case Resign():
-                actions = election.resign(self) if isinstance(self.state, Leader) else []
+                actions += election.resign(self) if isinstance(self.state, Leader) else []
             case TakeSnapshot():
-                actions = replication.take_snapshot(self, event)
+                actions += replication.take_snapshot(self, event)
         self._check_invariants()
         return _coalesce(actions)
 

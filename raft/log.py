@@ -77,8 +77,23 @@ class RaftLog:
         # Epoch cache (Kafka: LeaderEpochFileCache): parallel lists, epochs strictly increasing.
         self._epochs: list[int] = []
         self._epoch_starts: list[int] = []
-        # After a crash between PersistSnapshot and AdvanceLogStartOffset the disk still holds the prefix.
-        self.append([e for e in entries if e.offset >= self.log_start_offset])
+        self.append(self._entries_after_snapshot(list(entries)))
+
+    def _entries_after_snapshot(self, entries: list[LogEntry]) -> list[LogEntry]:
+        """What of the log on disk continues the snapshot (Kafka: truncateToLatestSnapshot at startup).
+
+        A crash after PersistSnapshot but before the log was cut leaves entries below the snapshot
+        (dropped) and maybe a suffix that does not extend it (dropped too: it was never validated).
+        """
+        if self.snapshot is None or not entries:
+            return entries
+        end, epoch = self.snapshot.snapshot_id.end_offset, self.snapshot.snapshot_id.epoch
+        if entries[0].offset == end:
+            return entries
+        base = entries[0].offset
+        if base < end <= base + len(entries) and entries[end - 1 - base].epoch == epoch:
+            return entries[end - base :]
+        return []
 
     # -- reads -----------------------------------------------------------------------------------
 

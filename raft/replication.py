@@ -312,11 +312,12 @@ def _install_snapshot(core: RaftCore, follower: Follower, snapshot: Snapshot) ->
     end = snapshot.snapshot_id.end_offset
     # The leader sends a snapshot only past our log end, so it is past our high watermark too.
     assert end > core.high_watermark, (end, core.high_watermark)
-    actions: list[Action] = []
+    # The snapshot is durable before any entry goes: a crash in between must not lose committed
+    # entries this follower may have acknowledged (a restart drops what the snapshot makes moot).
+    actions: list[Action] = [PersistSnapshot(snapshot)]
     if not log.extends(snapshot.snapshot_id) and log.end_offset > log.log_start_offset:
         log.truncate_to(log.log_start_offset)  # nothing after the snapshot was validated
         actions.append(TruncateLog(log.log_start_offset))
-    actions.append(PersistSnapshot(snapshot))
     log.install_snapshot(snapshot)
     actions.append(AdvanceLogStartOffset(end))
     follower.snapshot_fetch = None

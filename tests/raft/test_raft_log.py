@@ -67,3 +67,11 @@ def test_restart_drops_entries_a_snapshot_already_covers() -> None:
     snap = Snapshot(SnapshotId(2, 1), b"image")
     log = RaftLog(snap, [LogEntry(i, 1, b"") for i in range(4)])
     assert (log.log_start_offset, log.end_offset) == (2, 4)
+
+
+def test_restart_drops_a_suffix_that_does_not_extend_the_snapshot() -> None:
+    # The snapshot (4, epoch 3) was persisted, the divergent log [.., 3@2, 4@2] not yet truncated.
+    snap = Snapshot(SnapshotId(4, 3), b"image")
+    log = RaftLog(snap, [LogEntry(i, 2, b"") for i in range(6)])
+    assert (log.log_start_offset, log.end_offset, log.last_fetched_epoch) == (4, 4, 3)
+    assert RaftLog(snap, [LogEntry(4, 3, b""), LogEntry(5, 3, b"")]).end_offset == 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from collections import deque
 
 import pytest
@@ -26,7 +27,9 @@ def test_quorum_survives_faults(seed: int) -> None:
     except AssertionError as e:
         reproduce = f"SAMSA_SIM_SEED={seed} SAMSA_SIM_TRACE=1 .venv/bin/python -m pytest -q tests/sim"
         tail = "\n".join(trace)
-        pytest.fail(f"seed {seed} failed: {e}\nreproduce: {reproduce}\nlast events:\n{tail}", pytrace=False)
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        what = f"{e or type(e).__name__} (at {where.filename}:{where.lineno}: {where.line})"
+        pytest.fail(f"seed {seed} failed: {what}\nreproduce: {reproduce}\nlast events:\n{tail}", pytrace=False)
     finally:
         if os.environ.get("SAMSA_SIM_TRACE"):
             print("\n".join(trace), file=sys.stderr)
