@@ -1,7 +1,7 @@
 """Seeded simulation of 3- and 5-voter quorums plus an observer under network, disk and crash faults.
 
-SAMSA_SIM_SEEDS=5000 runs more seeds (default 300); SAMSA_SIM_SEED=123 runs just one, and
-SAMSA_SIM_TRACE=1 prints its event trace.
+SAMSA_SIM_SEEDS=5000 runs more seeds (default 300; SAMSA_SIM_SEED_BASE shifts the range);
+SAMSA_SIM_SEED=123 runs just one, and SAMSA_SIM_TRACE=1 prints its event trace.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import pytest
 from sim.scenario import run_seed
 
 _ONE = os.environ.get("SAMSA_SIM_SEED")
-_SEEDS = [int(_ONE)] if _ONE else list(range(int(os.environ.get("SAMSA_SIM_SEEDS", "300"))))
+_BASE = int(os.environ.get("SAMSA_SIM_SEED_BASE", "0"))
+_SEEDS = [int(_ONE)] if _ONE else list(range(_BASE, _BASE + int(os.environ.get("SAMSA_SIM_SEEDS", "300"))))
 
 
 @pytest.mark.parametrize("seed", _SEEDS, ids=lambda s: f"seed_{s}")
