@@ -5,7 +5,17 @@ next. Every Persist*/AppendToLog/TruncateLog/AdvanceLogStartOffset action must b
 before the driver executes any later action: that is how "persist before you send" holds — a vote
 grant is sent after its PersistQuorumState, a follower's Fetch acknowledging an offset after the
 AppendToLog that wrote it. A driver with a slow disk simply holds later actions back; it may keep
-stepping the core meanwhile.
+stepping the core meanwhile (the new actions queue behind). There is no completion input: a persist
+action is complete when the driver moves past it. A crash loses the queue, never a durable write.
+
+A driver loop, in short:
+
+    core = RaftCore(node_id, config, rng, now_ms, quorum_state=..., snapshot=..., entries=...)
+    queue.extend(core.step(Tick(), now_ms))          # then: every message, timer and snapshot
+    # executor, in order: PersistQuorumState / AppendToLog / TruncateLog / PersistSnapshot /
+    #   AdvanceLogStartOffset -> write + fsync; Send -> encode (kio) and send; CommitUpTo /
+    #   LoadSnapshot -> the state machine; BecomeLeader / BecomeFollower -> the controller.
+    # timer: step(Tick()) at core.next_deadline_ms().
 """
 
 from __future__ import annotations
