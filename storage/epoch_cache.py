@@ -19,6 +19,11 @@ class LeaderEpochCache:
         self._epochs: list[int] = [e for e, _ in entries or []]
         self._offsets: list[int] = [o for _, o in entries or []]
 
+    def reset(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the in-memory entries (on load); does not write the file."""
+        self._epochs = [e for e, _ in entries]
+        self._offsets = [o for _, o in entries]
+
     @property
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._epochs, self._offsets, strict=True))

@@ -31,7 +31,7 @@ from storage.file_io import Buffer, FileIO
 from storage.handle_cache import HandleCache
 from storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
 from storage.records_scan import crc_with_header, record_timestamps
-from storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment, segment_stem
+from storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment
 
 logger = logging.getLogger(__name__)
 
@@ -184,8 +184,9 @@ class Log:
             self._add_segment(LogSegment.create(self.directory, base, self._cache, config, created_ms=now_ms))
         else:
             for base in sorted(log_bases):
-                seg = LogSegment(self.directory, base, self._cache, config, created_ms=now_ms,
-                                 size_bytes=io.size(self.directory / f"{segment_stem(base)}.log"))
+                seg = LogSegment(self.directory, base, self._cache, config, created_ms=now_ms, size_bytes=-1)
+                seg.size_bytes = io.size(seg.log_path)
+                seg.tail_loaded = seg.size_bytes == 0
                 self._add_segment(seg)
             self._recover_segments(rp)
 
@@ -258,13 +259,13 @@ class Log:
             logger.warning("%s is corrupt (%s): rebuilding it from the log", path, e)
             entries = None
         if entries is None:
-            self._epochs = LeaderEpochCache(self._io, self.directory)
+            self._epochs.reset([])
             for _, header in self._iter_headers_from(self._segments[0].base_offset):
                 self._epochs.assign(header.partition_leader_epoch, header.base_offset, flush=False)
             if exists or self._epochs.entries:  # a new, empty log needs no file (and no fsync) yet
                 self._epochs.flush()
         else:
-            self._epochs = LeaderEpochCache(self._io, self.directory, entries)
+            self._epochs.reset(entries)
             self._epochs.truncate_from_end(self.log_end_offset)
         self._epochs.truncate_from_start(self.log_start_offset)
 
