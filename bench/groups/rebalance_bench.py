@@ -18,6 +18,7 @@ Prints each repetition, the medians and the Samsa/Kafka ratio, and the machine.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -161,9 +162,18 @@ def main() -> int:
         results["kafka"] = run("kafka", c.bootstrap, args.client, args.reps, workdir)
     print()
     print(f"{'median (s)':28} {'samsa':>8} {'kafka':>8} {'samsa/kafka':>12}")
+    summary: dict[str, dict[str, float]] = {}
     for name, label in (("failover", "SIGKILL -> next poll"), ("rebalance10", "10-member rebalance")):
         sm, km = statistics.median(results["samsa"][name]), statistics.median(results["kafka"][name])
+        summary[name] = {"samsa_median_s": sm, "kafka_median_s": km, "ratio": sm / km}
         print(f"{label:28} {sm:8.2f} {km:8.2f} {sm / km:12.2f}")
+    out = REPO / "bench" / "results" / f"groups-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": {"node": platform.node(), "cpus": os.cpu_count(),
+                                           "python": platform.python_version(), "load_1m": os.getloadavg()[0]},
+                               "client": args.client, "session_timeout_ms": SESSION_MS, "runs": results,
+                               "summary": summary}, indent=2) + "\n")
+    print(f"wrote {out.relative_to(REPO)}")
     return 0
 
 
