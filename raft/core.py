@@ -451,8 +451,9 @@ class RaftCore:
 
 
 def _coalesce(actions: list[Action]) -> list[Action]:
-    """Drop a PersistQuorumState that a later one overwrites before anything is sent (one fsync
-    instead of two when, say, a vote request both raises the epoch and gets our vote), and all but the
+    """Drop a PersistQuorumState that the next one overwrites with nothing but notifications between
+    them (one fsync instead of two when, say, a vote request both raises the epoch and gets our vote;
+    never across a Send or a log write, which must follow the state it was made in), and all but the
     last BecomeLeader/BecomeFollower of a step (the driver only needs where we ended up)."""
     notifications = [i for i, a in enumerate(actions) if isinstance(a, BecomeLeader | BecomeFollower)]
     if len(notifications) > 1:
@@ -461,11 +462,10 @@ def _coalesce(actions: list[Action]) -> list[Action]:
     out: list[Action] = []
     for action in actions:
         if isinstance(action, PersistQuorumState):
-            for i in range(len(out) - 1, -1, -1):
-                if isinstance(out[i], Send):
-                    break
-                if isinstance(out[i], PersistQuorumState):
-                    del out[i]
-                    break
+            i = len(out) - 1
+            while i >= 0 and isinstance(out[i], BecomeLeader | BecomeFollower):
+                i -= 1
+            if i >= 0 and isinstance(out[i], PersistQuorumState):
+                del out[i]
         out.append(action)
     return out
