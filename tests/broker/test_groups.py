@@ -296,3 +296,49 @@ def test_offsets_and_groups_survive_restart(samsa_factory: Any) -> None:
     s.start()  # after SIGKILL too
     with s.connect() as conn:
         assert fetch_offsets(conn, "durable", [("t", 0)]) == {("t", 0): 11}
+
+
+def test_every_advertised_version(broker: Any) -> None:
+    """Each group API at each version we advertise round-trips with the fields that version has."""
+    with broker.connect() as conn:
+        create_topic(conn, "t")
+        advertised = {k: conn.versions[k] for k in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)}
+        assert advertised == {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
+                              15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
+        assert 68 not in conn.versions  # ConsumerGroupHeartbeat (KIP-848) is not advertised
+        for v in range(0, 10):
+            group = f"v{v}"
+            j = join(conn, group, version=v)
+            if j.error_code.value == 79:
+                j = join(conn, group, member_id=j.member_id, version=v)
+            assert j.error_code.value == 0 and j.generation_id == 1, (v, j)
+            sv = min(v, 5)
+            s = conn.request(14, {"group_id": group, "generation_id": 1, "member_id": j.member_id,
+                                  "protocol_type": "consumer", "protocol_name": "range",
+                                  "assignments": [{"member_id": j.member_id, "assignment": b"A"}]}, version=sv)
+            assert s.error_code.value == 0 and s.assignment == b"A", (v, s)
+            hb = conn.request(12, {"group_id": group, "generation_id": 1, "member_id": j.member_id},
+                              version=min(v, 4))
+            assert hb.error_code.value == 0
+            cv = max(2, v)
+            assert commit(conn, group, 1, j.member_id, {("t", 0): v + 1}, version=cv) == {("t", 0): 0}
+            assert fetch_offsets(conn, group, [("t", 0)], version=max(1, v)) == {("t", 0): v + 1}
+            d = conn.request(15, {"groups": [group]}, version=min(v, 6))
+            assert d.groups[0].group_state == "Stable" and d.groups[0].members[0].member_assignment == b"A"
+            lv = min(v, 5)
+            if lv >= 3:
+                r = conn.request(13, {"group_id": group, "members": [{"member_id": j.member_id}]}, version=lv)
+                assert r.error_code.value == 0 and r.members[0].error_code.value == 0
+            else:
+                r = conn.request(13, {"group_id": group, "member_id": j.member_id}, version=lv)
+                assert r.error_code.value == 0
+        for v in range(0, 6):
+            listed = conn.request(16, {}, version=v)
+            assert {g.group_id for g in listed.groups} == {f"v{i}" for i in range(10)}
+        for v in range(0, 3):
+            r = conn.request(42, {"groups_names": [f"v{v}"]}, version=v)
+            assert r.results[0].error_code.value == 0
+        r = conn.request(47, {"group_id": "v5", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]},
+                         version=0)
+        assert r.error_code.value == 0 and r.topics[0].partitions[0].error_code.value == 0
+        assert fetch_offsets(conn, "v5", [("t", 0)]) == {("t", 0): -1}
