@@ -369,7 +369,7 @@ class LogSegment:
         while pos < file_size:
             rel = pos - buf_start
             if len(buf) - rel < BATCH_HEADER_BYTES:
-                buf = io.pread(fd, RECOVERY_CHUNK_BYTES, pos)
+                buf = io.pread(fd, min(RECOVERY_CHUNK_BYTES, file_size - pos), pos)
                 buf_start, rel = pos, 0
                 if len(buf) < BATCH_HEADER_BYTES:
                     error = f"torn batch header at position {pos}"
@@ -384,7 +384,7 @@ class LogSegment:
                 error = f"torn batch at position {pos} ({size} bytes claimed, {file_size - pos} present)"
                 break
             if len(buf) - rel < size:
-                buf = io.pread(fd, max(RECOVERY_CHUNK_BYTES, size), pos)
+                buf = io.pread(fd, max(min(RECOVERY_CHUNK_BYTES, file_size - pos), size), pos)
                 buf_start, rel = pos, 0
             if not is_crc_valid(buf, header, rel):
                 error = f"CRC mismatch in batch at position {pos}"
