@@ -2,12 +2,14 @@
 
     Unattached  --election timeout-->       Prospective   (voters only; KIP-996 pre-vote)
     Prospective --majority of pre-votes-->  Candidate     (epoch + 1, votes for itself)
+    Prospective --rejected / timeout-->     Follower of the leader it knew, else Unattached (backoff)
     Candidate   --majority of votes-->      Leader        (appends LeaderChange, BeginQuorumEpoch)
-    Candidate / Prospective --timeout-->    Prospective   (a new pre-vote round, no epoch bump)
+    Candidate   --rejected / timeout-->     Prospective   (after a backoff; no epoch bump)
     Leader      --check-quorum / Resign-->  Resigned      (EndQuorumEpoch to the voters)
     Resigned    --election timeout-->       Prospective
-    Follower    --fetch timeout-->          Prospective   (observers: Unattached)
+    Follower    --fetch timeout-->          Prospective   (observers: Unattached, then ask any voter)
     any         --higher epoch seen-->      Follower (leader known) or Unattached
+    not leader  --leader of our epoch known-->  Follower
 """
 
 from __future__ import annotations
