@@ -41,16 +41,19 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
         return out
     log = partition.log
     upper = log.high_watermark  # equals the last stable offset until transactions exist
-    latest_epoch = log.latest_epoch()
-    epoch = latest_epoch if latest_epoch is not None else -1
     ts = p.timestamp
     try:
         if ts == LATEST:
-            out.update(offset=upper, leader_epoch=epoch)
+            # Kafka's leader assigns its epoch in the epoch cache when it becomes leader, so the cache's
+            # latest epoch, which Kafka answers, is the current leader epoch (also for an empty log).
+            out.update(offset=upper, leader_epoch=partition.leader_epoch)
         elif ts in (EARLIEST, EARLIEST_LOCAL):
-            # Kafka reports the epoch covering the log start; -1 (unknown) only skips the client's
-            # KIP-320 validation of the position, never a wrong answer.
-            out.update(offset=log.log_start_offset, leader_epoch=-1)
+            # Kafka answers epochForOffset(logStartOffset): the epoch of the last cache entry starting at
+            # or before it -- with the become-leader entry above, the leader's epoch if there is none yet.
+            start = log.log_start_offset
+            entries = log.epoch_entries
+            epoch = next((e for e, offset in reversed(entries) if offset <= start), -1)
+            out.update(offset=start, leader_epoch=epoch if entries else partition.leader_epoch)
         elif ts == EARLIEST_PENDING_UPLOAD:
             pass
         elif ts == MAX_TIMESTAMP:

@@ -187,14 +187,6 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                              ("segment.jitter.ms", "log.roll.jitter.ms"), ("segment.ms", "log.roll.ms"))
     ],
 }
-_EARLIEST_EPOCH = ("*earliest*/leader_epoch", "ListOffsets v4+ EARLIEST (-2) / EARLIEST_LOCAL (-4): Kafka "
-                   "returns the leader epoch of the log start offset (0); Samsa -1")
-KNOWN_DIFFERENCES["delete_records"] = [_EARLIEST_EPOCH]
-KNOWN_DIFFERENCES["list_offsets_by_timestamp"] = [
-    _EARLIEST_EPOCH,
-    ("empty/*/leader_epoch", "ListOffsets v4+ on an empty partition, LATEST/EARLIEST/EARLIEST_LOCAL: Kafka "
-                             "returns the current leader epoch (0, assigned when it became leader); Samsa -1"),
-]
 
 
 def paths(value: Any, prefix: str = "") -> list[str]:
