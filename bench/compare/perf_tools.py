@@ -130,9 +130,9 @@ def run_producer(ctx: Context) -> ScenarioResult:
         if acks not in kafka_rate:
             continue
         target_rate = max(1, int(kafka_rate[acks] * 0.5))
-        rn = min(n, max(200, target_rate)) if ctx.smoke else n  # smoke: about a second of sending
+        rn = min(n, max(200, int(target_rate * ctx.args.rate_seconds)))  # bounded in time on a slow machine
         r.notes.append(f"fixed rate acks={acks}: {target_rate:,} records/s (50% of Kafka's unthrottled rate), "
-                       f"{rn:,} records")
+                       f"{rn:,} records (at most {ctx.args.rate_seconds:g} s of sending)")
         ms = {p: r.metric(f"acks={acks} @{target_rate:,}/s {p}", "ms", "lower") for p in ("p50", "p99", "p99.9")}
         topic = f"pp-rate-acks{acks}"
         for t in ctx.each():

@@ -39,10 +39,10 @@ SCENARIOS: dict[str, Callable[[Context], ScenarioResult]] = {
     "scale": footprint.run_scale,
 }
 
-SMOKE = {"records": 2000, "e2e_rate": 500, "e2e_seconds": 2.0, "scale": "10", "startup_repeats": 1,
-         "producers": 2, "partitions": 4}
-FULL = {"records": 1_000_000, "e2e_rate": 1000, "e2e_seconds": 20.0, "scale": "1000,10000", "startup_repeats": 3,
-        "producers": 4, "partitions": 8}
+SMOKE = {"records": 2000, "rate_seconds": 1.0, "e2e_rate": 500, "e2e_seconds": 2.0, "scale": "10",
+         "startup_repeats": 1, "producers": 2, "partitions": 4}
+FULL = {"records": 1_000_000, "rate_seconds": 60.0, "e2e_rate": 1000, "e2e_seconds": 20.0, "scale": "1000,10000",
+        "startup_repeats": 3, "producers": 4, "partitions": 8}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -51,6 +51,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="tiny counts; only checks that the harness works")
     p.add_argument("--records", type=int, help="records per producer/consumer run (default 1,000,000; smoke 2,000)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, from {','.join(SCENARIOS)}")
+    p.add_argument("--rate-seconds", type=float,
+                   help="the fixed-rate producer runs send min(records, rate x this) records (default 60; smoke 1)")
     p.add_argument("--producers", type=int, help="librdkafka producer processes (default 4)")
     p.add_argument("--partitions", type=int, help="partitions of the librdkafka load topic (default 8)")
     p.add_argument("--e2e-rate", type=int, help="end-to-end records/s (default 1000)")
