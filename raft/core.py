@@ -71,7 +71,12 @@ class _Inflight:
 
 
 class RaftCore:
-    """One member (voter or observer) of the metadata quorum."""
+    """One member (voter or observer) of the metadata quorum.
+
+    The driver uses step, propose, next_deadline_ms, describe_quorum and the read-only epoch,
+    leader_id, high_watermark, is_voter, state and log. The other methods without an underscore are
+    for raft.election and raft.replication.
+    """
 
     def __init__(
         self,
