@@ -102,6 +102,7 @@ def main(argv: list[str]) -> int:
         "scenarios": {}, "events": [],
     }
     print(f"machine: {machine}; load average {run['load_average_start']}", flush=True)
+    path = out_dir / f"compare-{stamp}.json"
     ctx = Context(args)
     failed = 0
     try:
@@ -117,6 +118,7 @@ def main(argv: list[str]) -> int:
             r.seconds = round(time.monotonic() - t0, 1)
             r.details["load_average_after"] = load_average()
             run["scenarios"][name] = r.as_dict()
+            path.write_text(json.dumps(run, indent=2, default=str) + "\n")  # so far (a killed run keeps its figures)
             print_result(r)
             if not args.no_charts:
                 subtitle = (f"Apache Kafka {run['kafka_version']} vs Samsa, same machine, same run "
@@ -144,7 +146,7 @@ def main(argv: list[str]) -> int:
             t.stop()
     run["load_average_end"] = load_average()
     run["seconds"] = round(time.monotonic() - ctx.t_start, 1)
-    path = out_dir / f"compare-{stamp}.json"
+    run["complete"] = True
     path.write_text(json.dumps(run, indent=2, default=str) + "\n")
     print(f"results: {path} ({run['seconds']:.0f} s, load average at the end {run['load_average_end']})", flush=True)
     return 1 if failed else 0
