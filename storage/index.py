@@ -70,6 +70,40 @@ class SparseIndex:
         a, b = self.ENTRY.unpack(raw)
         return int(a), int(b)
 
+    def search_window(self, field: int, target: int, lo: int, count: int) -> tuple[int, tuple[int, int] | None]:
+        """The last entry among lo .. lo+count-1 whose `field` is <= target: (index, entry), or (lo - 1, None).
+
+        One pread for the part of the window on disk, then a binary search in that buffer.
+        """
+        disk = self._disk()
+        hi = min(lo + count, disk + len(self._pending))
+        size = self.ENTRY.size
+        best: tuple[int, tuple[int, int] | None] = (lo - 1, None)
+        if lo < min(hi, disk):
+            raw = self._cache.file_io.pread(self._cache.get(self.path), (min(hi, disk) - lo) * size, lo * size)
+            a, b = 0, len(raw) // size - 1
+            while a <= b:
+                m = (a + b) // 2
+                entry = self.ENTRY.unpack_from(raw, m * size)
+                if entry[field] <= target:
+                    best = (lo + m, (int(entry[0]), int(entry[1])))
+                    a = m + 1
+                else:
+                    b = m - 1
+            if best[0] < lo + len(raw) // size - 1 or hi <= disk:
+                return best
+        start = max(lo, disk)
+        pending = self._pending
+        a, b = start - disk, hi - disk - 1
+        while a <= b:
+            m = (a + b) // 2
+            if pending[m][field] <= target:
+                best = (disk + m, pending[m])
+                a = m + 1
+            else:
+                b = m - 1
+        return best
+
     def read_range(self, i: int, count: int) -> list[tuple[int, int]]:
         """Entries i .. i+count-1 (fewer at the end), with one pread for the part on disk."""
         disk = self._disk()

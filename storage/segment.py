@@ -269,11 +269,9 @@ class LogSegment:
         """
         count = min((end_target - start) // max(1, self.index_interval_bytes) + 2, 1 << 16)
         best_i, position = i, start
-        for k, (_, pos) in enumerate(self.offset_index.read_range(i + 1, count)):
-            if pos > end_target:
-                break
-            if pos >= start:
-                best_i, position = i + 1 + k, pos
+        found_i, entry = self.offset_index.search_window(1, end_target, i + 1, count)
+        if entry is not None and entry[1] >= start:
+            best_i, position = found_i, entry[1]
         while position < end_target:
             header = self.read_header(position)
             if header is None:
