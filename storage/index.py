@@ -126,8 +126,9 @@ class SparseIndex:
         return self._last
 
     def append_raw(self, a: int, b: int) -> None:
-        self._pending.append((a, b))
-        self._last = (a, b)
+        entry = (a, b)
+        self._pending.append(entry)
+        self._last = entry
         if len(self._pending) >= PENDING_FLUSH_COUNT:
             self.flush_pending()
 

@@ -32,6 +32,7 @@ class LogSegment:
         "_index_room",
         "_io",
         "_rolling_timestamp_ms",
+        "_time_index_last_ts",
         "base_offset",
         "created_ms",
         "index_full",
@@ -67,6 +68,7 @@ class LogSegment:
         self._bytes_since_index = 0
         self.index_full = False  # refreshed whenever index entries are added or reloaded
         self._index_room = 0  # index entries that still fit (conservative: every entry counted for both)
+        self._time_index_last_ts: int | None = None  # cached timestamp of the last time index entry
         self.roll_deadline_ms: int | None = None  # rolling timestamp + segment.ms, computed on demand
 
     @classmethod
@@ -143,7 +145,14 @@ class LogSegment:
 
     def _add_index_entry(self, last_offset: int, position: int) -> None:
         self.offset_index.append_raw(last_offset - self.base_offset, position)
-        self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+        last_ts = self._time_index_last_ts
+        if last_ts is None:
+            entry = self.time_index.last_entry()
+            last_ts = entry[0] if entry is not None else -(1 << 63)
+        if self.max_timestamp_ms > last_ts:
+            self.time_index.append_raw(self.max_timestamp_ms, self.offset_of_max_timestamp - self.base_offset)
+            last_ts = self.max_timestamp_ms
+        self._time_index_last_ts = last_ts
         self._bytes_since_index = 0
         self._index_room -= 1
         if self._index_room <= 0:
@@ -205,6 +214,7 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """At roll: make sure the time index ends with the segment's max timestamp, write index tails."""
+        self._time_index_last_ts = None
         if self.max_timestamp_ms >= 0:
             self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
         self.offset_index.flush_pending()
@@ -406,6 +416,7 @@ class LogSegment:
             time_entries.append((max_ts, offset_of_max - self.base_offset))
         self.offset_index.rewrite(offset_entries)
         self.time_index.rewrite(time_entries)
+        self._time_index_last_ts = None
         self.size_bytes = pos if error is not None else file_size
         self.next_offset = expected
         self.max_timestamp_ms, self.offset_of_max_timestamp = max_ts, offset_of_max
@@ -431,6 +442,7 @@ class LogSegment:
         position, header = found
         self.offset_index.truncate_to(header.base_offset)
         self.time_index.truncate_to(header.base_offset)
+        self._time_index_last_ts = None
         self.truncate_to_position(position)
         if position == 0:
             self._rolling_timestamp_ms = None
