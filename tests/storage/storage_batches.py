@@ -118,3 +118,23 @@ NOW_MS = 1_700_000_000_000
 
 def open_log(directory: Path, config: LogConfig | None = None, *, now_ms: int = NOW_MS, **kwargs: Any) -> Log:
     return Log.open(directory, config or LogConfig(), now_ms=now_ms, **kwargs)
+
+
+def compress_batch(batch: bytes, codec: int) -> bytes:
+    """Re-encode an uncompressed batch with codec 1 gzip, 2 snappy (xerial framing), 3 lz4 or 4 zstd."""
+    import cramjam
+
+    records = batch[61:]
+    if codec == 1:
+        body = bytes(cramjam.gzip.compress(records))
+    elif codec == 2:
+        block = bytes(cramjam.snappy.compress_raw(records))
+        body = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">I", len(block)) + block
+    elif codec == 3:
+        body = bytes(cramjam.lz4.compress(records))
+    else:
+        body = bytes(cramjam.zstd.compress(records))
+    fields = list(_HEADER.unpack_from(batch, 0))
+    fields[5] |= codec  # attributes
+    after_crc = struct.pack(">hiqqqhii", *fields[5:13]) + body
+    return struct.pack(">qiibI", fields[0], 9 + len(after_crc), fields[2], 2, crc32c.crc32c(after_crc)) + after_crc

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from storage_batches import NOW_MS, decode_values, make_batch, make_control_batch, open_log
+from storage_batches import NOW_MS, compress_batch, decode_values, make_batch, make_control_batch, open_log
 
 from kproto.batch import iter_batches, parse_header
 from storage import (
@@ -285,3 +285,17 @@ def test_flush_advances_recovery_point(log_dir: Path) -> None:
     log.append_as_leader(make_batch(values(1)), leader_epoch=0, now_ms=NOW_MS)
     log.flush()
     assert log.recovery_point == 5
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_timestamp_lookup_inside_compressed_batches(log_dir: Path, codec: int) -> None:
+    log = open_log(log_dir)
+    ts = NOW_MS
+    for i in range(3):
+        batch = make_batch(values(4), timestamps=[ts + 10 * i + d for d in (0, 7, 3, 9)])
+        log.append_as_leader(compress_batch(batch, codec), leader_epoch=1, now_ms=NOW_MS)
+    assert log.fetch_offset_for_timestamp(ts + 12) == (5, ts + 17, 1)
+    assert log.fetch_offset_for_timestamp(ts + 18) == (7, ts + 19, 1)
+    assert log.max_timestamp_offset() == (11, ts + 29, 1)
+    data = log.read(0, max_bytes=1 << 20, max_offset=None).read_bytes()
+    assert [h.compression for _, h in iter_batches(data)] == [codec] * 3
