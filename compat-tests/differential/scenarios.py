@@ -714,3 +714,104 @@ def transactional_visibility(ctx: Ctx) -> Any:
     out["committed"] = txn_round([b"c1", b"c2"], 0, True)
     out["aborted"] = txn_round([b"a1"], 2, False)
     return out
+
+
+# --- idempotent producer -----------------------------------------------------------------------
+
+
+@scenario
+def idempotent_producer(ctx: Ctx) -> Any:
+    """Sequence numbers: a retry returns the original offset, a gap is refused, old epochs are fenced."""
+    from kproto.records import encode_batch
+
+    c = ctx.connect()
+    if 22 not in c.versions:
+        ctx.skip("idempotent producers not implemented (issue 5): the broker does not advertise InitProducerId")
+    t = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 1))}
+    deadline = time.monotonic() + 30
+    while True:  # a fresh Kafka answers COORDINATOR_LOAD_IN_PROGRESS until it has a block of producer ids
+        r = c.request(22, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                           "producer_epoch": -1}, version=4)
+        if err(r) != "COORDINATOR_LOAD_IN_PROGRESS(14)" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    out["init_producer_id"] = {"error": err(r), "producer_id": r.producer_id, "epoch": r.producer_epoch}
+    pid, epoch = r.producer_id, r.producer_epoch
+
+    def send(name: str, n: int, seq: int, *, producer_id: int = pid, producer_epoch: int = epoch) -> None:
+        b = encode_batch([(None, b"%s-%d" % (name.encode(), i), ()) for i in range(n)], timestamp_ms=ctx.t0,
+                         producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=seq)
+        out[name] = _produce_outcome(ctx.produce(c, t, 0, b))
+
+    send("first_seq0", 3, 0)
+    send("retry_seq0", 3, 0)  # the same batch again: its original offset, nothing appended
+    send("next_seq3", 2, 3)
+    send("retry_older_seq0", 3, 0)  # still among the last 5 batches
+    send("gap_seq10", 1, 10)
+    send("overlap_seq4", 2, 4)
+    send("bumped_epoch_seq0", 1, 0, producer_epoch=epoch + 1)
+    send("old_epoch_seq5", 1, 5)
+    send("unknown_producer_seq7", 1, 7, producer_id=pid + 1000)
+    send("unknown_producer_seq0", 1, 0, producer_id=pid + 1001)
+    r = c.request(22, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                       "producer_epoch": -1}, version=4)
+    out["second_init"] = {"error": err(r), "new_id": r.producer_id != pid, "epoch": r.producer_epoch}
+    out["log"] = _fetch_outcome(ctx.fetch(c, t, 0, 0))
+    return out
+
+
+# --- offsets of a group that never joins (assign() + commitSync), DescribeCluster ----------------
+
+
+@scenario
+def simple_consumer_offsets(ctx: Ctx) -> Any:
+    """OffsetCommit/OffsetFetch/OffsetDelete for a group with no members, as a consumer using assign() does."""
+    c = ctx.connect()
+    t = ctx.topic()
+    group = ctx.topic("simple")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 2))}
+    out["find_coordinator"] = ctx.find_coordinator(c, group, 0)
+
+    def fetch_v8(groups: list[str], topics: list[str] | None) -> Any:
+        r = c.request(9, {"groups": [{"group_id": g, "topics": None if topics is None else [
+            {"name": x, "partition_indexes": [0, 1]} for x in topics]} for g in groups],
+            "require_stable": True}, version=8)
+        return [{"group": g.group_id, "error": err(g), "topics": [
+            {"name": x.name, "partitions": [{"partition_index": p.partition_index, "offset": p.committed_offset,
+                                             "leader_epoch": p.committed_leader_epoch, "metadata": p.metadata,
+                                             "error": err(p)} for p in x.partitions]} for x in g.topics]}
+                for g in r.groups]
+
+    out["fetch_before"] = fetch_v8([group], [t])
+    r = c.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                      "group_instance_id": None, "retention_time_ms": -1,
+                      "topics": [{"name": t, "partitions": [
+                          {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": 0,
+                           "committed_metadata": "meta"},
+                          {"partition_index": 1, "committed_offset": 0, "committed_leader_epoch": -1,
+                           "committed_metadata": None},
+                          {"partition_index": 7, "committed_offset": 1, "committed_leader_epoch": -1,
+                           "committed_metadata": None}]},
+                                 {"name": ctx.topic("missing"), "partitions": [
+                                     {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                      "committed_metadata": None}]}]}, version=8)
+    out["commit"] = sorted([x.name, p.partition_index, err(p)] for x in r.topics for p in x.partitions)
+    out["fetch_after"] = fetch_v8([group, ctx.topic("nogroup")], [t])
+    out["fetch_all_topics"] = fetch_v8([group], None)
+    out["describe"] = _describe_group(c, group)
+    r = c.request(16, {"states_filter": []}, version=4)
+    out["listed"] = [[g.group_id, g.protocol_type, g.group_state] for g in r.groups if g.group_id == group]
+    r = c.request(47, {"group_id": group, "topics": [{"name": t, "partitions": [{"partition_index": 0}]}]},
+                  version=0)
+    out["offset_delete"] = {"error": err(r), "partitions": [[p.partition_index, err(p)] for x in r.topics
+                                                            for p in x.partitions]}
+    out["fetch_after_delete"] = fetch_v8([group], [t])
+    return out
+
+
+@scenario
+def describe_cluster(ctx: Ctx) -> Any:
+    c = ctx.connect()
+    return {f"v{v}": jsonable(c.request(60, {"include_cluster_authorized_operations": False}, version=v))
+            for v in (0, 1)}
