@@ -21,6 +21,7 @@ from broker.metadata.image import MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC, MetadataLog, replay
 from broker.metadata.records import BROKER_RESOURCE
 from broker.replica_manager import ReplicaManager
+from broker.txn.service import TxnService
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 
@@ -100,6 +101,8 @@ class Broker:
         self.controller = Controller(config, self.metadata_log, self._publish)
         # The group coordinator replays __consumer_offsets (if it exists) before the first request.
         self.groups = GroupService(self)
+        # The transaction coordinator replays __transaction_state and completes any Prepare* transaction.
+        self.txn = TxnService(self)
         logger.info(
             "broker %d of cluster %s loaded %d partitions in %.2f s",
             self.node_id, self.cluster_id, sum(1 for _ in self.replica_manager.partitions()),

@@ -18,8 +18,10 @@ import anyio
 from broker.config import BrokerConfig, log_config_for
 from broker.metadata.image import MetadataImage, PartitionImage
 from broker.metadata.log import METADATA_TOPIC
+from kproto.records import ControlType, encode_control_batch
 from storage.log import Log, LogAppendInfo
 from storage.log_manager import LogManager
+from storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,45 @@ class Partition:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     _waiters: set[anyio.Event] = field(default_factory=set)
+    _txn_index: TransactionIndex | None = None
+
+    # --- transactions (issue 5) ---------------------------------------------------------------
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        index = self._txn_index
+        first_base = self.log.segments[0].base_offset
+        if index is None:
+            index = TransactionIndex.open(self.log.directory, (s.base_offset for s in self.log.segments),
+                                          self.log.log_end_offset)
+            self._txn_index = index
+        index.delete_below(first_base)
+        return index
+
+    @property
+    def last_stable_offset(self) -> int:
+        return last_stable_offset(self.log.producer_states.values(), self.log.high_watermark)
+
+    def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        return self.txn_index.collect_aborted_transactions(start_offset, upper_offset)
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
+                         now: int) -> LogAppendInfo:
+        """Append a COMMIT/ABORT control batch; an abort also gets an entry in the aborted-transaction index.
+
+        Raises StorageError (e.g. InvalidProducerEpochError for a marker older than the producer's epoch).
+        """
+        entry = self.log.producer_state(producer_id)
+        first_offset = entry.current_txn_first_offset if entry is not None else None
+        index = self.txn_index  # opened before the append, so the new entry is not read back twice
+        batch = encode_control_batch(ControlType.COMMIT if committed else ControlType.ABORT,
+                                     producer_id=producer_id, producer_epoch=producer_epoch,
+                                     coordinator_epoch=coordinator_epoch, timestamp_ms=now)
+        info = self.append_as_leader(bytearray(batch), now)
+        if not committed and first_offset is not None:
+            index.append(self.log.active_segment.base_offset,
+                         AbortedTxn(producer_id, first_offset, info.last_offset, self.last_stable_offset))
+        return info
 
     def append_as_leader(self, records: bytearray, now: int) -> LogAppendInfo:
         info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, now_ms=now)

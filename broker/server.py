@@ -142,6 +142,7 @@ async def serve(
         tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, checkpoint, "high watermark checkpoint")
         tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
         tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
+        tg.start_soon(broker.txn.run)  # transaction timeouts, unwritten markers, transactional id expiry
         logger.info("listening on %s:%d", host, bound_port)
         if started is not None:
             r = started(bound_port)

@@ -13,6 +13,8 @@ from typing import Any
 from kio.serial import entity_writer
 
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -23,6 +25,9 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -31,6 +36,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -38,6 +44,8 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from broker.wire import build
 from kproto.errors import ErrorCode
@@ -74,6 +82,11 @@ HANDLERS: dict[int, Api] = {
         Api(21, 0, 2, delete_records.handle_delete_records),
         Api(22, 0, 5, init_producer_id.handle_init_producer_id),
         Api(23, 2, 4, offset_for_leader_epoch.handle_offset_for_leader_epoch),
+        Api(24, 0, 5, add_partitions_to_txn.handle_add_partitions_to_txn),
+        Api(25, 0, 4, add_offsets_to_txn.handle_add_offsets_to_txn),
+        Api(26, 0, 4, end_txn.handle_end_txn),
+        Api(27, 1, 1, write_txn_markers.handle_write_txn_markers),
+        Api(28, 0, 4, txn_offset_commit.handle_txn_offset_commit),
         Api(32, 1, 4, describe_configs.handle_describe_configs),
         Api(33, 0, 2, alter_configs.handle_alter_configs),
         Api(37, 0, 3, create_partitions.handle_create_partitions),
@@ -81,6 +94,9 @@ HANDLERS: dict[int, Api] = {
         Api(44, 0, 1, alter_configs.handle_incremental_alter_configs),
         Api(47, 0, 0, offset_delete.handle_offset_delete),
         Api(60, 0, 1, describe_cluster.handle_describe_cluster),
+        Api(61, 0, 0, describe_producers.handle_describe_producers),
+        Api(65, 0, 0, describe_transactions.handle_describe_transactions),
+        Api(66, 0, 2, list_transactions.handle_list_transactions),
     )
 }
 

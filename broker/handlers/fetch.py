@@ -7,8 +7,9 @@ diverging_epoch; v13 identifies topics by topic_id (KIP-516); v15 moves replica_
 replica_state; v16-v17 add node_endpoints and replica_directory_id tags.
 
 A fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
-watermark, at least one batch for the first partition with data (so a large record never blocks a
-consumer), and waits up to max_wait_ms for min_bytes.
+watermark (read_committed: the last stable offset, with the aborted transactions in that range), at
+least one batch for the first partition with data (so a large record never blocks a consumer), and
+waits up to max_wait_ms for min_bytes.
 """
 
 from __future__ import annotations
@@ -95,24 +96,30 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
         return result
     log = p.log
     high_watermark = log.high_watermark
+    last_stable = p.last_stable_offset
     result["current_leader"] = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     try:
         data = log.read(
             w.fetch_offset,
             max_bytes=max(0, min(w.partition_max_bytes, budget)),
-            max_offset=high_watermark,  # the LSO equals the high watermark until transactions land
+            max_offset=last_stable if isolation == READ_COMMITTED else high_watermark,
             min_one_batch=first,
         )
         records = data.read_bytes() if data.size_bytes else b""
+        aborted = None
+        if isolation == READ_COMMITTED:
+            # Aborted transactions overlapping what is returned, so the client drops their records.
+            aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                       for a in p.aborted_transactions(w.fetch_offset, last_stable)] if records else []
     except StorageError as e:
         result["error_code"] = ErrorCode(e.error_code)
         return result
     result.update(
         high_watermark=high_watermark,
-        last_stable_offset=high_watermark,
+        last_stable_offset=last_stable,
         log_start_offset=log.log_start_offset,
         records=records,
-        aborted_transactions=[] if isolation == READ_COMMITTED else None,
+        aborted_transactions=aborted,
     )
     return result
 

@@ -22,14 +22,19 @@ TRANSACTION_KEY_TYPE = 1
 def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     broker = ctx.broker
     if key_type == TRANSACTION_KEY_TYPE:
-        return _error(key, ErrorCode.coordinator_not_available, "Samsa has no transaction coordinator yet")
-    if key_type != GROUP_KEY_TYPE:
+        if not key:
+            return _error(key, ErrorCode.invalid_request, "The transactional id must not be empty")
+        error = broker.txn.coordinator_error(key)  # creates __transaction_state on first use
+        if error != ErrorCode.none:
+            return _error(key, error, None)
+    elif key_type != GROUP_KEY_TYPE:
         return _error(key, ErrorCode.invalid_request, f"Unsupported key type {key_type}")
-    if not key:
+    elif not key:
         return _error(key, ErrorCode.invalid_request, "The group id must not be empty")
-    error = broker.groups.coordinator_error(key)
-    if error != ErrorCode.none:
-        return _error(key, error, None)
+    else:
+        error = broker.groups.coordinator_error(key)
+        if error != ErrorCode.none:
+            return _error(key, error, None)
     config = broker.config
     return {"key": key, "node_id": broker.node_id, "host": config.advertised_host, "port": config.advertised_port,
             "error_code": ErrorCode.none, "error_message": None}

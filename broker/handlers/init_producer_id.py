@@ -1,12 +1,11 @@
 """InitProducerId (key 22), v0-v5.
 
-Hands an idempotent producer a new producer id with epoch 0 (Kafka does the same for every request
-without a transactional id, including KIP-360's epoch-bump requests of v3+, which carry the old id).
-v2 is flexible; v3 adds producer_id/producer_epoch (KIP-360); v4-v5 change only error handling.
-
-Transactions (issue 5) are not implemented yet: a request with a transactional id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, so a transactional producer fails at once with a clear error
-instead of retrying forever.
+Without a transactional id: a new producer id with epoch 0 (Kafka does the same for every such
+request, including KIP-360's epoch-bump requests of v3+, which carry the old id).  With one: the
+transaction coordinator bumps the id's epoch (fencing any older instance), aborting a transaction the
+previous instance left open (broker/txn/).
+v2 is flexible; v3 adds producer_id/producer_epoch (KIP-360); v4 answers PRODUCER_FENCED where
+older versions get INVALID_PRODUCER_EPOCH (KIP-588); v5 changes only error handling.
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.wire import build
+from broker.handlers.add_partitions_to_txn import fenced
+from broker.wire import build, field, ms
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
@@ -22,8 +22,11 @@ from kproto.messages import response_class
 def handle_init_producer_id(request: Any, ctx: RequestContext) -> Any:
     cls = response_class(22, ctx.version)
     if request.transactional_id is not None:
-        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed,
-                           "producer_id": -1, "producer_epoch": -1})
+        result = ctx.broker.txn.init_producer_id(
+            request.transactional_id, ms(request.transaction_timeout), int(field(request, "producer_id", -1)),
+            int(field(request, "producer_epoch", -1)), ctx.now_ms)
+        return build(cls, {"throttle_time": 0, "error_code": fenced(result.error, ctx.version, 4),
+                           "producer_id": result.producer_id, "producer_epoch": result.producer_epoch})
     producer_id = ctx.broker.controller.generate_producer_id()
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": producer_id,
                        "producer_epoch": 0})

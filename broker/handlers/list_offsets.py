@@ -40,7 +40,8 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
         out["error_code"] = ErrorCode.not_leader_or_follower
         return out
     log = partition.log
-    upper = log.high_watermark  # equals the last stable offset until transactions exist
+    # read_committed sees up to the last stable offset (the first offset of the earliest open transaction)
+    upper = partition.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
     ts = p.timestamp
     try:
         if ts == LATEST:
@@ -68,7 +69,6 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
                 out.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
     except StorageError as e:
         out["error_code"] = ErrorCode(e.error_code)
-    del isolation
     return out
 
 

@@ -72,7 +72,12 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
     if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:
         return _result(ErrorCode.invalid_record, "record count does not match lastOffsetDelta")
     if header.is_transactional:
-        return _result(ErrorCode.transactional_id_authorization_failed, "transactions are not supported yet")
+        # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
+        error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
+                                              partition.partition_id)
+        if error != ErrorCode.none:
+            return _result(error, "the partition is not part of the producer's ongoing transaction"
+                           if error == ErrorCode.invalid_txn_state else None)
     if topic_config["message.timestamp.type"].lower() == "createtime":
         after = int(topic_config["message.timestamp.after.max.ms"])
         before = int(topic_config["message.timestamp.before.max.ms"])

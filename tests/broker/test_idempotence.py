@@ -61,8 +61,9 @@ def test_sequence_and_epoch_rules(conn: Connection) -> None:
     assert log_values(conn, "idem") == [b"a", b"b", b"c", b"d"]
 
 
-def test_transactional_producer_is_refused_clearly(conn: Connection) -> None:
-    assert init_pid(conn, "txn-1").error_code.value == 53
+def test_transactional_producer_gets_an_id(conn: Connection) -> None:
+    r = init_pid(conn, "txn-1")  # transactions: tests/broker/test_txn.py
+    assert r.error_code.value == 0 and r.producer_id >= 0 and r.producer_epoch == 0
 
 
 def test_retry_recognised_after_restart_and_ids_never_reused(samsa_factory: Any) -> None:

@@ -1,0 +1,27 @@
+"""AddOffsetsToTxn (key 25), v0-v4.
+
+Adds the group's `__consumer_offsets` partition to the transaction, so the TxnOffsetCommit that
+follows is part of it.  v2 answers PRODUCER_FENCED instead of INVALID_PRODUCER_EPOCH (KIP-588);
+v3 is flexible; v4 only allows TRANSACTION_ABORTABLE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.add_partitions_to_txn import fenced
+from broker.txn.service import OFFSETS_TOPIC
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def handle_add_offsets_to_txn(request: Any, ctx: RequestContext) -> Any:
+    groups = ctx.broker.groups
+    error = groups.ensure_offsets_topic()
+    if error == ErrorCode.none:
+        partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
+        error = ctx.broker.txn.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
+                                              [partition], ctx.now_ms)
+    return build(response_class(25, ctx.version), {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2)})

@@ -1,0 +1,71 @@
+"""AddPartitionsToTxn (key 24), v0-v5.
+
+v1 is v0 with the same shape (KIP-98 follow-up); v2 answers PRODUCER_FENCED instead of
+INVALID_PRODUCER_EPOCH (KIP-588); v3 is flexible; v4 batches several transactions for brokers
+(KIP-890: a top-level error code, results_by_transaction, verify_only); v5 only allows the
+TRANSACTION_ABORTABLE error.  Clients use v0-v3.  If any partition is unknown, nothing is added:
+those partitions get UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.txn.state import TransactionState
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:
+    """KIP-588: versions before `first_fenced_version` know PRODUCER_FENCED as INVALID_PRODUCER_EPOCH."""
+    if error == ErrorCode.producer_fenced and version < first_fenced_version:
+        return ErrorCode.invalid_producer_epoch
+    return error
+
+
+def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int, topics: Any,
+         verify_only: bool) -> list[dict[str, Any]]:
+    broker = ctx.broker
+    image = broker.image
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    for topic, p in wanted:
+        known = image.topics_by_name.get(topic)
+        if known is None or p not in known.partitions:
+            errors[(topic, p)] = ErrorCode.unknown_topic_or_partition
+    if errors:
+        for tp in wanted:
+            errors.setdefault(tp, ErrorCode.operation_not_attempted)
+    elif verify_only:
+        md = broker.txn.coordinator.transactions.get(transactional_id)
+        check = broker.txn.check_add(transactional_id, producer_id, producer_epoch)
+        for tp in wanted:
+            if check != ErrorCode.none:
+                errors[tp] = check
+            elif md is None or md.state is not TransactionState.ONGOING or tp not in md.partitions:
+                errors[tp] = ErrorCode.invalid_txn_state
+            else:
+                errors[tp] = ErrorCode.none
+    else:
+        error = broker.txn.add_partitions(transactional_id, producer_id, producer_epoch, wanted, ctx.now_ms)
+        errors = {tp: fenced(error, ctx.version, 2) for tp in wanted}
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, p), error in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": p, "partition_error_code": error})
+    return [{"name": name, "results_by_partition": parts} for name, parts in by_topic.items()]
+
+
+def handle_add_partitions_to_txn(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(24, ctx.version)
+    if ctx.version <= 3:
+        results = _one(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                       request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
+        return build(cls, {"throttle_time": 0, "results_by_topic_v3_and_below": results})
+    transactions = [
+        {"transactional_id": t.transactional_id,
+         "topic_results": _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)}
+        for t in request.transactions
+    ]
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": transactions})

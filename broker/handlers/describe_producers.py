@@ -1,0 +1,38 @@
+"""DescribeProducers (key 61), v0.
+
+The active producers of each partition (from the partition's producer state), as
+`kafka-transactions.sh describe-producers` shows them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"partition_index": index, "error_code": ErrorCode.none, "error_message": None,
+                           "active_producers": []}
+    partition = ctx.broker.replica_manager.get_partition(topic, index)
+    if partition is None:
+        out["error_code"] = ErrorCode.unknown_topic_or_partition
+    elif partition.leader_id != ctx.broker.node_id:
+        out["error_code"] = ErrorCode.not_leader_or_follower
+    else:
+        out["active_producers"] = [
+            {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_seq,
+             "last_timestamp": e.last_timestamp_ms, "coordinator_epoch": e.coordinator_epoch,
+             "current_txn_start_offset": -1 if e.current_txn_first_offset is None else e.current_txn_first_offset}
+            for e in sorted(partition.log.producer_states.values(), key=lambda e: e.producer_id)
+        ]
+    return out
+
+
+def handle_describe_producers(request: Any, ctx: RequestContext) -> Any:
+    topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
+              for t in request.topics]
+    return build(response_class(61, ctx.version), {"throttle_time": 0, "topics": topics})

@@ -1,0 +1,36 @@
+"""DescribeTransactions (key 65), v0: the coordinator's state of each transactional id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def _describe(ctx: RequestContext, transactional_id: str) -> dict[str, Any]:
+    txn = ctx.broker.txn
+    out: dict[str, Any] = {"error_code": ErrorCode.none, "transactional_id": transactional_id,
+                           "transaction_state": "", "transaction_timeout": 0, "transaction_start_time": 0,
+                           "producer_id": -1, "producer_epoch": -1, "topics": []}
+    error = txn.coordinator_error(transactional_id)
+    md = txn.coordinator.transactions.get(transactional_id)
+    if error != ErrorCode.none:
+        out["error_code"] = error
+    elif md is None:
+        out["error_code"] = ErrorCode.transactional_id_not_found
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(md.partitions):
+            by_topic.setdefault(topic, []).append(p)
+        out.update(transaction_state=md.state.kafka_name, transaction_timeout=md.timeout_ms,
+                   transaction_start_time=md.start_ms, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+                   topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()])
+    return out
+
+
+def handle_describe_transactions(request: Any, ctx: RequestContext) -> Any:
+    states = [_describe(ctx, t) for t in request.transactional_ids]
+    return build(response_class(65, ctx.version), {"throttle_time": 0, "transaction_states": states})

@@ -1,0 +1,24 @@
+"""EndTxn (key 26), v0-v4.
+
+Commits or aborts the producer's ongoing transaction: the coordinator stores PrepareCommit or
+PrepareAbort, writes a marker to every partition of the transaction, then stores Complete*.
+v2 answers PRODUCER_FENCED instead of INVALID_PRODUCER_EPOCH (KIP-588); v3 is flexible; v4 only
+allows TRANSACTION_ABORTABLE.  v5 (transactions V2, KIP-890: an epoch bump per transaction, returned
+in the response) is not advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.add_partitions_to_txn import fenced
+from broker.wire import build
+from kproto.messages import response_class
+
+
+def handle_end_txn(request: Any, ctx: RequestContext) -> Any:
+    error = ctx.broker.txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                   bool(request.committed), ctx.now_ms)
+    return build(response_class(26, ctx.version), {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2),
+                                                   "producer_id": -1, "producer_epoch": -1})

@@ -1,0 +1,47 @@
+"""ListTransactions (key 66), v0-v2.
+
+Filters by state name and producer id; v1 adds duration_filter (only transactions running longer
+than that many ms, KIP-994); v2 adds transactional_id_pattern (a regular expression, KIP-1152).
+State names this broker does not know come back in unknown_state_filters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from broker.context import RequestContext
+from broker.txn.state import STATE_BY_NAME
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+def handle_list_transactions(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(66, ctx.version)
+    states = set(request.state_filters)
+    unknown = sorted(s for s in states if s not in STATE_BY_NAME)
+    producer_ids = set(request.producer_id_filters)
+    duration_ms = int(field(request, "duration_filter", -1))
+    pattern_text = field(request, "transactional_id_pattern")
+    pattern = None
+    if pattern_text:
+        try:
+            pattern = re.compile(pattern_text)
+        except re.error:
+            return build(cls, {"throttle_time": 0, "error_code": ErrorCode.invalid_regular_expression,
+                               "unknown_state_filters": unknown, "transaction_states": []})
+    out = []
+    for md in ctx.broker.txn.coordinator.transactions.values():
+        if states and md.state.kafka_name not in states:
+            continue
+        if producer_ids and md.producer_id not in producer_ids:
+            continue
+        if duration_ms >= 0 and (md.start_ms < 0 or ctx.now_ms - md.start_ms <= duration_ms):
+            continue
+        if pattern is not None and not pattern.fullmatch(md.transactional_id):
+            continue
+        out.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
+                    "transaction_state": md.state.kafka_name})
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "unknown_state_filters": unknown,
+                       "transaction_states": out})

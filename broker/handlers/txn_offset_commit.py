@@ -1,0 +1,60 @@
+"""TxnOffsetCommit (key 28), v0-v4.
+
+Offsets a transactional producer commits for a group; they become the group's committed offsets
+only when the transaction commits (an abort drops them).  v2 adds committed_leader_epoch; v3 adds
+generation_id, member_id and group_instance_id (KIP-447: the commit is fenced like a consumer's
+OffsetCommit when they are given) and is flexible; v4 only allows TRANSACTION_ABORTABLE.  v5
+(transactions V2: the group is added implicitly) is not advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.group.coordinator import OffsetAndMetadata
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+NO_GENERATION = -1
+
+
+def handle_txn_offset_commit(request: Any, ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    groups = broker.groups
+    group_id = request.group_id
+    error = groups.coordinator_error(group_id)
+    generation = int(field(request, "generation_id", NO_GENERATION))
+    member_id = field(request, "member_id", "") or ""
+    instance_id = field(request, "group_instance_id")
+    if error == ErrorCode.none and (generation >= 0 or member_id):
+        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, 8,
+                                                          ctx.now_ms)
+    image = broker.image
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in request.topics:
+        known = image.topics_by_name.get(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if error != ErrorCode.none:
+                errors[tp] = error
+            elif known is None or p.partition_index not in known.partitions:
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            else:
+                offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
+                                                p.committed_metadata or "", ctx.now_ms, None)
+    if offsets:
+        result = broker.txn.txn_offset_commit(request.transactional_id, group_id, request.producer_id,
+                                              request.producer_epoch, offsets)
+        if result == ErrorCode.producer_fenced and ctx.version < 3:
+            result = ErrorCode.invalid_producer_epoch
+        errors.update({tp: result for tp in offsets})
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for topic in request.topics:
+        topics.setdefault(topic.name, []).extend(
+            {"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]}
+            for p in topic.partitions)
+    return build(response_class(28, ctx.version),
+                 {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})

@@ -1,0 +1,28 @@
+"""WriteTxnMarkers (key 27), v1-v2 (Kafka 4 removed v0).
+
+A transaction coordinator asks a partition leader to append COMMIT/ABORT markers.  Samsa's own
+coordinator calls the replica manager directly; this handler serves the same call over the wire.
+v1 is flexible; v2 adds transaction_version (KIP-890), which only changes how Kafka validates the epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.messages import response_class
+
+
+def handle_write_txn_markers(request: Any, ctx: RequestContext) -> Any:
+    markers = []
+    for m in request.markers:
+        partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
+        results = ctx.broker.txn.write_markers(m.producer_id, m.producer_epoch, m.coordinator_epoch,
+                                               bool(m.transaction_result), partitions, ctx.now_ms)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, p), error in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": p, "error_code": error})
+        markers.append({"producer_id": m.producer_id,
+                        "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]})
+    return build(response_class(27, ctx.version), {"markers": markers})

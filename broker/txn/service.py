@@ -1,0 +1,373 @@
+"""The transaction coordinator's shell: `__transaction_state` (create, append, load), markers, timers.
+
+Like Kafka, the internal topic is created on first use (FindCoordinator for a transactional id, or
+InitProducerId), with transaction.state.log.num.partitions partitions, compaction and a replication
+factor no larger than the live brokers; the coordinator of an id is the leader of partition
+abs(java hashCode(id)) % partitions.  A state change is appended before the request that caused it
+is answered.  Markers go straight to the partition leaders through the replica manager (one process:
+Kafka's TransactionMarkerChannelManager without the network hop), in Kafka's order:
+persist Prepare*, write every marker, persist Complete*.  A transaction left in Prepare* (a marker
+write failed, or the broker stopped in between) is completed by the timer, also after a restart.
+
+Transactional offset commits (TxnOffsetCommit) wait here, per producer id, and reach the group
+coordinator only when the transaction commits; an abort drops them.  They are held in memory: the
+commit applies them in the same synchronous step that writes the markers, so only a crash of the
+machine between the two appends (both go to the page cache back to back) could lose them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from broker.group.batches import encode_batch, iter_records
+from broker.group.coordinator import OffsetAndMetadata
+from broker.txn.records import (
+    CorruptTxnRecordError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    partition_for_transactional_id,
+)
+from broker.txn.state import (
+    InitResult,
+    TransactionCoordinator,
+    TransactionMetadata,
+    TransactionState,
+    TxnConfig,
+)
+from kproto.errors import ErrorCode
+from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+logger = logging.getLogger(__name__)
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+LOAD_READ_BYTES = 1 << 20
+DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked for (Kafka: 10 s)
+DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _config_int(broker: Broker, key: str, default: int) -> int:
+    try:
+        return broker.config.get_int(key)
+    except KeyError:
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class PendingOffsets:
+    group_id: str
+    offsets: dict[tuple[str, int], OffsetAndMetadata]
+
+
+class TxnService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = TxnConfig(
+            max_timeout_ms=_config_int(broker, "transaction.max.timeout.ms", 900_000),
+            transactional_id_expiration_ms=_config_int(broker, "transactional.id.expiration.ms", 604_800_000),
+        )
+        self.coordinator = TransactionCoordinator(config, broker.controller.generate_producer_id)
+        self.num_partitions = _config_int(broker, "transaction.state.log.num.partitions", 50)
+        self.timer_interval_ms = _config_int(
+            broker, "transaction.abort.timed.out.transaction.cleanup.interval.ms", DEFAULT_TIMER_INTERVAL_MS)
+        self.id_expiration_check_ms = _config_int(
+            broker, "transaction.remove.expired.transaction.cleanup.interval.ms", DEFAULT_ID_EXPIRATION_CHECK_MS)
+        # producer id -> offsets committed in its open transaction, per group
+        self.pending_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        self.load()
+
+    # --- the internal topic -------------------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        topic = self.broker.image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
+        partitions = len(topic.partitions) if topic is not None else self.num_partitions
+        return partition_for_transactional_id(transactional_id, partitions)
+
+    def ensure_topic(self) -> ErrorCode:
+        if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
+            return ErrorCode.none
+        from broker.controller import TopicSpec
+
+        live = len(self.broker.controller.live_brokers())
+        rf = max(1, min(_config_int(self.broker, "transaction.state.log.replication.factor", 3), live))
+        spec = TopicSpec(TRANSACTION_STATE_TOPIC, self.num_partitions, rf, configs={
+            "cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": str(100 * 1024 * 1024),
+            "min.insync.replicas": "1"})
+        (result,) = self.broker.controller.create_topics([spec], validate_only=False)
+        if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            logger.error("could not create %s: %s %s", TRANSACTION_STATE_TOPIC, result.error_code.name,
+                         result.error_message)
+            return ErrorCode.coordinator_not_available
+        logger.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, self.num_partitions)
+        return ErrorCode.none
+
+    def coordinator_error(self, transactional_id: str) -> ErrorCode:
+        """NONE when this broker coordinates `transactional_id` (creating the internal topic if needed)."""
+        error = self.ensure_topic()
+        if error != ErrorCode.none:
+            return error
+        partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
+                                                              self.partition_for(transactional_id))
+        if partition is None:
+            return ErrorCode.coordinator_not_available
+        if partition.leader_id != self.broker.node_id:
+            return ErrorCode.not_coordinator
+        return ErrorCode.none
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
+                                                              self.partition_for(transactional_id))
+        return partition.leader_epoch if partition is not None else 0
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def persist(self, now: int) -> ErrorCode:
+        """Append the state of every changed transaction; an error means it may not be durable."""
+        changed = self.coordinator.drain_changed()
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+        for transactional_id in changed:
+            md = self.coordinator.transactions.get(transactional_id)
+            value = encode_value(md) if md is not None else None
+            by_partition.setdefault(self.partition_for(transactional_id), []).append(
+                (encode_key(transactional_id), value))
+        error = ErrorCode.none
+        for index, records in by_partition.items():
+            partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
+            if partition is None:
+                logger.error("cannot store %d transaction records: %s-%d is missing", len(records),
+                             TRANSACTION_STATE_TOPIC, index)
+                error = ErrorCode.coordinator_not_available
+                continue
+            try:
+                partition.append_as_leader(encode_batch(records, now), now)
+            except StorageError as e:
+                logger.error("appending transaction records to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, index, e)
+                error = ErrorCode.coordinator_not_available
+        return error
+
+    def load(self) -> None:
+        topic = self.broker.image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            return
+        started = time.monotonic()
+        count = 0
+        for index in sorted(topic.partitions):
+            partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
+            if partition is None:
+                continue
+            log = partition.log
+            offset, end = log.log_start_offset, log.high_watermark
+            while offset < end:
+                data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
+                last = offset - 1
+                for record_offset, key, value in iter_records(data):
+                    last = record_offset
+                    if record_offset < offset or key is None:
+                        continue
+                    count += 1
+                    try:
+                        transactional_id = decode_key(key)
+                        if transactional_id is not None:
+                            md = None if value is None else decode_value(transactional_id, value)
+                            self.coordinator.load(transactional_id, md)
+                    except (CorruptTxnRecordError, UnicodeDecodeError) as e:
+                        logger.warning("skipping an unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC,
+                                       record_offset, e)
+                if last < offset:
+                    break
+                offset = last + 1
+        pending = self.coordinator.pending()
+        logger.info("loaded %d transaction records (%d transactional ids, %d with markers to write) from %s in "
+                    "%.2f s", count, len(self.coordinator.transactions), len(pending), TRANSACTION_STATE_TOPIC,
+                    time.monotonic() - started)
+        # Kafka's TransactionStateManager completes Prepare* transactions right after loading.
+        now = now_ms()
+        for md in pending:
+            self.finish(md, now)
+
+    # --- markers ------------------------------------------------------------------------------
+
+    def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
+                      partitions: list[tuple[str, int]], now: int) -> dict[tuple[str, int], ErrorCode]:
+        """Kafka's WriteTxnMarkers on the partition leaders (here: this broker)."""
+        results: dict[tuple[str, int], ErrorCode] = {}
+        rm = self.broker.replica_manager
+        for topic, index in partitions:
+            if topic == OFFSETS_TOPIC:
+                # Transactional offsets wait in `pending_offsets`, not in __consumer_offsets: no marker there.
+                results[(topic, index)] = ErrorCode.none
+                continue
+            partition = rm.get_partition(topic, index)
+            if partition is None:
+                results[(topic, index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            if partition.leader_id != self.broker.node_id:
+                results[(topic, index)] = ErrorCode.not_leader_or_follower
+                continue
+            try:
+                partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, committed, now)
+                results[(topic, index)] = ErrorCode.none
+            except StorageError as e:
+                results[(topic, index)] = ErrorCode(e.error_code)
+        self._complete_offsets(producer_id, committed, now)
+        return results
+
+    def _complete_offsets(self, producer_id: int, committed: bool, now: int) -> None:
+        pending = self.pending_offsets.pop(producer_id, None)
+        if not pending or not committed:
+            return
+        groups = self.broker.groups
+        for group_id, offsets in pending.items():
+            groups.coordinator.commit_offsets(group_id, "", offsets, now)
+        if groups.persist() != ErrorCode.none:
+            logger.error("transactional offsets of producer %d could not be stored", producer_id)
+
+    def finish(self, md: TransactionMetadata, now: int) -> ErrorCode:
+        """Write the markers of a Prepare* transaction (already persisted), then persist Complete*.
+
+        A deleted topic's partition is skipped (Kafka drops markers for partitions that are gone);
+        any other failure leaves the transaction in Prepare* for the timer to retry.
+        """
+        assert md.pending_markers
+        committed = md.state is TransactionState.PREPARE_COMMIT
+        results = self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch(md.transactional_id),
+                                     committed, sorted(md.partitions), now)
+        failed = {tp: e for tp, e in results.items() if e not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition)}
+        if failed:
+            logger.warning("transaction %s: markers not written yet: %s", md.transactional_id,
+                           {f"{t}-{p}": e.name for (t, p), e in failed.items()})
+            return ErrorCode.coordinator_load_in_progress
+        self.coordinator.complete(md.transactional_id, now)
+        return self.persist(now)
+
+    def _prepare_and_finish(self, md: TransactionMetadata, now: int) -> ErrorCode:
+        error = self.persist(now)
+        if error != ErrorCode.none:
+            return error
+        return self.finish(md, now)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, producer_id: int, producer_epoch: int,
+                         now: int) -> InitResult:
+        error = self.coordinator_error(transactional_id)
+        if error != ErrorCode.none:
+            return InitResult(error)
+        result, aborting = self.coordinator.init_producer_id(transactional_id, timeout_ms, producer_id,
+                                                             producer_epoch, now)
+        if aborting is not None:
+            # The previous instance left a transaction open: abort it with a bumped epoch (fencing that
+            # instance), then bump again for the caller, without making it retry.
+            if self._prepare_and_finish(aborting, now) != ErrorCode.none:
+                return InitResult(ErrorCode.concurrent_transactions)
+            result, aborting = self.coordinator.init_producer_id(transactional_id, timeout_ms, producer_id,
+                                                                 producer_epoch, now)
+            if producer_id >= 0 and result.error == ErrorCode.producer_fenced:
+                # KIP-360 caller whose epoch we just bumped: it is still the current instance.
+                result, aborting = self.coordinator.init_producer_id(transactional_id, timeout_ms, -1, -1, now)
+            assert aborting is None
+        if result.error == ErrorCode.none and self.persist(now) != ErrorCode.none:
+            return InitResult(ErrorCode.coordinator_not_available)
+        return result
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: list[tuple[str, int]], now: int) -> ErrorCode:
+        error = self.coordinator_error(transactional_id)
+        if error != ErrorCode.none:
+            return error
+        error = self.coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now)
+        if error == ErrorCode.none and self.persist(now) != ErrorCode.none:
+            return ErrorCode.coordinator_not_available
+        return error
+
+    def check_add(self, transactional_id: str, producer_id: int, producer_epoch: int) -> ErrorCode:
+        error = self.coordinator_error(transactional_id)
+        if error != ErrorCode.none:
+            return error
+        return self.coordinator.check_add(transactional_id, producer_id, producer_epoch)
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+                now: int) -> ErrorCode:
+        error = self.coordinator_error(transactional_id)
+        if error != ErrorCode.none:
+            return error
+        error, md = self.coordinator.end_txn(transactional_id, producer_id, producer_epoch, committed, now)
+        if md is None:
+            return error
+        if self.persist(now) != ErrorCode.none:
+            return ErrorCode.coordinator_not_available
+        # The outcome is decided once Prepare* is stored; markers still unwritten are retried by the timer,
+        # and the client sees CONCURRENT_TRANSACTIONS until then, as with Kafka's pending markers.
+        self.finish(md, now)
+        return ErrorCode.none
+
+    def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
+                          offsets: dict[tuple[str, int], OffsetAndMetadata]) -> ErrorCode:
+        md = self.coordinator.transactions.get(transactional_id)
+        if md is None or md.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if md.producer_epoch != producer_epoch:
+            return ErrorCode.producer_fenced
+        groups = self.broker.groups
+        if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, groups.partition_for(group_id)) \
+                not in md.partitions:
+            return ErrorCode.invalid_txn_state
+        self.pending_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+        return ErrorCode.none
+
+    def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
+        """A transactional batch is accepted only for a partition added to the producer's ongoing transaction."""
+        md = self.coordinator.by_producer_id(producer_id)
+        if md is None:
+            return ErrorCode.invalid_producer_id_mapping
+        if producer_epoch < md.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if producer_epoch > md.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if md.state is not TransactionState.ONGOING or (topic, partition) not in md.partitions:
+            return ErrorCode.invalid_txn_state
+        return ErrorCode.none
+
+    # --- timers -------------------------------------------------------------------------------
+
+    def tick(self, now: int) -> None:
+        for md in self.coordinator.pending():
+            self.finish(md, now)
+        for md in self.coordinator.abort_timed_out(now):
+            logger.info("aborting transaction %s of producer %d: older than its timeout of %d ms",
+                        md.transactional_id, md.producer_id, md.timeout_ms)
+            self._prepare_and_finish(md, now)
+
+    def expire(self, now: int) -> None:
+        expired = self.coordinator.expire_transactional_ids(now)
+        if expired:
+            logger.info("expired %d transactional ids", len(expired))
+            self.persist(now)
+
+    async def run(self) -> None:
+        """Abort timed-out transactions, retry unwritten markers, expire ids; runs for the life of the server."""
+        last_expiry = now_ms()
+        while True:
+            await anyio.sleep(self.timer_interval_ms / 1000)
+            try:
+                now = now_ms()
+                self.tick(now)
+                if now - last_expiry >= self.id_expiration_check_ms:
+                    last_expiry = now
+                    self.expire(now)
+            except Exception:
+                logger.exception("transaction coordinator timer failed")

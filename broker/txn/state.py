@@ -1,0 +1,308 @@
+"""The transaction coordinator's core: one `TransactionMetadata` per transactional id, and its state table.
+
+A pure state machine (time is the `now_ms` argument; producer ids come from a callback): it decides,
+the shell (`broker/txn/service.py`) persists to `__transaction_state` and writes the markers.
+Mirrors Kafka's TransactionCoordinator / TransactionMetadata for transactions V1 (KIP-98): the client
+adds partitions explicitly (AddPartitionsToTxn / AddOffsetsToTxn), EndTxn moves the transaction to
+Prepare*, the markers are written to every partition, then Complete*.  Fencing follows KIP-360 and
+KIP-588: every InitProducerId bumps the epoch; an ongoing transaction found there is aborted with a
+bumped epoch first (PrepareEpochFence), so the old producer instance is fenced.
+
+    state               valid previous states (Kafka's TransactionState.validPreviousStates)
+    Empty               Empty, CompleteCommit, CompleteAbort
+    Ongoing             Ongoing, Empty, CompleteCommit, CompleteAbort
+    PrepareCommit       Ongoing
+    PrepareAbort        Ongoing, PrepareEpochFence
+    CompleteCommit      PrepareCommit
+    CompleteAbort       PrepareAbort
+    Dead                Empty, CompleteCommit, CompleteAbort
+    PrepareEpochFence   Ongoing
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from kproto.errors import ErrorCode
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+# Kafka bumps to a new producer id when the epoch would reach Short.MaxValue (RecordBatch.NO_PRODUCER_EPOCH
+# is -1, and the last usable epoch is 32766 so a timeout abort can still bump once).
+MAX_PRODUCER_EPOCH = 32766
+
+
+class TransactionState(IntEnum):
+    """The byte Kafka stores in TransactionLogValue.TransactionStatus."""
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def kafka_name(self) -> str:
+        """The name DescribeTransactions / ListTransactions use (Kafka's TransactionState.stateName)."""
+        return _NAMES[self]
+
+
+S = TransactionState
+_NAMES = {
+    S.EMPTY: "Empty", S.ONGOING: "Ongoing", S.PREPARE_COMMIT: "PrepareCommit", S.PREPARE_ABORT: "PrepareAbort",
+    S.COMPLETE_COMMIT: "CompleteCommit", S.COMPLETE_ABORT: "CompleteAbort", S.DEAD: "Dead",
+    S.PREPARE_EPOCH_FENCE: "PrepareEpochFence",
+}
+STATE_BY_NAME = {name: state for state, name in _NAMES.items()}
+
+VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
+    S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.PREPARE_COMMIT: frozenset({S.ONGOING}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
+    S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
+    S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
+}
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TransactionState = S.EMPTY
+    partitions: set[TopicPartition] = field(default_factory=set)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    last_producer_epoch: int = NO_PRODUCER_EPOCH  # not persisted (Kafka keeps it in memory too)
+
+    def transition(self, to: TransactionState, now_ms: int) -> None:
+        assert self.state in VALID_PREVIOUS_STATES[to], f"{self.transactional_id}: {self.state.name} -> {to.name}"
+        self.state = to
+        self.last_update_ms = now_ms
+
+    @property
+    def pending_markers(self) -> bool:
+        return self.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnConfig:
+    max_timeout_ms: int = 900_000  # transaction.max.timeout.ms
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000  # transactional.id.expiration.ms
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+class TransactionCoordinator:
+    """Every method returns an error value; `changed` collects the ids whose state must be persisted."""
+
+    def __init__(self, config: TxnConfig, generate_producer_id: Callable[[], int]) -> None:
+        self.config = config
+        self._generate_producer_id = generate_producer_id
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self._by_producer_id: dict[int, TransactionMetadata] = {}
+        self.changed: list[str] = []
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _changed(self, md: TransactionMetadata) -> None:
+        if md.transactional_id not in self.changed:
+            self.changed.append(md.transactional_id)
+
+    def drain_changed(self) -> list[str]:
+        changed, self.changed = self.changed, []
+        return changed
+
+    def _index(self, md: TransactionMetadata, old_producer_id: int = NO_PRODUCER_ID) -> None:
+        if self._by_producer_id.get(old_producer_id) is md:
+            del self._by_producer_id[old_producer_id]
+        self._by_producer_id[md.producer_id] = md
+
+    def by_producer_id(self, producer_id: int) -> TransactionMetadata | None:
+        return self._by_producer_id.get(producer_id)
+
+    def _check_producer(self, md: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode:
+        if md is None or md.state is S.DEAD or md.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if producer_epoch != md.producer_epoch:
+            return ErrorCode.producer_fenced
+        return ErrorCode.none
+
+    def _bump_epoch(self, md: TransactionMetadata) -> None:
+        md.last_producer_epoch = md.producer_epoch
+        if md.producer_epoch >= MAX_PRODUCER_EPOCH:
+            old = md.producer_id
+            md.producer_id = self._generate_producer_id()
+            md.producer_epoch = 0
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+            self._index(md, old)
+        else:
+            md.producer_epoch += 1
+
+    # --- InitProducerId -----------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int,
+                         expected_epoch: int, now_ms: int) -> tuple[InitResult, TransactionMetadata | None]:
+        """(result, metadata of a transaction that must be aborted first, in PrepareAbort).
+
+        With an ongoing transaction the epoch is bumped and the transaction moves to PrepareAbort;
+        the shell writes its abort markers, calls `complete`, and then calls this again.
+        """
+        if not transactional_id:
+            return InitResult(ErrorCode.invalid_request), None
+        if timeout_ms <= 0 or timeout_ms > self.config.max_timeout_ms:
+            return InitResult(ErrorCode.invalid_transaction_timeout), None
+        md = self.transactions.get(transactional_id)
+        if md is None or md.state is S.DEAD:
+            md = TransactionMetadata(transactional_id, self._generate_producer_id(), 0, timeout_ms,
+                                     S.EMPTY, set(), -1, now_ms)
+            self.transactions[transactional_id] = md
+            self._index(md)
+            self._changed(md)
+            return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch), None
+        if md.pending_markers or md.state is S.PREPARE_EPOCH_FENCE:
+            return InitResult(ErrorCode.concurrent_transactions), None
+        if expected_producer_id != NO_PRODUCER_ID:
+            # KIP-360: a producer that knows its id and epoch may only bump its own current epoch; a
+            # retry of a bump that already happened gets the same answer again.
+            if expected_producer_id != md.producer_id:
+                return InitResult(ErrorCode.producer_fenced), None
+            if expected_epoch == md.last_producer_epoch and md.state is not S.ONGOING:
+                return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch), None
+            if expected_epoch != md.producer_epoch:
+                return InitResult(ErrorCode.producer_fenced), None
+        if md.state is S.ONGOING:
+            md.transition(S.PREPARE_EPOCH_FENCE, now_ms)
+            self._bump_epoch(md)
+            md.transition(S.PREPARE_ABORT, now_ms)
+            self._changed(md)
+            return InitResult(ErrorCode.concurrent_transactions), md
+        self._bump_epoch(md)
+        md.timeout_ms = timeout_ms
+        md.partitions = set()
+        md.transition(S.EMPTY, now_ms)
+        self._changed(md)
+        return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch), None
+
+    # --- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------
+
+    def check_add(self, transactional_id: str, producer_id: int, producer_epoch: int) -> ErrorCode:
+        md = self.transactions.get(transactional_id)
+        error = self._check_producer(md, producer_id, producer_epoch)
+        if error != ErrorCode.none:
+            return error
+        assert md is not None
+        if md.pending_markers or md.state is S.PREPARE_EPOCH_FENCE:
+            return ErrorCode.concurrent_transactions
+        return ErrorCode.none
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[TopicPartition], now_ms: int) -> ErrorCode:
+        error = self.check_add(transactional_id, producer_id, producer_epoch)
+        if error != ErrorCode.none:
+            return error
+        md = self.transactions[transactional_id]
+        wanted = set(partitions)
+        if md.state is S.ONGOING and wanted <= md.partitions:
+            return ErrorCode.none
+        if md.state is not S.ONGOING:
+            md.partitions = set()
+            md.start_ms = now_ms
+        md.partitions |= wanted
+        md.transition(S.ONGOING, now_ms)
+        self._changed(md)
+        return ErrorCode.none
+
+    # --- EndTxn -------------------------------------------------------------------------------
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+                now_ms: int) -> tuple[ErrorCode, TransactionMetadata | None]:
+        """(error, metadata now in Prepare* whose markers the shell must write)."""
+        md = self.transactions.get(transactional_id)
+        error = self._check_producer(md, producer_id, producer_epoch)
+        if error != ErrorCode.none:
+            return error, None
+        assert md is not None
+        match md.state:
+            case S.ONGOING:
+                md.transition(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms)
+                self._changed(md)
+                return ErrorCode.none, md
+            case S.COMPLETE_COMMIT:
+                return (ErrorCode.none if committed else ErrorCode.invalid_txn_state), None
+            case S.COMPLETE_ABORT:
+                return (ErrorCode.invalid_txn_state if committed else ErrorCode.none), None
+            case S.PREPARE_COMMIT:
+                return (ErrorCode.concurrent_transactions if committed else ErrorCode.invalid_txn_state), None
+            case S.PREPARE_ABORT:
+                return (ErrorCode.invalid_txn_state if committed else ErrorCode.concurrent_transactions), None
+            case S.PREPARE_EPOCH_FENCE:
+                return ErrorCode.producer_fenced, None
+            case _:
+                return ErrorCode.invalid_txn_state, None
+
+    def complete(self, transactional_id: str, now_ms: int) -> None:
+        """Every marker of a Prepare* transaction is written: move it to Complete*."""
+        md = self.transactions[transactional_id]
+        assert md.pending_markers, md.state
+        md.transition(S.COMPLETE_COMMIT if md.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT, now_ms)
+        md.partitions = set()
+        self._changed(md)
+
+    # --- timers -------------------------------------------------------------------------------
+
+    def abort_timed_out(self, now_ms: int) -> list[TransactionMetadata]:
+        """Ongoing transactions past transaction.timeout.ms, fenced (epoch bump) and moved to PrepareAbort."""
+        out = []
+        for md in self.transactions.values():
+            if md.state is S.ONGOING and md.start_ms + md.timeout_ms <= now_ms:
+                md.transition(S.PREPARE_EPOCH_FENCE, now_ms)
+                self._bump_epoch(md)
+                md.transition(S.PREPARE_ABORT, now_ms)
+                self._changed(md)
+                out.append(md)
+        return out
+
+    def pending(self) -> list[TransactionMetadata]:
+        """Transactions whose markers are still to be written (after a load or a failed write)."""
+        return [md for md in self.transactions.values() if md.pending_markers]
+
+    def expire_transactional_ids(self, now_ms: int) -> list[str]:
+        """Idle ids past transactional.id.expiration.ms become Dead; the shell writes their tombstones."""
+        expired = []
+        limit = self.config.transactional_id_expiration_ms
+        for md in list(self.transactions.values()):
+            if md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.last_update_ms + limit <= now_ms:
+                md.transition(S.DEAD, now_ms)
+                del self.transactions[md.transactional_id]
+                if self._by_producer_id.get(md.producer_id) is md:
+                    del self._by_producer_id[md.producer_id]
+                expired.append(md.transactional_id)
+        return expired
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def load(self, transactional_id: str, md: TransactionMetadata | None) -> None:
+        """Apply one `__transaction_state` record (None: a tombstone); later records win."""
+        old = self.transactions.pop(transactional_id, None)
+        if old is not None and self._by_producer_id.get(old.producer_id) is old:
+            del self._by_producer_id[old.producer_id]
+        if md is not None and md.state is not S.DEAD:
+            self.transactions[transactional_id] = md
+            self._by_producer_id[md.producer_id] = md
