@@ -131,6 +131,9 @@ def _sorted(items: list[Any], key: str | None) -> list[Any]:
 
 # Scenario-specific allowed differences: (scenario, path pattern, reason). Both values become "<allowed>".
 ALLOWED_AT: list[tuple[str, str, str]] = [
+    ("internal_topics", "configs/min.insync.replicas/1",
+     "the source of min.insync.replicas: Kafka's cluster-wide dynamic default (3), Samsa's default (5); see "
+     "describe_configs_defaults. The value is compared."),
     ("describe_configs_defaults", "*/configs/min.insync.replicas/[cs]*",
      "the source of min.insync.replicas: Kafka 4's `storage format` writes a cluster-wide dynamic default "
      "min.insync.replicas=1 (KIP-966), so Kafka reports DYNAMIC_DEFAULT_BROKER_CONFIG (3) and that synonym; "
@@ -150,6 +153,12 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # scenario -> [(path pattern, "API/version: Kafka ...; Samsa ...")]. Paths are "/"-joined keys and list
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
+    "internal_topics": [
+        ("produce", "Produce v9 from a client to __consumer_offsets: Kafka refuses it, INVALID_TOPIC_EXCEPTION (17) "
+                    "(clients may not write internal topics); Samsa appends the record (NONE, base_offset 0) -- "
+                    "any client can corrupt the group coordinator's log"),
+        ("delete_records", "DeleteRecords v2 on __consumer_offsets: Kafka INVALID_TOPIC_EXCEPTION (17); Samsa NONE"),
+    ],
     "produce_errors": [
         ("empty_records/error", "Produce v9, a partition with an empty records field: Kafka INVALID_RECORD (87); "
                                 "Samsa CORRUPT_MESSAGE (2)"),

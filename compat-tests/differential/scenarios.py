@@ -815,3 +815,33 @@ def describe_cluster(ctx: Ctx) -> Any:
     c = ctx.connect()
     return {f"v{v}": jsonable(c.request(60, {"include_cluster_authorized_operations": False}, version=v))
             for v in (0, 1)}
+
+
+# --- internal topics ---------------------------------------------------------------------------
+
+
+@scenario
+def internal_topics(ctx: Ctx) -> Any:
+    """__consumer_offsets as a client sees it: Metadata, configs, and what a client may not do to it."""
+    c = ctx.connect()
+    out: dict[str, Any] = {"find_coordinator": ctx.find_coordinator(c, ctx.topic("g"), 0)}
+    name = "__consumer_offsets"
+    r = c.request(3, {"topics": [{"name": name}], "allow_auto_topic_creation": False}, version=12)
+    t = r.topics[0]
+    out["metadata"] = {"error": err(t), "is_internal": t.is_internal, "partitions": len(t.partitions),
+                       "replication": sorted({len(p.replica_nodes) for p in t.partitions})}
+    r = c.request(3, {"topics": None, "allow_auto_topic_creation": False}, version=12)
+    out["listed_in_all_topics"] = name in [x.name for x in r.topics]
+    r = c.request(32, {"resources": [{"resource_type": 2, "resource_name": name, "configuration_keys": [
+        "cleanup.policy", "compression.type", "segment.bytes", "min.insync.replicas"]}],
+        "include_synonyms": False, "include_documentation": False}, version=4)
+    out["configs"] = {x.name: [x.value, x.config_source] for x in r.results[0].configs}
+    out["produce"] = _produce_outcome(ctx.produce(c, name, 0, ctx.batch([(b"k", b"v", ())])))
+    out["create"] = err(ctx.create_topic(c, name, 1, wait=False))
+    r = c.request(37, {"topics": [{"name": name, "count": 60, "assignments": None}], "timeout": 30000,
+                       "validate_only": True}, version=3)
+    out["create_partitions_validate"] = err(r.results[0])
+    r = c.request(21, {"topics": [{"name": name, "partitions": [{"partition_index": 0, "offset": 0}]}],
+                       "timeout": 10000}, version=2)
+    out["delete_records"] = err(r.topics[0].partitions[0])
+    return out
