@@ -60,13 +60,18 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
     d.name: d
     for d in (
         ConfigDef("cleanup.policy", ConfigType.LIST, "delete", "log.cleanup.policy", ("delete", "compact")),
+        ConfigDef("compression.gzip.level", ConfigType.INT, "-1", "compression.gzip.level", minimum=-1),
+        ConfigDef("compression.lz4.level", ConfigType.INT, "9", "compression.lz4.level", minimum=1),
+        ConfigDef("compression.zstd.level", ConfigType.INT, "3", "compression.zstd.level", minimum=-131072),
         ConfigDef("compression.type", ConfigType.STRING, "producer", "compression.type",
                   ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
         ConfigDef("delete.retention.ms", ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", minimum=0),
         ConfigDef("file.delete.delay.ms", ConfigType.LONG, "60000", "log.segment.delete.delay.ms", minimum=0),
+        ConfigDef("follower.replication.throttled.replicas", ConfigType.LIST, ""),
         ConfigDef("flush.messages", ConfigType.LONG, str(LONG_MAX), "log.flush.interval.messages", minimum=1),
         ConfigDef("flush.ms", ConfigType.LONG, str(LONG_MAX), "log.flush.interval.ms", minimum=0),
         ConfigDef("index.interval.bytes", ConfigType.INT, "4096", "log.index.interval.bytes", minimum=0),
+        ConfigDef("leader.replication.throttled.replicas", ConfigType.LIST, ""),
         ConfigDef("max.compaction.lag.ms", ConfigType.LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms",
                   minimum=1),
         ConfigDef("max.message.bytes", ConfigType.INT, "1048588", "message.max.bytes", minimum=0),
@@ -110,7 +115,8 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "log.segment.bytes": (ConfigType.INT, "1073741824"),
     "log.roll.hours": (ConfigType.INT, "168"),
     "log.roll.ms": (ConfigType.LONG, ""),
-    "log.roll.jitter.ms": (ConfigType.LONG, "0"),
+    "log.roll.jitter.ms": (ConfigType.LONG, ""),
+    "log.roll.jitter.hours": (ConfigType.INT, "0"),
     "log.index.interval.bytes": (ConfigType.INT, "4096"),
     "log.index.size.max.bytes": (ConfigType.INT, "10485760"),
     "log.flush.interval.messages": (ConfigType.LONG, str(LONG_MAX)),
@@ -127,6 +133,9 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "log.segment.delete.delay.ms": (ConfigType.LONG, "60000"),
     "log.preallocate": (ConfigType.BOOLEAN, "false"),
     "compression.type": (ConfigType.STRING, "producer"),
+    "compression.gzip.level": (ConfigType.INT, "-1"),
+    "compression.lz4.level": (ConfigType.INT, "9"),
+    "compression.zstd.level": (ConfigType.INT, "3"),
     "min.insync.replicas": (ConfigType.INT, "1"),
     "unclean.leader.election.enable": (ConfigType.BOOLEAN, "false"),
     "offsets.topic.num.partitions": (ConfigType.INT, "50"),
@@ -173,7 +182,7 @@ def read_properties(path: Path) -> dict[str, str]:
 # the cluster-wide default), like Kafka's DynamicLogConfig: the broker keys behind topic configs.
 DYNAMIC_BROKER_CONFIGS = frozenset(
     {d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key is not None}
-    | {"log.retention.hours", "log.retention.minutes", "log.roll.hours"}
+    | {"log.retention.hours", "log.retention.minutes", "log.roll.hours", "log.roll.jitter.hours"}
 )
 
 # Families where one broker key can be given in several units; the most precise wins (Kafka's rule).
@@ -182,6 +191,7 @@ _FAMILIES = {
         ("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)
     ),
     "log.roll.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "log.roll.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3_600_000)),
     "log.flush.interval.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
 }
 

@@ -106,9 +106,12 @@ api_versions.set_supported(
 
 
 def api_versions_v0_fallback(header: RequestHeader) -> bytes:
-    """KIP-511: an ApiVersions request of a version we don't know gets a v0 response with error 35."""
+    """KIP-511: an ApiVersions request of a version we don't know gets a v0 response with error 35,
+    listing only ApiVersions' own range (as Kafka does) so the client retries with a version we speak."""
     cls = response_class(18, 0)
-    body = build(cls, {"error_code": ErrorCode.unsupported_version, "api_keys": api_versions.api_keys()})
+    own = HANDLERS[18]
+    body = build(cls, {"error_code": ErrorCode.unsupported_version,
+                       "api_keys": [{"api_key": 18, "min_version": own.min_version, "max_version": own.max_version}]})
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
     assert response_header_version(18, 0) == 0

@@ -9,12 +9,21 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.wire import build
+from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 
 def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:
-    results = []
+    names = [t.name for t in request.topics]
+    # A topic named twice gets one INVALID_REQUEST and no change, as in Kafka.
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    results: list[dict[str, Any]] = [
+        {"name": name, "error_code": ErrorCode.invalid_request,
+         "error_message": f"Duplicate topic in request: {name}"} for name in duplicates
+    ]
     for t in request.topics:
+        if t.name in duplicates:
+            continue
         assignments = [tuple(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
         error, message = ctx.broker.controller.create_partitions(
             t.name, t.count, assignments, validate_only=request.validate_only

@@ -30,10 +30,18 @@ def _spec(t: Any) -> TopicSpec:
 
 
 def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
-    results = ctx.broker.controller.create_topics([_spec(t) for t in request.topics],
+    names = [t.name for t in request.topics]
+    # Kafka refuses a topic named twice in one request with a single INVALID_REQUEST, creating nothing.
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    results = ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicates],
                                                   validate_only=request.validate_only)
     specs = {t.name: _spec(t) for t in request.topics}
-    topics = []
+    topics: list[dict[str, Any]] = [
+        {"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,
+         "error_message": f"Create topics request from client contains multiple entries for the following "
+                          f"topics: {name}", "num_partitions": -1, "replication_factor": -1, "configs": ()}
+        for name in duplicates
+    ]
     for r in results:
         entry: dict[str, Any] = {
             "name": r.name,

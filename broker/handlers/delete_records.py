@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.wire import build
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
@@ -22,6 +23,9 @@ def _delete(ctx: RequestContext, topic: str, partition_index: int, offset: int) 
     partition = ctx.broker.replica_manager.get_partition(topic, partition_index)
     if partition is None:
         out["error_code"] = ErrorCode.unknown_topic_or_partition
+        return out
+    if topic in INTERNAL_TOPICS:
+        out["error_code"] = ErrorCode.invalid_topic_exception
         return out
     if partition.leader_id != ctx.broker.node_id:
         out["error_code"] = ErrorCode.not_leader_or_follower

@@ -35,7 +35,9 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
             value, source = default_value, default_source
         if default_source != ConfigSource.DEFAULT_CONFIG and d.broker_key is not None:
             chain.append({"name": d.broker_key, "value": default_value, "source": default_source})
-        if d.broker_key is not None:
+        if d.broker_key is not None and BROKER_DEFAULTS.get(d.broker_key, (None, ""))[1] != "":
+            # Kafka lists a broker default synonym only where the broker key itself has a default;
+            # derived keys (log.retention.ms from log.retention.hours, ...) have none.
             chain.append({"name": d.broker_key, "value": d.default, "source": ConfigSource.DEFAULT_CONFIG})
         out.append({
             "name": config_name, "value": value, "read_only": False, "config_source": source,

@@ -12,12 +12,21 @@ import logging
 from typing import Any
 
 from broker.context import RequestContext
+from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.replica_manager import Partition
 from broker.wire import build
-from kproto.batch import BATCH_HEADER_BYTES, COMPRESSION_MASK, CorruptBatchError, UnsupportedMagicError, iter_batches
-from kproto.compression import decompress
+from kproto.batch import (
+    BATCH_HEADER_BYTES,
+    COMPRESSION_MASK,
+    CorruptBatchError,
+    UnsupportedMagicError,
+    is_crc_valid,
+    iter_batches,
+    peek_size,
+)
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
+from kproto.records import decode_batch_records, scan_batch_records
 from storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
@@ -26,28 +35,50 @@ _MAX_CODEC = 4
 
 
 def _result(error: ErrorCode, message: str | None = None, base_offset: int = -1, append_time: int = -1,
-            log_start: int = -1) -> dict[str, Any]:
+            log_start: int = -1, record_errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "error_code": error,
         "error_message": message,
         "base_offset": base_offset,
         "log_append_time": append_time if append_time >= 0 else None,
         "log_start_offset": log_start,
-        "record_errors": (),
+        "record_errors": record_errors or (),
     }
 
 
+def _record_errors(records: bytes, limit: int, bad: Any) -> list[dict[str, Any]]:
+    """Kafka's record_errors: the index within the batch and a message for each record `bad` refuses."""
+    out = []
+    for index, record in enumerate(decode_batch_records(records, max_decompressed_bytes=limit)):
+        message = bad(record)
+        if message is not None:
+            out.append({"batch_index": index, "batch_index_error_message": message})
+    return out
+
+
 def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestContext) -> dict[str, Any] | None:
+    """Kafka's ProduceRequest.validateRecords and LogValidator checks, with Kafka's error codes.
+
+    Request-shape problems (no batch, a torn batch, several batches, magic < 2) are INVALID_RECORD
+    without a log start offset, as Kafka answers them before touching the log; a CRC mismatch is
+    CORRUPT_MESSAGE; LogValidator's refusals (base offset, timestamps, keys of a compacted topic)
+    report the partition's log start offset, and per-record problems are listed in record_errors.
+    """
     topic_config = ctx.broker.topic_config(partition.topic)
     max_message_bytes = int(topic_config["max.message.bytes"])
+    limit = ctx.broker.config.get_int("samsa.max.decompressed.batch.bytes")
+    log_start = partition.log.log_start_offset
+    size = peek_size(records, 0)
+    if len(records) < BATCH_HEADER_BYTES or size is None or size > len(records):
+        if len(records) > max_message_bytes:
+            return _result(ErrorCode.message_too_large, f"Message batch size is {len(records)} bytes")
+        return _result(ErrorCode.invalid_record, "The record batch is truncated")
     try:
-        batches = list(iter_batches(records, verify_crc=True))
+        batches = list(iter_batches(records, verify_crc=False))
     except UnsupportedMagicError as e:
         return _result(ErrorCode.invalid_record, f"Produce requests need record batches v2: {e}")
     except CorruptBatchError as e:
-        if len(records) > max_message_bytes:
-            return _result(ErrorCode.message_too_large, f"Message batch size is {len(records)} bytes")
-        return _result(ErrorCode.corrupt_message, str(e))
+        return _result(ErrorCode.invalid_record, str(e))
     if len(batches) != 1:
         return _result(ErrorCode.invalid_record,
                        "Produce requests with version 3+ must contain exactly one record batch")
@@ -55,22 +86,34 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
     if header.size_bytes > max_message_bytes:
         return _result(ErrorCode.message_too_large,
                        f"The batch is {header.size_bytes} bytes, larger than max.message.bytes={max_message_bytes}")
+    if not is_crc_valid(records, header):
+        return _result(ErrorCode.corrupt_message, "Record batch is corrupt (CRC mismatch)")
     if header.attributes & COMPRESSION_MASK > _MAX_CODEC:
         return _result(ErrorCode.corrupt_message, "unknown compression codec")
-    if header.compression:
-        # Kafka decompresses every compressed batch it accepts (LogValidator). We check that it
-        # decompresses, within a bound, so a corrupt or bomb batch is refused here and never reaches
-        # a consumer; records are not re-parsed one by one (the CRC already covers their bytes).
-        position = batches[0][0]
-        section = memoryview(records)[position + BATCH_HEADER_BYTES : position + header.size_bytes]
+    if header.base_offset != 0:
+        return _result(ErrorCode.invalid_record,
+                       f"The baseOffset of the record batch in the append to {partition.topic}-"
+                       f"{partition.partition_id} should be 0, but it is {header.base_offset}", log_start=log_start)
+    compacted = "compact" in topic_config["cleanup.policy"]
+    if header.compression or compacted:
+        # Kafka decompresses every compressed batch it accepts (LogValidator). We check that the records
+        # parse within a bound, so a corrupt or bomb batch is refused here and never reaches a consumer.
         try:
-            decompress(header.compression, section, ctx.broker.config.get_int("samsa.max.decompressed.batch.bytes"))
+            scan = scan_batch_records(records, max_decompressed_bytes=limit, verify_crc=False)
         except CorruptBatchError as e:
-            return _result(ErrorCode.corrupt_message, f"cannot decompress the batch: {e}")
+            return _result(ErrorCode.corrupt_message, f"cannot read the batch's records: {e}")
+        if scan.count != header.records_count or not scan.offsets_contiguous:
+            return _result(ErrorCode.invalid_record, "The batch's records do not match its header (count or "
+                           "offset deltas)", log_start=log_start)
+        if compacted and scan.has_null_key:
+            message = f"Compacted topic cannot accept message without key in topic partition {partition.topic}-" \
+                      f"{partition.partition_id}."
+            errors = _record_errors(records, limit, lambda r: message if r.key is None else None)
+            return _result(ErrorCode.invalid_record, message, log_start=log_start, record_errors=errors)
     if header.is_control:
-        return _result(ErrorCode.invalid_record, "Clients may not produce control batches")
+        return _result(ErrorCode.invalid_record, "Clients may not produce control batches", log_start=log_start)
     if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:
-        return _result(ErrorCode.invalid_record, "record count does not match lastOffsetDelta")
+        return _result(ErrorCode.invalid_record, "record count does not match lastOffsetDelta", log_start=log_start)
     if header.is_transactional:
         # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
         error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
@@ -81,17 +124,24 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
     if topic_config["message.timestamp.type"].lower() == "createtime":
         after = int(topic_config["message.timestamp.after.max.ms"])
         before = int(topic_config["message.timestamp.before.max.ms"])
-        if header.max_timestamp - ctx.now_ms > after or (
-            header.base_timestamp >= 0 and ctx.now_ms - header.base_timestamp > before
-        ):
+        now = ctx.now_ms
+        if header.max_timestamp - now > after or (header.base_timestamp >= 0 and now - header.base_timestamp > before):
+            def bad(r: Any) -> str | None:
+                if r.timestamp_ms - now > after or now - r.timestamp_ms > before:
+                    return (f"Timestamp {r.timestamp_ms} of message with offset {r.offset} is out of range. The "
+                            f"timestamp should be within [{now - before}, {now + after}]")
+                return None
+
+            errors = _record_errors(records, limit, bad)
             return _result(ErrorCode.invalid_timestamp,
-                           "Timestamp of the batch is out of range (message.timestamp.before/after.max.ms)")
+                           errors[0]["batch_index_error_message"] if errors else "Timestamp out of range",
+                           log_start=log_start, record_errors=errors)
     if acks == -1:
         min_isr = int(topic_config["min.insync.replicas"])
         if len(partition.isr) < min_isr:
             return _result(ErrorCode.not_enough_replicas,
                            f"The size of the current ISR {len(partition.isr)} is insufficient to satisfy "
-                           f"the min.isr requirement of {min_isr}")
+                           f"the min.isr requirement of {min_isr}", log_start=log_start)
     return None
 
 
@@ -99,17 +149,23 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
         return _result(ErrorCode.unknown_topic_or_partition)
+    if topic in INTERNAL_TOPICS:
+        # Only the coordinators write their own topics (through the replica manager, not this handler).
+        return _result(ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {topic}")
     if partition.leader_id != ctx.broker.node_id:
         return _result(ErrorCode.not_leader_or_follower)
     if not records:
-        return _result(ErrorCode.corrupt_message, "empty records")
+        return _result(ErrorCode.invalid_record, "The record set is empty")
     problem = _validate(partition, records, acks, ctx)
     if problem is not None:
         return problem
     try:
         info = partition.append_as_leader(bytearray(records), ctx.now_ms)
     except StorageError as e:
-        return _result(ErrorCode(e.error_code), str(e) or None)
+        error = ErrorCode(e.error_code)
+        # Kafka reports the log start offset with producer-state refusals, not with storage failures.
+        log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
+        return _result(error, str(e) or None, log_start=log_start)
     return _result(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
 
 

@@ -153,58 +153,10 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # scenario -> [(path pattern, "API/version: Kafka ...; Samsa ...")]. Paths are "/"-joined keys and list
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
-    "internal_topics": [
-        ("produce", "Produce v9 from a client to __consumer_offsets: Kafka refuses it, INVALID_TOPIC_EXCEPTION (17) "
-                    "(clients may not write internal topics); Samsa appends the record (NONE, base_offset 0) -- "
-                    "any client can corrupt the group coordinator's log"),
-        ("delete_records", "DeleteRecords v2 on __consumer_offsets: Kafka INVALID_TOPIC_EXCEPTION (17); Samsa NONE"),
-    ],
-    "produce_errors": [
-        ("empty_records/error", "Produce v9, a partition with an empty records field: Kafka INVALID_RECORD (87); "
-                                "Samsa CORRUPT_MESSAGE (2)"),
-        ("truncated_batch/error", "Produce v9, a batch shorter than its batchLength: Kafka INVALID_RECORD (87); "
-                                  "Samsa CORRUPT_MESSAGE (2)"),
-        ("nonzero_base_offset/[be]*", "Produce v9, a client batch with baseOffset 5: Kafka refuses it, "
-                                      "INVALID_RECORD (87) (LogValidator: the baseOffset of a batch from a client "
-                                      "must be 0); Samsa accepts it (error NONE, base_offset 0)"),
-        ("timestamp_2h_ahead/log_start_offset", "Produce v9, INVALID_TIMESTAMP (32): Kafka reports the partition's "
-                                                "log_start_offset (0); Samsa -1"),
-        ("compacted_*", "Produce v9 to a topic with cleanup.policy=compact, a batch with a null key: Kafka refuses it, "
-                        "INVALID_RECORD (87), record_errors [{batch_index: 1}] (LogValidator: 'Compacted topic cannot "
-                        "accept message without key'); Samsa appends it (NONE, so the next batch gets offset 2)"),
-        ("timestamp_2h_ahead/record_errors", "Produce v8+, INVALID_TIMESTAMP (32): Kafka lists the offending record "
-                                             "in record_errors ([{batch_index: 0, message}]); Samsa sends []"),
-    ],
     "idempotent_producer": [
-        *((f"{case}/log_start_offset", "Produce v9 refused with OUT_OF_ORDER_SEQUENCE_NUMBER (45) / "
-                                       "INVALID_PRODUCER_EPOCH (47): Kafka reports the partition's log_start_offset "
-                                       "(0); Samsa -1") for case in ("gap_seq10", "overlap_seq4", "old_epoch_seq5")),
         ("retry*/log_append_time", "Produce v9, a duplicate of an earlier batch (same producer, sequence) on a "
                                    "CreateTime topic: Kafka answers log_append_time = the original batch's max "
                                    "timestamp (a quirk: -1 would be right for CreateTime); Samsa -1. Harmless"),
-    ],
-    "unsupported_versions": [
-        ("api_versions_v99/api_keys", "ApiVersions of an unsupported version (KIP-511 v0 fallback): Kafka lists "
-                                      "only ApiVersions itself ([18, 0, 4]); Samsa lists every API it supports"),
-    ],
-    "create_topics_errors": [
-        ("*/batch", "CreateTopics v7 naming the same topic twice: Kafka answers one INVALID_REQUEST (42) for it and "
-                    "creates nothing under that name; Samsa answers INVALID_REQUEST and NONE and creates it"),
-    ],
-    "create_partitions_errors": [
-        ("duplicate_topic", "CreatePartitions v3 naming the same topic twice: Kafka answers one INVALID_REQUEST (42) "
-                            "and changes nothing; Samsa applies both entries (NONE, NONE)"),
-        ("partitions_after", "(consequence of duplicate_topic: Samsa's topic grew to 7 partitions, Kafka's stayed 3)"),
-    ],
-    "describe_configs_defaults": [
-        (f"*/configs/{name}", f"DescribeConfigs v1/v4 of a topic: Kafka lists {name}; Samsa does not have it")
-        for name in ("compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-                     "follower.replication.throttled.replicas", "leader.replication.throttled.replicas")
-    ] + [
-        (f"v4_all/configs/{name}/synonyms", f"DescribeConfigs v4 include_synonyms, {name}: Samsa lists the broker "
-                                            f"default synonym ({broker}, DEFAULT_CONFIG); Kafka does not")
-        for name, broker in (("flush.ms", "log.flush.interval.ms"), ("retention.ms", "log.retention.ms"),
-                             ("segment.jitter.ms", "log.roll.jitter.ms"), ("segment.ms", "log.roll.ms"))
     ],
 }
 

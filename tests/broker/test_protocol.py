@@ -78,7 +78,7 @@ def test_api_versions_unknown_version_falls_back_to_v0(samsa: Any) -> None:
     correlation_id, response = decode_response(18, 0, data)
     assert correlation_id == 7
     assert response.error_code.value == 35
-    assert any(k.api_key == 0 for k in response.api_keys)
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
 
 
 def test_metadata_auto_creates_and_rejects_bad_names(conn: Connection) -> None:
