@@ -96,7 +96,9 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
         return result
     log = p.log
     high_watermark = log.high_watermark
-    last_stable = p.last_stable_offset
+    # The LSO walks the partition's producer states: only read_committed pays for it (read_uncommitted
+    # clients use last_stable_offset for lag metrics only).
+    last_stable = p.last_stable_offset if isolation == READ_COMMITTED else high_watermark
     result["current_leader"] = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     try:
         data = log.read(
