@@ -157,6 +157,8 @@ def test_group_lifecycle(client: str, group_target: Any, tmp_path: Path) -> None
 
 
 STATIC_CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka", "java")  # kafkajs has no group.instance.id
+# Long enough that the restarted member (a JVM start on a busy machine) comes back before it expires.
+STATIC_SESSION_MS = 30000
 
 
 @pytest.mark.parametrize("client", STATIC_CLIENTS)
@@ -175,10 +177,10 @@ def test_static_member_restart_without_rebalance(client: str, group_target: Any,
         # s0 joins first and stays the leader, so the member restarted below is a follower (a restarted
         # static *leader* may rejoin on its own to refresh metadata: kafka-python does, depending on timing)
         members = [Member.start(client, "s0", bootstrap, topic, group, instance=f"{tag}-s0",
-                                session_ms=SESSION_MS * 2, workdir=tmp_path)]
+                                session_ms=STATIC_SESSION_MS, workdir=tmp_path)]
         wait_until("the first member's assignment", lambda: members[0].assignment is not None, SETTLE_S, members)
         members += [Member.start(client, f"s{i}", bootstrap, topic, group, instance=f"{tag}-s{i}",
-                                 session_ms=SESSION_MS * 2, workdir=tmp_path) for i in (1, 2)]
+                                 session_ms=STATIC_SESSION_MS, workdir=tmp_path) for i in (1, 2)]
         wait_until("three static members owning two partitions each",
                    lambda: owners(members) is not None and all(len(m.assignment or ()) == 2 for m in members),
                    SETTLE_S, members)
@@ -190,7 +192,7 @@ def test_static_member_restart_without_rebalance(client: str, group_target: Any,
         parts = sorted(victim.assignment or ())
         victim.kill()
         again = Member.start(client, "s2-again", bootstrap, topic, group, instance=f"{tag}-s2",
-                             session_ms=SESSION_MS * 2, workdir=tmp_path)
+                             session_ms=STATIC_SESSION_MS, workdir=tmp_path)
         members.append(again)
         wait_until("the restarted static member to get an assignment", lambda: again.assignment is not None,
                    SETTLE_S, [again])
