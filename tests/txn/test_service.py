@@ -1,0 +1,71 @@
+"""The transaction coordinator's shell in one process: a broker restart in the middle of a transaction
+completes a decided one (PrepareCommit/PrepareAbort) and keeps an open one until it is aborted (issue 5)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from broker.broker import Broker
+from broker.config import BrokerConfig
+from broker.controller import TopicSpec
+from broker.txn.state import TransactionState
+from kproto.errors import ErrorCode
+from kproto.records import decode_batches, decode_control_record, encode_batch
+
+OVERRIDES = {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}
+
+
+def start(tmp_path: Path) -> Broker:
+    return Broker(BrokerConfig(overrides=OVERRIDES, data_dir=tmp_path / "data"))
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def markers(broker: Broker, topic: str) -> list[int]:
+    log = broker.replica_manager.get_partition(topic, 0).log  # type: ignore[union-attr]
+    data = log.read(0, max_bytes=1 << 20, max_offset=log.high_watermark).read_bytes()
+    return [decode_control_record(recs[0]).type for h, recs in decode_batches(data, max_decompressed_bytes=1 << 20)
+            if h.is_control]
+
+
+def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_path: Path) -> None:
+    broker = start(tmp_path)
+    (result,) = broker.controller.create_topics([TopicSpec("t", 1, 1)], validate_only=False)
+    assert result.error_code == ErrorCode.none
+    txn = broker.txn
+    now = now_ms()
+    decided = txn.init_producer_id("decided", 60_000, -1, -1, now)
+    open_ = txn.init_producer_id("open", 2_000, -1, -1, now)
+    partition = broker.replica_manager.get_partition("t", 0)
+    assert partition is not None
+    for name, r in (("decided", decided), ("open", open_)):
+        assert txn.add_partitions(name, r.producer_id, r.producer_epoch, [("t", 0)], now) == ErrorCode.none
+        partition.append_as_leader(bytearray(encode_batch([(None, name.encode(), ())], timestamp_ms=now,
+                                                          producer_id=r.producer_id, producer_epoch=0,
+                                                          base_sequence=0, is_transactional=True)), now)
+    # EndTxn(commit) stored PrepareCommit, then the broker stopped before writing any marker.
+    error, md = txn.coordinator.end_txn("decided", decided.producer_id, 0, True, now)
+    assert error == ErrorCode.none and md is not None
+    assert txn.persist(now) == ErrorCode.none
+    assert partition.last_stable_offset == 0 and markers(broker, "t") == []
+    broker.close()
+
+    broker = start(tmp_path)
+    txn = broker.txn
+    partition = broker.replica_manager.get_partition("t", 0)
+    assert partition is not None
+    assert txn.coordinator.transactions["decided"].state is TransactionState.COMPLETE_COMMIT
+    assert markers(broker, "t") == [1]  # COMMIT, written at load
+    assert txn.coordinator.transactions["open"].state is TransactionState.ONGOING
+    assert partition.last_stable_offset == 1  # the open transaction's first offset
+    txn.tick(now_ms() + 2_001)  # its timeout passes: aborted with a bumped epoch
+    md = txn.coordinator.transactions["open"]
+    assert (md.state, md.producer_epoch) == (TransactionState.COMPLETE_ABORT, 1)
+    assert markers(broker, "t") == [1, 0]
+    assert partition.last_stable_offset == partition.log.high_watermark == 4
+    assert [(a.producer_id, a.first_offset) for a in partition.aborted_transactions(0, 4)] == [
+        (open_.producer_id, 1)]
+    broker.close()
