@@ -368,3 +368,40 @@ def test_dump_log_cluster_metadata(target: ToolTarget) -> None:
                      f"({len(undecodable)} records: {undecodable[0][:200]})")
     assert not undecodable, undecodable[:3]
     assert re.search(r'payload: \{"type":"TOPIC_RECORD"', r.stdout) or "TOPIC_RECORD" in r.stdout, r.stdout[-2000:]
+
+
+def test_dump_log_transactions(target: ToolTarget, ctx: Ctx) -> None:
+    """A committed and an aborted transaction: markers, the .txnindex and __transaction_state, read by the tool."""
+    from differential.scenarios import transactional_visibility
+
+    conn = ctx.connect()
+    if not {22, 24, 26} <= set(conn.versions):
+        pytest.skip("transactions not implemented (issue 5)")
+    ctx.scenario = unique("tools-txn")
+    outcome = transactional_visibility(ctx)  # committed: c1 c2 COMMIT; aborted: a1 ABORT (offsets 0..4)
+    assert outcome["committed"]["end_txn"] == outcome["aborted"]["end_txn"] == "NONE(0)", outcome
+    topic, txn_id = ctx.topic(), ctx.topic("txn")
+    log = segment(target, topic, 0)
+    r = tool(DUMP_LOG, "--files", f"{log.with_suffix('.txnindex')},{log}", "--print-data-log")
+    sections = _dump_sections(r.stdout)
+    aborted = re.findall(r"^version: 0 producerId: (\d+) firstOffset: (\d+) lastOffset: (\d+) lastStableOffset: (\d+)$",
+                         sections[log.with_suffix(".txnindex").name], re.M)
+    assert [(int(f), int(last)) for _, f, last, _ in aborted] == [(3, 4)], r.stdout[:2000]
+    batches = [BATCH_LINE.match(line) for line in sections[log.name].splitlines() if line.startswith("baseOffset:")]
+    assert [int(m.group(1)) for m in batches] == [0, 2, 3, 4]  # type: ignore[union-attr]
+    assert all(f"producerId: {aborted[0][0]} " in line and "isTransactional: true" in line
+               for line in sections[log.name].splitlines() if line.startswith("baseOffset:"))
+    markers = re.findall(r"^\| offset: (\d+) .*endTxnMarker: (COMMIT|ABORT) coordinatorEpoch: (\d+)$",
+                         sections[log.name], re.M)
+    assert [(int(o), kind) for o, kind, _ in markers] == [(2, "COMMIT"), (4, "ABORT")], sections[log.name][-2000:]
+    payloads = re.findall(r"^\| offset: (\d+) .* payload: (\w+)$", sections[log.name], re.M)
+    assert [(int(o), v) for o, v in payloads] == [(0, "c1"), (1, "c2"), (3, "a1")]
+
+    # The coordinator's log: Kafka's TransactionLog records, state by state (TransactionState ids).
+    partition = abs(java_string_hash(txn_id)) % 50  # transaction.state.log.num.partitions = 50
+    r = tool(DUMP_LOG, "--files", str(segment(target, "__transaction_state", partition)), "--transaction-log-decoder")
+    states = [json.loads(v)["data"]["transactionStatus"]
+              for k, v in re.findall(r"key: (\{.*?\}) payload: (\{.*\})$", r.stdout, re.M)
+              if json.loads(k)["data"].get("transactionalId") == txn_id]
+    # Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort, CompleteAbort
+    assert states == [0, 1, 2, 4, 1, 3, 5], (states, r.stdout[-3000:])
