@@ -14,6 +14,7 @@ _HEADER_BYTES = 61
 _CRC_START = 21
 _COMPRESSION_MASK = 0x07
 _CONTROL_BIT = 0x20
+_TRANSACTIONAL_BIT = 0x10
 
 
 def _varint(value: int) -> bytes:
@@ -60,7 +61,8 @@ def encode_batch(records: list[tuple[bytes | None, bytes | None]], timestamp_ms:
 
 
 def iter_records(data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]]:
-    """(offset, key, value) of every record in uncompressed, non-control batches; stops at a torn tail."""
+    """(offset, key, value) of every record in uncompressed, non-control, non-transactional batches; stops at a
+    torn tail."""
     pos = 0
     while pos + _HEADER_BYTES <= len(data):
         (base_offset, length, _epoch, magic, _crc, attributes, _lod, _bt, _mt, _pid, _pe, _seq,
@@ -68,7 +70,8 @@ def iter_records(data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]
         end = pos + 12 + length
         if end > len(data) or magic != 2:
             return
-        if attributes & _COMPRESSION_MASK or attributes & _CONTROL_BIT:
+        if attributes & _COMPRESSION_MASK or attributes & (_CONTROL_BIT | _TRANSACTIONAL_BIT):
+            # Transactional offset commits count only once committed: broker/txn replays them (issue 5).
             pos = end
             continue
         rp = pos + _HEADER_BYTES

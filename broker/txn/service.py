@@ -9,10 +9,12 @@ Kafka's TransactionMarkerChannelManager without the network hop), in Kafka's ord
 persist Prepare*, write every marker, persist Complete*.  A transaction left in Prepare* (a marker
 write failed, or the broker stopped in between) is completed by the timer, also after a restart.
 
-Transactional offset commits (TxnOffsetCommit) wait here, per producer id, and reach the group
-coordinator only when the transaction commits; an abort drops them.  They are held in memory: the
-commit applies them in the same synchronous step that writes the markers, so only a crash of the
-machine between the two appends (both go to the page cache back to back) could lose them.
+Transactional offset commits (TxnOffsetCommit) are appended to the group's `__consumer_offsets`
+partition as a transactional batch with the producer's id and epoch (as Kafka's group coordinator
+does; a stale epoch is fenced by the log's producer state) and wait here, per producer id; the markers
+go to that partition too.  Only a COMMIT hands them to the group coordinator.  The group loader skips
+transactional batches; at start-up this shell replays them, applying those followed by a COMMIT
+marker and keeping those of a transaction still open.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ import anyio
 
 from broker.group.batches import encode_batch, iter_records
 from broker.group.coordinator import OffsetAndMetadata
+from broker.group.records import (
+    CorruptRecordError,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_offset_commit_value,
+    encode_offset_commit_value,
+)
+from broker.group.records import decode_key as decode_group_key
+from broker.group.records import encode_key as encode_group_key
 from broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
@@ -41,7 +52,10 @@ from broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
+from kproto.batch import CorruptBatchError
 from kproto.errors import ErrorCode
+from kproto.records import ControlType, decode_batches, decode_control_record
+from kproto.records import encode_batch as encode_producer_batch
 from storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -190,6 +204,7 @@ class TxnService:
                 if last < offset:
                     break
                 offset = last + 1
+        self._load_offsets()
         pending = self.coordinator.pending()
         logger.info("loaded %d transaction records (%d transactional ids, %d with markers to write) from %s in "
                     "%.2f s", count, len(self.coordinator.transactions), len(pending), TRANSACTION_STATE_TOPIC,
@@ -199,6 +214,64 @@ class TxnService:
         for md in pending:
             self.finish(md, now)
 
+    def _load_offsets(self) -> None:
+        """Replay transactional offset commits from `__consumer_offsets` (the group loader skips them)."""
+        topic = self.broker.image.topics_by_name.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        now = now_ms()
+        coordinator = self.broker.groups.coordinator
+        pending: dict[int, list[tuple[str, str, int, OffsetCommitValue]]] = {}
+        for index in sorted(topic.partitions):
+            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+            if partition is None:
+                continue
+            log = partition.log
+            offset, end = log.log_start_offset, log.high_watermark
+            while offset < end:
+                data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
+                last = offset - 1
+                try:
+                    batches = list(decode_batches(data, max_decompressed_bytes=LOAD_READ_BYTES * 16))
+                except CorruptBatchError as e:
+                    logger.warning("stopping the replay of %s-%d at %d: %s", OFFSETS_TOPIC, index, offset, e)
+                    break
+                for header, records in batches:
+                    last = header.last_offset
+                    if not header.is_transactional or header.base_offset < offset:
+                        continue
+                    if header.is_control:
+                        done = pending.pop(header.producer_id, [])
+                        try:
+                            committed = bool(records) and decode_control_record(records[0]).type == ControlType.COMMIT
+                        except CorruptBatchError:
+                            committed = False
+                        if committed:
+                            for group_id, t, p, value in done:
+                                coordinator.load_offset(group_id, t, p, value, now)
+                        continue
+                    for record in records:
+                        try:
+                            key = decode_group_key(record.key) if record.key is not None else None
+                            if isinstance(key, OffsetCommitKey) and record.value is not None:
+                                pending.setdefault(header.producer_id, []).append(
+                                    (key.group_id, key.topic, key.partition, decode_offset_commit_value(record.value)))
+                        except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
+                            logger.warning("skipping an unreadable transactional offset commit at %d: %s",
+                                           record.offset, e)
+                if last < offset:
+                    break
+                offset = last + 1
+        for producer_id, commits in pending.items():
+            md = self.coordinator.by_producer_id(producer_id)
+            if md is None or not (md.state is TransactionState.ONGOING or md.pending_markers):
+                continue  # an open transaction the coordinator no longer has: its abort marker is coming
+            held = self.pending_offsets.setdefault(producer_id, {})
+            for group_id, t, p, value in commits:
+                held.setdefault(group_id, {})[(t, p)] = OffsetAndMetadata(
+                    value.offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
+                    value.expire_timestamp_ms)
+
     # --- markers ------------------------------------------------------------------------------
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
@@ -207,10 +280,6 @@ class TxnService:
         results: dict[tuple[str, int], ErrorCode] = {}
         rm = self.broker.replica_manager
         for topic, index in partitions:
-            if topic == OFFSETS_TOPIC:
-                # Transactional offsets wait in `pending_offsets`, not in __consumer_offsets: no marker there.
-                results[(topic, index)] = ErrorCode.none
-                continue
             partition = rm.get_partition(topic, index)
             if partition is None:
                 results[(topic, index)] = ErrorCode.unknown_topic_or_partition
@@ -323,9 +392,23 @@ class TxnService:
         if md.producer_epoch != producer_epoch:
             return ErrorCode.producer_fenced
         groups = self.broker.groups
-        if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, groups.partition_for(group_id)) \
-                not in md.partitions:
+        index = groups.partition_for(group_id)
+        if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, index) not in md.partitions:
             return ErrorCode.invalid_txn_state
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+        if partition is None:
+            return ErrorCode.coordinator_not_available
+        records = [(encode_group_key(OffsetCommitKey(group_id, t, p)),
+                    encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata,
+                                                                 o.commit_timestamp_ms, o.expire_timestamp_ms)), ())
+                   for (t, p), o in offsets.items()]
+        now = now_ms()
+        batch = encode_producer_batch(records, timestamp_ms=now, producer_id=producer_id,
+                                      producer_epoch=producer_epoch, is_transactional=True)
+        try:
+            partition.append_as_leader(bytearray(batch), now)
+        except StorageError as e:
+            return ErrorCode(e.error_code)
         self.pending_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
         return ErrorCode.none
 

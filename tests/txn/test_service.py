@@ -69,3 +69,46 @@ def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_
     assert [(a.producer_id, a.first_offset) for a in partition.aborted_transactions(0, 4)] == [
         (open_.producer_id, 1)]
     broker.close()
+
+
+def test_transactional_offsets_survive_a_restart_and_count_only_when_committed(tmp_path: Path) -> None:
+    from broker.group.coordinator import OffsetAndMetadata
+    from broker.txn.service import OFFSETS_TOPIC
+
+    broker = start(tmp_path)
+    broker.controller.create_topics([TopicSpec("src", 1, 1)], validate_only=False)
+    assert broker.groups.ensure_offsets_topic() == ErrorCode.none
+    now = now_ms()
+    group_partition = (OFFSETS_TOPIC, broker.groups.partition_for("g"))
+    ids = {}
+    for name, offset in (("keep", 42), ("drop", 7)):
+        r = broker.txn.init_producer_id(name, 60_000, -1, -1, now)
+        ids[name] = r.producer_id
+        assert broker.txn.add_partitions(name, r.producer_id, 0, [group_partition], now) == ErrorCode.none
+        group = "g" if name == "keep" else "g2"
+        if name == "drop":
+            assert broker.txn.add_partitions(name, r.producer_id, 0, [(OFFSETS_TOPIC, broker.groups.partition_for(
+                "g2"))], now) == ErrorCode.none
+        assert broker.txn.txn_offset_commit(name, group, r.producer_id, 0, {
+            ("src", 0): OffsetAndMetadata(offset, -1, "", now, None)}) == ErrorCode.none
+    assert broker.groups.coordinator.committed_offsets("g") == {}
+    broker.close()
+
+    broker = start(tmp_path)  # both transactions are still open after the restart
+    assert broker.groups.coordinator.committed_offsets("g") == {}
+    assert set(broker.txn.pending_offsets) == {ids["keep"], ids["drop"]}
+    assert broker.txn.end_txn("keep", ids["keep"], 0, True, now_ms()) == ErrorCode.none
+    assert broker.txn.end_txn("drop", ids["drop"], 0, False, now_ms()) == ErrorCode.none
+    assert broker.groups.coordinator.committed_offsets("g")[("src", 0)].offset == 42
+    assert broker.groups.coordinator.committed_offsets("g2") == {}
+    # A fenced instance cannot add offsets any more.
+    broker.txn.init_producer_id("keep", 60_000, -1, -1, now_ms())
+    assert broker.txn.txn_offset_commit("keep", "g", ids["keep"], 0, {
+        ("src", 0): OffsetAndMetadata(99, -1, "", now, None)}) == ErrorCode.producer_fenced
+    broker.close()
+
+    broker = start(tmp_path)
+    assert broker.groups.coordinator.committed_offsets("g")[("src", 0)].offset == 42
+    assert broker.groups.coordinator.committed_offsets("g2") == {}
+    assert broker.txn.pending_offsets == {}
+    broker.close()
