@@ -43,7 +43,8 @@ def assignment(topic: str, parts: list[int]) -> bytes:
 
 def setup_group(conn: Connection, group: str, topic: str) -> tuple[str, int]:
     """A one-member consumer group over both partitions of `topic`; returns (member id, generation)."""
-    values = {"group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
+    # a long session: this member never heartbeats while the CLI runs (slowly, on a busy machine)
+    values = {"group_id": group, "session_timeout": 120000, "rebalance_timeout": 120000, "member_id": "",
               "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": subscription(topic)}]}
     j = conn.request(11, values)
     if j.error_code.value == 79:
