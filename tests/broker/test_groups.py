@@ -342,3 +342,26 @@ def test_every_advertised_version(broker: Any) -> None:
                          version=0)
         assert r.error_code.value == 0 and r.topics[0].partitions[0].error_code.value == 0
         assert fetch_offsets(conn, "v5", [("t", 0)]) == {("t", 0): -1}
+
+
+def test_session_expiry_by_the_broker_timer(broker: Any) -> None:
+    """A member that stops heartbeating is removed by the broker's own timer, with no request arriving."""
+    import time
+
+    with broker.connect() as conn:
+        create_topic(conn, "t")
+        values = {"group_id": "quiet", "session_timeout": 1000, "rebalance_timeout": 1000, "member_id": "",
+                  "group_instance_id": None, "protocol_type": "consumer",
+                  "protocols": [{"name": "range", "metadata": subscription("t")}]}
+        j = conn.request(11, values, version=3)  # v3: no member-id round trip
+        assert j.error_code.value == 0
+        sync(conn, "quiet", j.generation_id, j.member_id, {j.member_id: b""})
+        deadline = time.monotonic() + 15
+        state = ""
+        while time.monotonic() < deadline:
+            state = conn.request(15, {"groups": ["quiet"]}, version=5).groups[0].group_state
+            if state == "Empty":
+                break
+            time.sleep(0.2)
+        assert state == "Empty"
+        assert heartbeat(conn, "quiet", j.generation_id, j.member_id) == 25
