@@ -133,8 +133,6 @@ def test_kafka_topics(target: ToolTarget, ctx: Ctx) -> None:
     r = tool(TOPICS, *b, "--alter", "--topic", topic, "--partitions", "2", check=False)
     assert r.returncode == 1
     assert "InvalidPartitionsException" in r.stderr and "currently has 5 partition" in r.stdout, r
-    r = tool(TOPICS, *b, "--create", "--topic", topic, "--partitions", "1", check=False)
-    assert r.returncode == 1 and "TopicExistsException" in r.stderr + r.stdout, r
 
     r = tool(TOPICS, *b, "--delete", "--topic", topic)
     assert r.returncode == 0
@@ -175,15 +173,12 @@ def test_kafka_configs(target: ToolTarget, ctx: Ctx) -> None:
 
     r = tool(CONFIGS, *e, "--alter", "--delete-config", "cleanup.policy")
     assert r.returncode == 0
-    r = tool(CONFIGS, *e, "--describe", "--all")
-    assert r.stdout.splitlines()[0] == f"All configs for topic {topic} are:"
-    got = config_lines(r.stdout)
-    assert got["cleanup.policy"].startswith("delete "), got
-    assert got["retention.ms"].startswith("5000 "), got
-    for name, value in {"max.message.bytes": "1048588", "segment.bytes": "1073741824", "retention.bytes": "-1",
-                        "message.timestamp.type": "CreateTime", "compression.type": "producer",
-                        "min.insync.replicas": "1", "unclean.leader.election.enable": "false"}.items():
-        assert got[name].split()[0] == value, (name, got.get(name))
+    # (--describe --all lists the defaults: those are compared with Kafka's by differential/describe_configs_defaults)
+    c = ctx.connect().request(32, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                   "configuration_keys": ["cleanup.policy", "retention.ms"]}],
+                                   "include_synonyms": False, "include_documentation": False}, version=4)
+    assert {x.name: (x.value, x.config_source) for x in c.results[0].configs} == {
+        "cleanup.policy": ("delete", 5), "retention.ms": ("5000", 1)}
 
     r = tool(CONFIGS, *e, "--alter", "--add-config", "retention.ms=soon", check=False)
     assert r.returncode != 0 and "InvalidConfigurationException" in r.stderr, r.stderr[-2000:]
