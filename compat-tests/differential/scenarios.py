@@ -845,3 +845,80 @@ def internal_topics(ctx: Ctx) -> Any:
                        "timeout": 10000}, version=2)
     out["delete_records"] = err(r.topics[0].partitions[0])
     return out
+
+
+# --- Fetch byte limits, group request errors -----------------------------------------------------
+
+
+@scenario
+def fetch_limits(ctx: Ctx) -> Any:
+    """Fetch over three partitions with response and partition byte limits (KIP-74: first batch always whole)."""
+    c = ctx.connect()
+    t = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 3))}
+    for p in range(3):
+        for i in range(3):
+            ctx.produce(c, t, p, ctx.batch([(None, b"p%d-b%d-" % (p, i) + b"x" * 300, ())]))
+
+    def fetch(max_bytes: int, partition_max: int, offsets: tuple[int, int, int] = (0, 0, 0)) -> Any:
+        r = c.request(1, {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max_bytes,
+                          "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                          "topics": [{"topic": t, "partitions": [
+                              {"partition": p, "fetch_offset": o, "partition_max_bytes": partition_max,
+                               "current_leader_epoch": -1, "log_start_offset": -1}
+                              for p, o in enumerate(offsets)]}],
+                          "forgotten_topics_data": (), "rack_id": ""}, version=12)
+        return [{"partition": p.partition_index, "error": err(p), "hw": p.high_watermark,
+                 "offsets": [rec["offset"] for b in records_of(p.records) for rec in b["records"]]}
+                for x in r.responses for p in x.partitions]
+
+    out["unlimited"] = fetch(1 << 20, 1 << 20)
+    out["response_limit_100"] = fetch(100, 1 << 20)
+    out["response_limit_800"] = fetch(800, 1 << 20)
+    out["partition_limit_100"] = fetch(1 << 20, 100)
+    out["partition_limit_800"] = fetch(1 << 20, 800)
+    out["from_offsets_2_1_0"] = fetch(1 << 20, 1 << 20, (2, 1, 0))
+    out["past_end_on_one"] = fetch(1 << 20, 1 << 20, (3, 9, 0))
+    return out
+
+
+@scenario
+def group_request_errors(ctx: Ctx) -> Any:
+    """JoinGroup/SyncGroup/Heartbeat/LeaveGroup refusals: bad timeouts, empty ids, protocol mismatches."""
+    c = ctx.connect()
+    group = ctx.topic("group")
+    out: dict[str, Any] = {"find_coordinator": ctx.find_coordinator(c, group, 0)}
+    base = {"group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": subscription(ctx.topic())}], "reason": None}
+
+    def join(**kw: Any) -> Any:
+        r = c.request(11, {**base, **kw}, version=7)
+        return {"error": err(r), "generation": r.generation_id, "member_id_given": bool(r.member_id)}
+
+    out["session_too_small"] = join(session_timeout=1)
+    out["session_too_large"] = join(session_timeout=10_000_000)
+    out["empty_group_id"] = join(group_id="")
+    out["no_protocols"] = join(protocols=[])
+    out["unknown_member_id"] = join(member_id="someone-else")
+    m = c.request(11, base, version=7).member_id
+    r = c.request(11, {**base, "member_id": m}, version=7)
+    out["joined"] = {"error": err(r), "generation": r.generation_id}
+    out["other_protocol_type"] = join(protocol_type="connect")
+    out["no_common_protocol"] = join(protocols=[{"name": "roundrobin", "metadata": b""}])
+    r = c.request(14, {"group_id": group, "generation_id": 1, "member_id": "nobody", "group_instance_id": None,
+                       "protocol_type": "consumer", "protocol_name": "range", "assignments": []}, version=5)
+    out["sync_unknown_member"] = err(r)
+    r = c.request(14, {"group_id": group, "generation_id": 1, "member_id": m, "group_instance_id": None,
+                       "protocol_type": "connect", "protocol_name": "range", "assignments": []}, version=5)
+    out["sync_wrong_protocol_type"] = err(r)
+    r = c.request(12, {"group_id": ctx.topic("nogroup"), "generation_id": 1, "member_id": m,
+                       "group_instance_id": None}, version=4)
+    out["heartbeat_unknown_group"] = err(r)
+    r = c.request(13, {"group_id": group, "members": [{"member_id": "nobody", "group_instance_id": None,
+                                                      "reason": None}]}, version=5)
+    out["leave_unknown_member"] = {"error": err(r), "members": [err(x) for x in r.members]}
+    r = c.request(13, {"group_id": group, "members": [{"member_id": m, "group_instance_id": None,
+                                                      "reason": None}]}, version=5)
+    out["leave"] = {"error": err(r), "members": [err(x) for x in r.members]}
+    return out
