@@ -283,3 +283,41 @@ def test_timeout_aborts_and_restart_never_leaves_a_transaction_hanging(broker: A
     with broker.connect() as conn:  # the aborted-transaction index survives a restart
         assert committed_values(conn, "to") == [b"plain"]
         assert all_values(conn, "to") == [b"abandoned", b"in-flight", b"plain"]
+
+
+def test_odd_requests_get_error_codes(broker: Any) -> None:
+    with broker.connect() as conn:
+        assert init_pid(conn, "").error_code.value == 42  # INVALID_REQUEST
+        assert find_txn_coordinator(conn, "").error_code.value == 42
+        r = conn.request(10, {"key_type": 1, "coordinator_keys": ["a", "b"]}, version=4)
+        assert [(c.key, c.error_code.value) for c in r.coordinators] == [("a", 0), ("b", 0)]
+        assert end_txn(conn, "never-seen", 5, 0, commit=True) == 49  # INVALID_PRODUCER_ID_MAPPING
+        r = conn.request(25, {"transactional_id": "never-seen", "producer_id": 5, "producer_epoch": 0,
+                              "group_id": "g"}, version=3)
+        assert r.error_code.value == 49
+        r = conn.request(28, {"transactional_id": "never-seen", "group_id": "g", "producer_id": 5,
+                              "producer_epoch": 0, "topics": [{"name": "nope", "partitions": [
+                                  {"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}]}]},
+                         version=0)
+        assert r.topics[0].partitions[0].error_code.value == 3
+        r = conn.request(27, {"markers": [{"producer_id": 5, "producer_epoch": 0, "transaction_result": False,
+                                           "topics": [{"name": "nope", "partition_indexes": [0]}],
+                                           "coordinator_epoch": 0}]}, version=1)
+        assert r.markers[0].topics[0].partitions[0].error_code.value == 3
+        r = conn.request(61, {"topics": [{"name": "nope", "partition_indexes": [0]}]}, version=0)
+        assert r.topics[0].partitions[0].error_code.value == 3
+        r = conn.request(66, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+                              "transactional_id_pattern": "("}, version=2)
+        assert r.error_code.value == 128  # INVALID_REGULAR_EXPRESSION
+        # A transactional batch from a producer id no transaction owns.
+        create(conn, "odd")
+        assert produce(conn, "odd", txn_batch(123456, 0, 0, [b"x"])).error_code.value == 49
+        # AddPartitionsToTxn v4 (brokers' batched form), including verify_only.
+        pid, epoch = begin(conn, "txn-v4")
+        for verify_only, expected in ((True, 48), (False, 0), (True, 0)):
+            r = conn.request(24, {"transactions": [{"transactional_id": "txn-v4", "producer_id": pid,
+                                                    "producer_epoch": epoch, "verify_only": verify_only,
+                                                    "topics": [{"name": "odd", "partitions": [0]}]}]}, version=4)
+            (result,) = r.results_by_transaction
+            assert result.topic_results[0].results_by_partition[0].partition_error_code.value == expected
+        assert conn.request(18, {}, version=0).error_code.value == 0  # the connection is still fine
