@@ -1,0 +1,111 @@
+"""The README's "Compatibility with Apache Kafka 4.1" tables stay true.
+
+* ``test_api_versions_table``: asks both brokers for ApiVersions (v3) and renders every API where
+  Samsa's advertised range differs from Kafka 4.1.2's (missing, narrower, wider). The block between
+  ``<!-- api-versions:begin -->`` and ``<!-- api-versions:end -->`` in README.md must equal it.
+* ``test_known_differences_list``: the block between ``<!-- known-differences:begin/end -->`` must
+  equal the rendering of ``normalize.KNOWN_DIFFERENCES`` (which the differential tests keep strict).
+
+``UPDATE_COMPAT_TABLE=1`` rewrites the blocks instead of failing (then review the diff and commit).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.client import Connection
+from differential.normalize import KNOWN_DIFFERENCES
+from kproto.messages import API_NAMES
+
+pytestmark = [pytest.mark.differential, pytest.mark.kafka, pytest.mark.samsa]
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+DASH = "\u2013"  # the README writes ranges as 3\u201312
+
+# Facts about a row that the ranges alone do not say.
+NOTES = {
+    0: f"Kafka 4 advertises v0{DASH}2 for old librdkafka's sake but refuses them (KIP-896, KAFKA-18659): it closes "
+       "the connection, as Samsa does (differential scenario `unsupported_versions`)",
+    22: "idempotent and transactional producers: issue 5",
+}
+
+
+def api_name(key: int) -> str:
+    return "".join(part.capitalize() for part in API_NAMES.get(key, f"api_{key}").split("_"))
+
+
+def api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with Connection(host, int(port), client_id="samsa-differential") as c:
+        r = c.request(18, {"client_software_name": "samsa-differential", "client_software_version": "1"},
+                      version=3)
+        assert r.error_code.value == 0
+        return {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+
+
+def render_table(kafka: dict[int, tuple[int, int]], samsa: dict[int, tuple[int, int]]) -> str:
+    rows = ["| key | API | Apache Kafka 4.1.2 | Samsa | difference |", "|---|---|---|---|---|"]
+    for key in sorted(set(kafka) | set(samsa)):
+        k, s = kafka.get(key), samsa.get(key)
+        if k == s:
+            continue
+        if s is None:
+            what = "not implemented"
+        elif k is None:
+            what = "Samsa only"
+        else:
+            parts = []
+            if s[0] > k[0]:
+                parts.append(f"no v{k[0]}" + (f"{DASH}{s[0] - 1}" if s[0] - 1 > k[0] else ""))
+            if s[1] < k[1]:
+                parts.append(f"no v{s[1] + 1}" + (f"{DASH}{k[1]}" if k[1] > s[1] + 1 else ""))
+            if s[0] < k[0] or s[1] > k[1]:
+                parts.append("wider than Kafka's")
+            what = ", ".join(parts)
+        if key in NOTES:
+            what += f"; {NOTES[key]}"
+
+        def fmt(r: tuple[int, int] | None) -> str:
+            return "\u2014" if r is None else f"{r[0]}{DASH}{r[1]}" if r[0] != r[1] else str(r[0])
+
+        rows.append(f"| {key} | {api_name(key)} | {fmt(k)} | {fmt(s)} | {what} |")
+    same = sorted(key for key in set(kafka) & set(samsa) if kafka[key] == samsa[key])
+    rows.append("")
+    rows.append(f"Same ranges as Kafka 4.1.2 ({len(same)} APIs): " + ", ".join(api_name(k) for k in same) + ".")
+    return "\n".join(rows)
+
+
+def render_known() -> str:
+    lines = []
+    for scenario in sorted(KNOWN_DIFFERENCES):
+        for pattern, reason in KNOWN_DIFFERENCES[scenario]:
+            lines.append(f"- `{scenario}` · `{pattern}`: {reason}")
+    return "\n".join(lines)
+
+
+def check_block(name: str, expected: str) -> None:
+    text = README.read_text()
+    m = re.search(rf"<!-- {name}:begin[^>]*-->\n(.*?)<!-- {name}:end -->", text, re.S)
+    assert m, f"README.md has no <!-- {name}:begin --> ... <!-- {name}:end --> block"
+    if m.group(1).strip() == expected.strip():
+        return
+    if os.environ.get("UPDATE_COMPAT_TABLE") == "1":
+        README.write_text(text[: m.start(1)] + expected.strip() + "\n" + text[m.end(1):])
+        return
+    pytest.fail(f"README.md's {name} block is stale (UPDATE_COMPAT_TABLE=1 rewrites it). It should read:\n"
+                f"{expected}", pytrace=False)
+
+
+def test_api_versions_table(kafka_oracle: Any, samsa_server: Any) -> None:
+    table = render_table(api_versions(kafka_oracle.bootstrap), api_versions(samsa_server.bootstrap))
+    check_block("api-versions", table)
+
+
+def test_known_differences_list() -> None:
+    check_block("known-differences", render_known())
