@@ -22,7 +22,10 @@ def main() -> None:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
-                             client_id=f"kafka-python-{group}")
+                             client_id=f"kafka-python-{group}",
+                             # kafka-python may join before its first metadata for the topic arrives and, as
+                             # leader, assign nothing; it rejoins on the next metadata refresh (default 5 min)
+                             metadata_max_age_ms=5000)
     consumer.subscribe([topic], listener=Listener())
     while not stop:
         batches = consumer.poll(timeout_ms=200)
