@@ -7,7 +7,7 @@
 
 Runs ``.venv/bin/samsa serve --listen 127.0.0.1:PORT --advertise 127.0.0.1:PORT --data-dir DIR
 --log-level LEVEL`` (``SAMSA_BIN`` overrides the executable), waits until the port accepts TCP
-(at most ``ready_timeout`` s: ``SAMSA_READY_TIMEOUT`` or 20), and stops the process by its PID: SIGTERM, then
+(at most ``ready_timeout`` s: ``SAMSA_READY_TIMEOUT`` or 60), and stops the process by its PID: SIGTERM, then
 SIGKILL after ``stop_timeout`` s. stdout and stderr go to ``DIR/../samsa.log``; errors quote its tail.
 """
 
@@ -81,7 +81,7 @@ def start_samsa(
     ready_timeout: float | None = None,
 ) -> SamsaProcess:
     if ready_timeout is None:
-        ready_timeout = float(os.environ.get("SAMSA_READY_TIMEOUT", "20"))
+        ready_timeout = float(os.environ.get("SAMSA_READY_TIMEOUT", "60"))
     if not (SAMSA_BIN.is_file() and os.access(SAMSA_BIN, os.X_OK)):
         raise SamsaError(
             f"the samsa console script is missing: {SAMSA_BIN} does not exist. It comes from "

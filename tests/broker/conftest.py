@@ -17,7 +17,7 @@ import pytest
 from broker.client import Connection
 
 REPO = Path(__file__).resolve().parents[2]
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 
 
