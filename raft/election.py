@@ -38,9 +38,14 @@ def on_vote_request(core: RaftCore, source: int, req: VoteRequest, cid: int) -> 
     if req.replica_epoch < core.epoch:
         return [core.respond(source, cid, _vote_response(core, False, ErrorCode.fenced_leader_epoch))]
     log_ok = (req.last_offset_epoch, req.last_offset) >= (core.log.last_fetched_epoch, core.log.end_offset)
+    if req.pre_vote and req.replica_epoch - 1 > core.epoch:
+        # The sender already holds a higher epoch (a pre-vote asks for its epoch + 1): it lost an
+        # election there and can never follow us back in ours, so we move up to it, as etcd-raft does
+        # when it meets a higher term. This happens once per such epoch, not once per pre-vote round.
+        actions += core.transition(Unattached(req.replica_epoch - 1, None, core.election_deadline(core.now_ms)))
     if req.pre_vote:
         # KIP-996: a pre-vote changes nothing here, whatever its epoch.
-        return [core.respond(source, cid, _vote_response(core, _can_grant_pre_vote(core, req, log_ok)))]
+        return [*actions, core.respond(source, cid, _vote_response(core, _can_grant_pre_vote(core, req, log_ok)))]
     if req.replica_epoch > core.epoch:
         actions += core.transition(Unattached(req.replica_epoch, None, core.election_deadline(core.now_ms)))
     granted = False

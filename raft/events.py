@@ -58,7 +58,11 @@ class Tick:
 
 @dataclass(frozen=True, slots=True)
 class Received:
-    """A message from `source`. A response carries the correlation_id of the Send it answers."""
+    """A message from `source`. A response carries the correlation_id of the Send it answers.
+
+    Correlation ids start over when a RaftCore is constructed: like Kafka's, they belong to a
+    connection, and a response to a request sent before a restart must never be delivered after it.
+    """
 
     source: int
     message: RaftMessage

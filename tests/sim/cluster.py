@@ -34,10 +34,18 @@ from raft.events import (
     TruncateLog,
 )
 from raft.log import EntryKind, LogEntry, Snapshot
-from raft.messages import FetchRequest, FetchSnapshotRequest, RaftMessage, VoteRequest
+from raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    RaftMessage,
+    VoteRequest,
+)
 from raft.quorum_state import Leader, QuorumConfig
 from sim.invariants import Checker
 
+_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
 _PERSIST = (PersistQuorumState, AppendToLog, TruncateLog, PersistSnapshot, AdvanceLogStartOffset)
 
 
@@ -134,6 +142,7 @@ class Node:
     max_sent_epoch: int = 0
     last_epoch: int = 0
     last_high_watermark: int = 0
+    request_origin: dict[tuple[int, int], int] = field(default_factory=dict)  # (source, cid) -> incarnation
 
 
 @dataclass
@@ -196,8 +205,13 @@ class Simulation:
                         self._step(node, Tick())
                 case "deliver":
                     assert isinstance(payload, tuple)
-                    incarnation, received = payload
+                    incarnation, source_incarnation, received = payload
                     if node.core is not None and incarnation == node.incarnation:
+                        if isinstance(received.message, _REQUESTS):
+                            key = (received.source, received.correlation_id)
+                            node.request_origin[key] = source_incarnation
+                            if len(node.request_origin) > 4096:
+                                del node.request_origin[next(iter(node.request_origin))]
                         self._step(node, received)
                 case "disk":
                     if node.core is not None and payload == node.incarnation:
@@ -333,11 +347,18 @@ class Simulation:
         if (source, send.destination) in self.blocked or self.rng.random() < f.drop_rate:
             return
         copies = 2 if self.rng.random() < f.dup_rate else 1
+        node = self.nodes[source]
+        dest_incarnation = self.nodes[send.destination].incarnation
+        if not isinstance(send.message, _REQUESTS):
+            # A response travels back on the requester's connection: one from before the requester
+            # restarted is never delivered (Kafka's correlation ids are per connection).
+            dest_incarnation = node.request_origin.get((send.destination, send.correlation_id), dest_incarnation)
         for _ in range(copies):
             delay = self.rng.randint(1, f.max_delay_ms)
             received = Received(source, send.message, send.correlation_id)
-            dest = self.nodes[send.destination]
-            self._push(self.now_ms + delay, "deliver", send.destination, (dest.incarnation, received))
+            self._push(
+                self.now_ms + delay, "deliver", send.destination, (dest_incarnation, node.incarnation, received)
+            )
 
     def partition(self, groups: list[set[int]]) -> None:
         """Only nodes in the same group talk; nodes in no group talk to nobody."""
