@@ -4,6 +4,7 @@ Each loop reads an input topic in a consumer group, writes "out-<value>" for eve
 topic and commits the consumed offsets in the same transaction; about a third of the transactions are
 aborted (the consumer then rewinds to the group's committed offsets).  Read with read_committed, the
 output must hold exactly one copy of each input record.  Also: a zombie producer (old epoch) is fenced.
+Each test runs against Samsa and against Kafka 4.1.2 (``-m samsa`` / ``-m kafka``), which proves it right.
 """
 
 from __future__ import annotations
@@ -13,41 +14,31 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from samsa_fixture import SamsaProcess, start_samsa
+from compat_targets import Target
 
 from broker.client import Connection
 
 HERE = Path(__file__).resolve().parent
 JAVA = HERE.parent / "java"
 COUNT = 300
-SAMSA_TXN_ARGS = ("--override", "group.initial.rebalance.delay.ms=0")
 
 
-@pytest.fixture(scope="module")
-def samsa() -> Iterator[SamsaProcess]:
-    s = start_samsa(extra_args=SAMSA_TXN_ARGS, ready_timeout=90.0)
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
-def create(samsa: SamsaProcess, topic: str, partitions: int) -> None:
-    with Connection("127.0.0.1", samsa.port) as conn:
+def create(samsa: Target, topic: str, partitions: int) -> None:
+    host, _, port = samsa.bootstrap.rpartition(":")
+    with Connection(host, int(port)) as conn:
         r = conn.request(19, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
                                           "assignments": (), "configs": ()}], "timeout": 5000,
                               "validate_only": False})
         assert r.topics[0].error_code.value == 0
 
 
-def fill_input(samsa: SamsaProcess, topic: str) -> list[bytes]:
+def fill_input(samsa: Target, topic: str) -> list[bytes]:
     from confluent_kafka import Producer
 
     values = [b"v-%d" % i for i in range(COUNT)]
@@ -58,7 +49,7 @@ def fill_input(samsa: SamsaProcess, topic: str) -> list[bytes]:
     return values
 
 
-def read_committed(samsa: SamsaProcess, topic: str, expected: int, timeout_s: float = 60.0) -> list[bytes]:
+def read_committed(samsa: Target, topic: str, expected: int, timeout_s: float = 60.0) -> list[bytes]:
     from confluent_kafka import Consumer
 
     c = Consumer({"bootstrap.servers": samsa.bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
@@ -84,8 +75,8 @@ def read_committed(samsa: SamsaProcess, topic: str, expected: int, timeout_s: fl
     return out
 
 
-@pytest.mark.samsa
-def test_confluent_consume_transform_produce_with_random_aborts(samsa: SamsaProcess) -> None:
+def test_confluent_consume_transform_produce_with_random_aborts(broker: Target) -> None:
+    samsa = broker
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     suffix = uuid.uuid4().hex[:8]
@@ -134,8 +125,8 @@ def test_confluent_consume_transform_produce_with_random_aborts(samsa: SamsaProc
     assert sorted(out) == sorted(b"out-" + v for v in values), (len(out), len(set(out)))
 
 
-@pytest.mark.samsa
-def test_confluent_zombie_producer_is_fenced(samsa: SamsaProcess) -> None:
+def test_confluent_zombie_producer_is_fenced(broker: Target) -> None:
+    samsa = broker
     from confluent_kafka import KafkaException, Producer
 
     topic = f"zombie-{uuid.uuid4().hex[:8]}"
@@ -158,8 +149,8 @@ def test_confluent_zombie_producer_is_fenced(samsa: SamsaProcess) -> None:
     del old, new  # close both clients before the broker stops
 
 
-@pytest.mark.samsa
-def test_java_consume_transform_produce_with_random_aborts(samsa: SamsaProcess) -> None:
+def test_java_consume_transform_produce_with_random_aborts(broker: Target) -> None:
+    samsa = broker
     classes = JAVA / "target" / "classes"
     if not (classes / "TxnLoop.class").exists():
         pytest.fail("the Java programs are not built: run `make compat-java`")
