@@ -50,8 +50,7 @@ class Partition:
         index = self._txn_index
         first_base = self.log.segments[0].base_offset
         if index is None:
-            index = TransactionIndex.open(self.log.directory, (s.base_offset for s in self.log.segments),
-                                          self.log.log_end_offset)
+            index = TransactionIndex.open(self.log.directory, self.log.segments, self.log.log_end_offset)
             self._txn_index = index
         index.delete_below(first_base)
         return index

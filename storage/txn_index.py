@@ -13,8 +13,11 @@ producers' records until their abort marker.
 The last stable offset is the first offset of the earliest transaction still open in the log (the
 producer state keeps `current_txn_first_offset`), or the high watermark when none is open.
 
-Entries are written (os.write, page cache) right after the marker is appended; at open, entries for
-segments that are gone or past the log end (a truncated tail) are dropped.
+Entries are written (os.write, page cache) right after the marker is appended, without fsync.  So at
+open the tail is rebuilt like Kafka's LogLoader does: from the newest producer-state snapshot at or
+below the log end (it holds each producer's open-transaction first offset there), the batch headers
+after it are replayed and every ABORT marker found gets its entry again; entries before the snapshot
+come from the files, entries of segments that are gone are deleted.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.producer_state import ProducerStateEntry
+from kproto.batch import CorruptBatchError
+from kproto.records import ControlType, decode_batches, decode_control_record
+from storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, ProducerStateEntry, ProducerStateManager
+from storage.segment import LogSegment
 
 TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")
@@ -60,6 +66,32 @@ def decode_entries(data: bytes) -> list[AbortedTxn]:
     return out
 
 
+def _is_abort(batch: bytes) -> bool:
+    try:
+        for _, records in decode_batches(batch, max_decompressed_bytes=1 << 16):
+            return bool(records) and decode_control_record(records[0]).type == ControlType.ABORT
+    except CorruptBatchError:
+        pass
+    return False
+
+
+def _newest_snapshot(directory: Path, names: list[str], log_end_offset: int) -> tuple[int, dict[int, int]]:
+    """(offset, producer id -> first offset of its open transaction) from the newest good snapshot."""
+    offsets = sorted((int(n[: -len(SNAPSHOT_SUFFIX)]) for n in names
+                      if n.endswith(SNAPSHOT_SUFFIX) and n[: -len(SNAPSHOT_SUFFIX)].isdigit()), reverse=True)
+    for offset in offsets:
+        if offset > log_end_offset:
+            continue
+        try:
+            data = (directory / f"{offset:020d}{SNAPSHOT_SUFFIX}").read_bytes()
+            snap_offset, producers = ProducerStateManager.decode_snapshot(data)
+        except (OSError, CorruptSnapshotError):
+            continue
+        return snap_offset, {pid: e.current_txn_first_offset for pid, e in producers.items()
+                             if e.current_txn_first_offset is not None}
+    return 0, {}
+
+
 def last_stable_offset(producers: Iterable[ProducerStateEntry], high_watermark: int) -> int:
     """The first offset of the earliest open transaction, capped at the high watermark."""
     lso = high_watermark
@@ -79,13 +111,25 @@ class TransactionIndex:
         self._entries: dict[int, list[AbortedTxn]] = {}
 
     @classmethod
-    def open(cls, directory: Path, segment_bases: Iterable[int], log_end_offset: int) -> TransactionIndex:
-        index = cls(directory)
-        live = set(segment_bases)
+    def open(cls, directory: Path, segments: Sequence[LogSegment], log_end_offset: int) -> TransactionIndex:
+        """Load the `.txnindex` files of `segments` and rebuild the entries after the newest snapshot."""
         try:
             names = os.listdir(directory)
         except FileNotFoundError:
             names = []
+        start, open_first = _newest_snapshot(directory, names, log_end_offset)
+        if segments:
+            start = max(start, segments[0].base_offset)
+        index = cls._load(directory, names, [s.base_offset for s in segments], start)
+        index._replay(segments, start, open_first)
+        return index
+
+    @classmethod
+    def _load(cls, directory: Path, names: list[str], segment_bases: Iterable[int],
+              keep_below: int) -> TransactionIndex:
+        """The entries of existing files below `keep_below`; files of segments not in `segment_bases` go."""
+        index = cls(directory)
+        live = set(segment_bases)
         for name in names:
             stem = name[: -len(TXN_INDEX_SUFFIX)]
             if not name.endswith(TXN_INDEX_SUFFIX) or not stem.isdigit():
@@ -96,13 +140,32 @@ class TransactionIndex:
                 path.unlink(missing_ok=True)
                 continue
             entries = decode_entries(path.read_bytes())
-            kept = [e for e in entries if e.last_offset < log_end_offset]
+            kept = [e for e in entries if e.last_offset < keep_below]
             if len(kept) != len(entries) or path.stat().st_size != len(entries) * ENTRY_BYTES:
                 path.write_bytes(b"".join(e.encode() for e in kept))
             if kept:
                 index._entries[base] = kept
                 bisect.insort(index._bases, base)
         return index
+
+    def _replay(self, segments: Sequence[LogSegment], start: int, open_first: dict[int, int]) -> None:
+        """Kafka's LogLoader for the transaction index: re-derive the entries of ABORT markers at or after `start`."""
+        for seg in segments:
+            if seg.next_offset <= start:
+                continue
+            found = seg.translate_offset(start) if seg.base_offset < start else (0, None)
+            if found is None:
+                continue
+            for position, h in seg.iter_headers(found[0]):
+                if h.producer_id < 0 or not h.is_transactional or h.last_offset < start:
+                    continue
+                if not h.is_control:
+                    open_first.setdefault(h.producer_id, h.base_offset)
+                    continue
+                first = open_first.pop(h.producer_id, None)
+                if first is not None and _is_abort(seg.read_bytes(position, h.size_bytes)):
+                    lso = min(open_first.values(), default=h.last_offset + 1)
+                    self.append(seg.base_offset, AbortedTxn(h.producer_id, first, h.last_offset, lso))
 
     def append(self, segment_base: int, entry: AbortedTxn) -> None:
         if segment_base not in self._entries:

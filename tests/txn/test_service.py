@@ -68,6 +68,18 @@ def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_
     assert partition.last_stable_offset == partition.log.high_watermark == 4
     assert [(a.producer_id, a.first_offset) for a in partition.aborted_transactions(0, 4)] == [
         (open_.producer_id, 1)]
+    expected = partition.aborted_transactions(0, 4)
+    broker.close()
+    # The .txnindex is written without fsync: entries after the newest producer-state snapshot are
+    # rebuilt from the log at the next start (here: no snapshot left, so from the start of the log).
+    directory = partition.log.directory
+    for path in [*directory.glob("*.txnindex"), *directory.glob("*.snapshot")]:
+        path.unlink()
+    broker = start(tmp_path)
+    partition = broker.replica_manager.get_partition("t", 0)
+    assert partition is not None
+    assert partition.aborted_transactions(0, 4) == expected
+    assert sorted(p.name for p in directory.glob("*.txnindex")) == ["00000000000000000000.txnindex"]
     broker.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 from broker.txn.records import decode_key, decode_value, encode_key, encode_value, partition_for_transactional_id
@@ -121,7 +122,7 @@ def test_records_round_trip_and_load() -> None:
 
 
 def test_aborted_transaction_index(tmp_path: Path) -> None:
-    index = TransactionIndex.open(tmp_path, [0, 100], 300)
+    index = TransactionIndex._load(tmp_path, [], [0, 100], 300)
     index.append(0, AbortedTxn(1, 5, 20, 21))
     index.append(100, AbortedTxn(2, 90, 110, 111))
     index.append(100, AbortedTxn(3, 150, 160, 200))
@@ -130,7 +131,7 @@ def test_aborted_transaction_index(tmp_path: Path) -> None:
     assert [a.producer_id for a in index.collect_aborted_transactions(21, 300)] == [2, 3]
     assert [a.producer_id for a in index.collect_aborted_transactions(21, 100)] == [2]
     # Reopened: entries past the log end are dropped (a truncated tail), files of deleted segments removed.
-    reopened = TransactionIndex.open(tmp_path, [100], 155)
+    reopened = TransactionIndex._load(tmp_path, os.listdir(tmp_path), [100], 155)
     assert reopened.collect_aborted_transactions(0, 300) == [AbortedTxn(2, 90, 110, 111)]
     assert not (tmp_path / "00000000000000000000.txnindex").exists()
     reopened.truncate_to(100)
