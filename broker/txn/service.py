@@ -308,14 +308,17 @@ class TxnService:
     def finish(self, md: TransactionMetadata, now: int) -> ErrorCode:
         """Write the markers of a Prepare* transaction (already persisted), then persist Complete*.
 
-        A deleted topic's partition is skipped (Kafka drops markers for partitions that are gone);
-        any other failure leaves the transaction in Prepare* for the timer to retry.
+        A deleted topic's partition is skipped (Kafka drops markers for partitions that are gone), and so
+        is one whose producer state already has a newer epoch (only this coordinator bumps a transactional
+        producer's epoch, so that partition's transaction was completed by a later marker); any other
+        failure leaves the transaction in Prepare* for the timer to retry.
         """
         assert md.pending_markers
         committed = md.state is TransactionState.PREPARE_COMMIT
         results = self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch(md.transactional_id),
                                      committed, sorted(md.partitions), now)
-        failed = {tp: e for tp, e in results.items() if e not in (ErrorCode.none, ErrorCode.unknown_topic_or_partition)}
+        done = (ErrorCode.none, ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_producer_epoch)
+        failed = {tp: e for tp, e in results.items() if e not in done}
         if failed:
             logger.warning("transaction %s: markers not written yet: %s", md.transactional_id,
                            {f"{t}-{p}": e.name for (t, p), e in failed.items()})
