@@ -26,7 +26,7 @@ run: $(STAMP)
 include compat-tests/compat.mk
 
 test: $(TEST_STAMP) compat-deps
-	$(PY) -m pytest -q -p no:cacheprovider tests compat-tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests compat-tests
 
 test-fast: $(TEST_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider tests
