@@ -52,7 +52,7 @@ from broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
-from kproto.batch import CorruptBatchError
+from kproto.batch import CorruptBatchError, iter_batches
 from kproto.errors import ErrorCode
 from kproto.records import ControlType, decode_batches, decode_control_record
 from kproto.records import encode_batch as encode_producer_batch
@@ -232,13 +232,20 @@ class TxnService:
                 data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
                 last = offset - 1
                 try:
-                    batches = list(decode_batches(data, max_decompressed_bytes=LOAD_READ_BYTES * 16))
+                    # Headers only: the (many) plain offset commits are the group loader's, not decoded here.
+                    batches = [(header, position) for position, header in iter_batches(data, verify_crc=False)]
                 except CorruptBatchError as e:
                     logger.warning("stopping the replay of %s-%d at %d: %s", OFFSETS_TOPIC, index, offset, e)
                     break
-                for header, records in batches:
+                for header, position in batches:
                     last = header.last_offset
                     if not header.is_transactional or header.base_offset < offset:
+                        continue
+                    try:
+                        ((_, records),) = decode_batches(data[position : position + header.size_bytes],
+                                                         max_decompressed_bytes=LOAD_READ_BYTES * 16)
+                    except (CorruptBatchError, ValueError) as e:
+                        logger.warning("skipping an unreadable transactional batch at %d: %s", header.base_offset, e)
                         continue
                     if header.is_control:
                         done = pending.pop(header.producer_id, [])
