@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 
@@ -54,6 +55,9 @@ class Partition:
             self._txn_index = index
         index.delete_below(first_base)
         return index
+
+    def take_dirty_txn_index_files(self) -> list[Path]:
+        return self._txn_index.take_dirty() if self._txn_index is not None else []
 
     @property
     def last_stable_offset(self) -> int:

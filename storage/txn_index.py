@@ -13,7 +13,8 @@ producers' records until their abort marker.
 The last stable offset is the first offset of the earliest transaction still open in the log (the
 producer state keeps `current_txn_first_offset`), or the high watermark when none is open.
 
-Entries are written (os.write, page cache) right after the marker is appended, without fsync.  So at
+Entries are written (os.write, page cache) right after the marker is appended; `take_dirty` /
+`fsync_files` let the broker fsync them off the event loop soon after (broker/txn's timer).  At
 open the tail is rebuilt like Kafka's LogLoader does: from the newest producer-state snapshot at or
 below the log end (it holds each producer's open-transaction first offset there), the batch headers
 after it are replayed and every ABORT marker found gets its entry again; entries before the snapshot
@@ -92,6 +93,19 @@ def _newest_snapshot(directory: Path, names: list[str], log_end_offset: int) -> 
     return 0, {}
 
 
+def fsync_files(paths: Iterable[Path]) -> None:
+    """fsync each file through a descriptor of its own (safe next to appends on the event loop)."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # its segment was deleted meanwhile
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def last_stable_offset(producers: Iterable[ProducerStateEntry], high_watermark: int) -> int:
     """The first offset of the earliest open transaction, capped at the high watermark."""
     lso = high_watermark
@@ -109,6 +123,7 @@ class TransactionIndex:
         self.directory = directory
         self._bases: list[int] = []
         self._entries: dict[int, list[AbortedTxn]] = {}
+        self._dirty: set[int] = set()
 
     @classmethod
     def open(cls, directory: Path, segments: Sequence[LogSegment], log_end_offset: int) -> TransactionIndex:
@@ -172,11 +187,17 @@ class TransactionIndex:
             self._entries[segment_base] = []
             bisect.insort(self._bases, segment_base)
         self._entries[segment_base].append(entry)
+        self._dirty.add(segment_base)
         fd = os.open(txn_index_path(self.directory, segment_base), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             os.write(fd, entry.encode())
         finally:
             os.close(fd)
+
+    def take_dirty(self) -> list[Path]:
+        """Files appended to since the last call (for `fsync_files`, which may run in a worker thread)."""
+        dirty, self._dirty = self._dirty, set()
+        return [txn_index_path(self.directory, base) for base in sorted(dirty)]
 
     def collect_aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start_offset, upper_offset) (Kafka's collectAbortedTxns).

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.to_thread
 
 from broker.group.batches import encode_batch, iter_records
 from broker.group.coordinator import OffsetAndMetadata
@@ -57,6 +58,7 @@ from kproto.errors import ErrorCode
 from kproto.records import ControlType, decode_batches, decode_control_record
 from kproto.records import encode_batch as encode_producer_batch
 from storage.errors import StorageError
+from storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -452,7 +454,8 @@ class TxnService:
             self.persist(now)
 
     async def run(self) -> None:
-        """Abort timed-out transactions, retry unwritten markers, expire ids; runs for the life of the server."""
+        """Abort timed-out transactions, retry unwritten markers, expire ids, fsync new aborted-transaction
+        index entries (in a worker thread); runs for the life of the server."""
         last_expiry = now_ms()
         while True:
             await anyio.sleep(self.timer_interval_ms / 1000)
@@ -462,5 +465,9 @@ class TxnService:
                 if now - last_expiry >= self.id_expiration_check_ms:
                     last_expiry = now
                     self.expire(now)
+                partitions = self.broker.replica_manager.partitions()
+                dirty = [path for p in partitions for path in p.take_dirty_txn_index_files()]
+                if dirty:
+                    await anyio.to_thread.run_sync(fsync_files, dirty)
             except Exception:
                 logger.exception("transaction coordinator timer failed")

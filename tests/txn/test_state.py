@@ -143,3 +143,15 @@ def test_last_stable_offset() -> None:
                ProducerStateEntry(3, current_txn_first_offset=12)]
     assert last_stable_offset(entries, 50) == 12
     assert last_stable_offset(entries[1:2], 50) == 50
+
+
+def test_dirty_index_files_are_handed_out_once(tmp_path: Path) -> None:
+    from storage.txn_index import fsync_files
+
+    index = TransactionIndex._load(tmp_path, [], [0, 100], 300)
+    index.append(100, AbortedTxn(2, 90, 110, 111))
+    index.append(0, AbortedTxn(1, 5, 20, 21))
+    dirty = index.take_dirty()
+    assert [p.name for p in dirty] == ["00000000000000000000.txnindex", "00000000000000000100.txnindex"]
+    assert index.take_dirty() == []
+    fsync_files([*dirty, tmp_path / "gone.txnindex"])
