@@ -149,6 +149,14 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "samsa.max.open.files": (ConfigType.INT, "1000"),
     "samsa.min.free.disk.bytes": (ConfigType.LONG, "104857600"),
     "samsa.max.decompressed.batch.bytes": (ConfigType.INT, "67108864"),
+    "producer.id.expiration.ms": (ConfigType.INT, "86400000"),
+    "producer.id.expiration.check.interval.ms": (ConfigType.INT, "600000"),
+    "transactional.id.expiration.ms": (ConfigType.INT, "604800000"),
+    "transaction.max.timeout.ms": (ConfigType.INT, "900000"),
+    "transaction.state.log.replication.factor": (ConfigType.SHORT, "3"),
+    "group.max.size": (ConfigType.INT, "2147483647"),
+    "offset.metadata.max.bytes": (ConfigType.INT, "4096"),
+    "offsets.retention.check.interval.ms": (ConfigType.LONG, "600000"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

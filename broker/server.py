@@ -134,12 +134,19 @@ async def serve(
     async def flush_dirty() -> None:
         await anyio.to_thread.run_sync(broker.log_manager.flush_dirty, int(time.time() * 1000))
 
+    def expire_producers() -> None:
+        broker.log_manager.remove_expired_producers(
+            int(time.time() * 1000), broker.config.get_int("producer.id.expiration.ms")
+        )
+
     async def checkpoint() -> None:
         await anyio.to_thread.run_sync(broker.checkpoint)
 
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(_every, retention_interval_s, broker.run_retention, "retention")
         tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, checkpoint, "high watermark checkpoint")
+        tg.start_soon(_every, broker.config.get_int("producer.id.expiration.check.interval.ms") / 1000,
+                      expire_producers, "producer id expiration")
         tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
         tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
         tg.start_soon(broker.txn.run)  # transaction timeouts, unwritten markers, transactional id expiry

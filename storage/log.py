@@ -344,6 +344,10 @@ class Log:
     def producer_state(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.producers.get(producer_id)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Drop producer state idle longer than producer.id.expiration.ms (see ProducerStateManager)."""
+        return self._producers.remove_expired(now_ms, expiration_ms)
+
     @property
     def producer_states(self) -> dict[int, ProducerStateEntry]:
         return self._producers.producers

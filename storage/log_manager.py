@@ -145,6 +145,13 @@ class LogManager:
 
     # -- periodic work ------------------------------------------------------------------------------------
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        removed = 0
+        for log in list(self._logs.values()):
+            if not log.closed and log.offline_reason is None:
+                removed += log.remove_expired_producers(now_ms, expiration_ms)
+        return removed
+
     def run_retention(self, now_ms: int) -> int:
         deleted = 0
         for log in list(self._logs.values()):

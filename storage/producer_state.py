@@ -169,6 +169,18 @@ class ProducerStateManager:
     def clear(self) -> None:
         self.producers.clear()
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for `expiration_ms` (Kafka's producer.id.expiration.ms), keeping any with an
+        open transaction. Their next batch is then treated like a new producer's (any sequence accepted
+        for a fresh epoch), as in Kafka. Returns how many were removed."""
+        expired = [
+            pid for pid, e in self.producers.items()
+            if e.current_txn_first_offset is None and now_ms - e.last_timestamp_ms >= expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
     # -- snapshots ----------------------------------------------------------------------------------------
 
     def encode_snapshot(self, offset: int) -> bytes:

@@ -89,3 +89,23 @@ def test_retry_recognised_after_restart_and_ids_never_reused(samsa_factory: Any)
         assert r.error_code.value == 0 and r.base_offset == 2
         assert log_values(conn, "idem-restart") == [b"x", b"y", b"z"]
         assert init_pid(conn).producer_id > new_pid
+
+
+def test_idle_producer_state_expires(samsa_factory: Any) -> None:
+    s = samsa_factory(extra_args=("--override", "producer.id.expiration.ms=1500",
+                                  "--override", "producer.id.expiration.check.interval.ms=200"))
+    s.start()
+
+    def active(conn: Connection) -> list[int]:
+        r = conn.request(61, {"topics": [{"name": "expiring", "partition_indexes": [0]}]})
+        return [p.producer_id for p in r.topics[0].partitions[0].active_producers]
+
+    with s.connect() as conn:
+        create(conn, "expiring")
+        pid = init_pid(conn).producer_id
+        assert produce(conn, "expiring", batch(pid, 0, 0, [b"x"])).error_code.value == 0
+        assert active(conn) == [pid]
+        deadline = time.monotonic() + 60
+        while active(conn) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert active(conn) == [], "producer state was not expired"
