@@ -26,6 +26,12 @@ def main() -> None:
                              # kafka-python may join before its first metadata for the topic arrives and, as
                              # leader, assign nothing; it rejoins on the next metadata refresh (default 5 min)
                              metadata_max_age_ms=5000)
+    # Fetch the topic's metadata before joining, so a leader never computes an assignment without it
+    # (seen against Apache Kafka 4.1.2 as well as Samsa: the leader handed one member nothing).
+    for _ in range(100):
+        if consumer.partitions_for_topic(topic):
+            break
+        stop.event.wait(0.1)
     consumer.subscribe([topic], listener=Listener())
     while not stop:
         batches = consumer.poll(timeout_ms=200)
