@@ -65,9 +65,16 @@ def end(conn: Connection, txn_id: str, pid: int, epoch: int, commit: bool, versi
 def produce(conn: Connection, topic: str, partition: int, pid: int, epoch: int, seq: int, txn_id: str) -> int:
     batch = encode_batch([(None, b"v%d" % seq, ())], timestamp_ms=int(time.time() * 1000), producer_id=pid,
                          producer_epoch=epoch, base_sequence=seq, is_transactional=True)
-    r = conn.request(0, {"transactional_id": txn_id, "acks": -1, "timeout": 5000, "topic_data": [
-        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}, version=9)
-    return int(r.responses[0].partition_responses[0].error_code.value)
+    deadline = time.monotonic() + 30
+    while True:
+        r = conn.request(0, {"transactional_id": txn_id, "acks": -1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}, version=9)
+        error = int(r.responses[0].partition_responses[0].error_code.value)
+        # Kafka may answer NOT_LEADER_OR_FOLLOWER (6) for a moment after creating a topic, until the
+        # broker has applied the new leadership; clients retry it, and so does this test.
+        if error != 6 or time.monotonic() > deadline:
+            return error
+        time.sleep(0.2)
 
 
 def fetch_committed(conn: Connection, topic: str) -> Any:
