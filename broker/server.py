@@ -36,10 +36,6 @@ HW_CHECKPOINT_INTERVAL_S = 5.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 
 
-class ConnectionClosed(Exception):
-    pass
-
-
 async def handle_frame(broker: Broker, payload: bytes, client_host: str) -> tuple[bytes | None, bool]:
     """Answer one request frame: (response frame or None for acks=0, whether the request was valid)."""
     header = parse_request_header(payload)

@@ -893,9 +893,9 @@ class Log:
             if upper > self.high_watermark:
                 break
             if upper <= self.log_start_offset:
-                pass
+                pass  # wholly below the log start (DeleteRecords): delete
             elif config.retention_ms >= 0 and now_ms - seg.largest_timestamp_ms() > config.retention_ms:
-                pass
+                pass  # older than retention.ms: delete
             elif excess >= 0 and excess - seg.size_bytes >= 0:
                 excess -= seg.size_bytes
             else:

@@ -56,7 +56,7 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
             epoch = next((e for e, offset in reversed(entries) if offset <= start), -1)
             out.update(offset=start, leader_epoch=epoch if entries else partition.leader_epoch)
         elif ts == EARLIEST_PENDING_UPLOAD:
-            pass
+            pass  # no remote tier, so nothing is pending upload: offset -1, as Kafka answers without one
         elif ts == MAX_TIMESTAMP:
             offset, max_ts, batch_epoch = log.max_timestamp_offset()
             if 0 <= offset < upper:
