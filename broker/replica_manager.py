@@ -19,6 +19,7 @@ import anyio
 from broker.config import BrokerConfig, log_config_for
 from broker.metadata.image import MetadataImage, PartitionImage
 from broker.metadata.log import METADATA_TOPIC
+from kproto.errors import ErrorCode
 from kproto.records import ControlType, encode_control_batch
 from storage.log import Log, LogAppendInfo
 from storage.log_manager import LogManager
@@ -92,6 +93,16 @@ class Partition:
             self.log.maybe_flush(now)
             self.wake_waiters()
         return info
+
+    def leader_error(self, node_id: int, current_leader_epoch: int) -> ErrorCode | None:
+        """KIP-320's check (Kafka's Partition.checkCurrentLeaderEpoch) then leadership: the error a
+        leader-only request gets, or None. current_leader_epoch -1 means the client did not say."""
+        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
+            return (ErrorCode.fenced_leader_epoch if current_leader_epoch < self.leader_epoch
+                    else ErrorCode.unknown_leader_epoch)
+        if self.leader_id != node_id:
+            return ErrorCode.not_leader_or_follower
+        return None
 
     def add_waiter(self, event: anyio.Event) -> None:
         self._waiters.add(event)

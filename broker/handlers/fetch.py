@@ -84,15 +84,9 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
     p = w.partition
     if p is None or w.error != ErrorCode.none:
         return result
-    if w.current_leader_epoch >= 0:
-        if w.current_leader_epoch < p.leader_epoch:
-            result["error_code"] = ErrorCode.fenced_leader_epoch
-            return result
-        if w.current_leader_epoch > p.leader_epoch:
-            result["error_code"] = ErrorCode.unknown_leader_epoch
-            return result
-    if p.leader_id != ctx.broker.node_id:
-        result["error_code"] = ErrorCode.not_leader_or_follower
+    error = p.leader_error(ctx.broker.node_id, w.current_leader_epoch)
+    if error is not None:
+        result["error_code"] = error
         return result
     log = p.log
     high_watermark = log.high_watermark

@@ -31,13 +31,9 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
     if partition is None:
         out["error_code"] = ErrorCode.unknown_topic_or_partition
         return out
-    current_epoch = field(p, "current_leader_epoch", -1)
-    if current_epoch >= 0 and current_epoch != partition.leader_epoch:
-        out["error_code"] = (ErrorCode.fenced_leader_epoch if current_epoch < partition.leader_epoch
-                             else ErrorCode.unknown_leader_epoch)
-        return out
-    if partition.leader_id != ctx.broker.node_id:
-        out["error_code"] = ErrorCode.not_leader_or_follower
+    error = partition.leader_error(ctx.broker.node_id, field(p, "current_leader_epoch", -1))
+    if error is not None:
+        out["error_code"] = error
         return out
     log = partition.log
     # read_committed sees up to the last stable offset (the first offset of the earliest open transaction)

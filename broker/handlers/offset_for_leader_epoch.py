@@ -22,13 +22,9 @@ def _lookup(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
     if partition is None:
         out["error_code"] = ErrorCode.unknown_topic_or_partition
         return out
-    current = field(p, "current_leader_epoch", -1)
-    if current >= 0 and current != partition.leader_epoch:
-        out["error_code"] = (ErrorCode.fenced_leader_epoch if current < partition.leader_epoch
-                             else ErrorCode.unknown_leader_epoch)
-        return out
-    if partition.leader_id != ctx.broker.node_id:
-        out["error_code"] = ErrorCode.not_leader_or_follower
+    error = partition.leader_error(ctx.broker.node_id, field(p, "current_leader_epoch", -1))
+    if error is not None:
+        out["error_code"] = error
         return out
     epoch, end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
     out.update(leader_epoch=epoch, end_offset=end_offset)
