@@ -7,21 +7,31 @@ image to the replica manager.  Shut-down closes every log cleanly so the next st
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from broker.config import BrokerConfig, effective_topic_config, log_config_for
-from broker.controller import Controller
+from broker.controller import Controller, Pending, TopicResult, TopicSpec
+from broker.forwarding import forward
 from broker.group.service import GroupService
-from broker.metadata.image import MetadataImage
-from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC, MetadataLog, replay
+from broker.lifecycle import BrokerLifecycle, ProducerIdManager
+from broker.metadata.image import BrokerImage, MetadataImage
+from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
+from broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
 from broker.metadata.records import BROKER_RESOURCE
 from broker.replica_manager import ReplicaManager
 from broker.txn.service import TxnService
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import request_class
+from raft.quorum_state import QuorumConfig
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 
@@ -46,7 +56,14 @@ def _read_meta_properties(path: Path) -> dict[str, str]:
     return props
 
 
-def load_or_create_meta(data_dir: Path, node_id: int) -> dict[str, str]:
+def cluster_id_for_quorum(voters: str) -> str:
+    """A cluster id every node of a quorum derives alike when none is given (Kafka makes the operator
+    format each node's storage with the same id; `samsa serve` needs no format step)."""
+    digest = hashlib.sha256(b"samsa-cluster:" + ",".join(sorted(voters.split(","))).encode()).digest()
+    return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
+
+
+def load_or_create_meta(data_dir: Path, node_id: int, cluster_id: str | None = None) -> dict[str, str]:
     """Kafka's meta.properties (version 1, KRaft): cluster.id, node.id, directory.id."""
     path = data_dir / "meta.properties"
     if path.exists():
@@ -55,9 +72,11 @@ def load_or_create_meta(data_dir: Path, node_id: int) -> dict[str, str]:
             raise SystemExit(
                 f"{path} belongs to node {props.get('node.id')}, but this broker is node {node_id}"
             )
+        if cluster_id is not None and props.get("cluster.id") != cluster_id:
+            raise SystemExit(f"{path} belongs to cluster {props.get('cluster.id')}, not {cluster_id}")
         return props
     props = {
-        "cluster.id": random_kafka_uuid(),
+        "cluster.id": cluster_id or random_kafka_uuid(),
         "directory.id": random_kafka_uuid(),
         "node.id": str(node_id),
         "version": "1",
@@ -79,30 +98,54 @@ class Broker:
         self._topic_config_image: MetadataImage | None = None
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        meta = load_or_create_meta(data_dir, self.node_id)
+        voters = config.quorum_voters()
+        cluster_id = config.overrides.get("samsa.cluster.id") or (
+            cluster_id_for_quorum(config.get("controller.quorum.voters")) if voters else None)
+        meta = load_or_create_meta(data_dir, self.node_id, cluster_id)
         self.cluster_id = meta["cluster.id"]
+        self.incarnation_id = str(uuid.uuid4())
+        self.roles = config.roles
+        # No voters configured: this node alone is the quorum (Kafka's combined mode, `make run`).
+        self.single_voter = not voters
+        endpoints = ({n: Endpoint(h, p) for n, (h, p) in voters.items()} if voters
+                     else {self.node_id: Endpoint(config.listen_host, 0)})
 
         started = time.monotonic()
-        image = replay(data_dir)
-        self.config = config = self._dynamic_config(image)
         self.log_manager = LogManager(
             data_dir,
             max_open_files=config.get_int("samsa.max.open.files"),
             min_free_disk_bytes=config.get_int("samsa.min.free.disk.bytes"),
         )
-        self.log_manager.load_logs(lambda topic: self._log_config(image, topic), now_ms())
         metadata_partition = self.log_manager.get_or_create_log(METADATA_TOPIC, 0, METADATA_LOG_CONFIG, now_ms())
-        self.metadata_log = MetadataLog(metadata_partition, image)
+        self.quorum = MetadataQuorum(
+            node_id=self.node_id, cluster_id=self.cluster_id, voters=endpoints, log=metadata_partition,
+            config=QuorumConfig(
+                voters=frozenset(endpoints),
+                election_timeout_ms=config.get_int("controller.quorum.election.timeout.ms"),
+                fetch_timeout_ms=config.get_int("controller.quorum.fetch.timeout.ms"),
+            ),
+        )
+        # A single voter has committed its whole log by now; a cluster member only knows what its disk
+        # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.
+        image = self.quorum.image if self.single_voter else self.quorum.provisional_image
+        self.config = config = self._dynamic_config(image)
+        self.log_manager.load_logs(lambda topic: self._log_config(image, topic), now_ms())
         self.replica_manager = ReplicaManager(config, self.log_manager)
-        for topic, partition in self.replica_manager.unknown_logs(image):
-            logger.warning("deleting log %s-%d: its topic no longer exists", topic, partition)
-            self.log_manager.delete_log(topic, partition)
-        self.replica_manager.apply_image(image)
-        self.controller = Controller(config, self.metadata_log, self._publish)
+        self._published = False
+        self._creating: set[str] = set()  # topics being created in the background
+        self._background: set[asyncio.Task[None]] = set()
+        self.controller = Controller(config, self.quorum)
+        self.producer_ids = ProducerIdManager(self)
+        self.lifecycle = BrokerLifecycle(self)
+        if self.single_voter:
+            self._apply(self.quorum.image, startup=True)
+        self.quorum.set_listeners(self._on_metadata, self._on_leader_change)
         # The group coordinator replays __consumer_offsets (if it exists) before the first request.
         self.groups = GroupService(self)
         # The transaction coordinator replays __transaction_state and completes any Prepare* transaction.
         self.txn = TxnService(self)
+        if self.single_voter:
+            self.lifecycle.register_locally()
         logger.info(
             "broker %d of cluster %s loaded %d partitions in %.2f s",
             self.node_id, self.cluster_id, sum(1 for _ in self.replica_manager.partitions()),
@@ -116,17 +159,111 @@ class Broker:
 
     @property
     def image(self) -> MetadataImage:
-        return self.metadata_log.image
+        return self.quorum.image
+
+    @property
+    def is_active_controller(self) -> bool:
+        return self.quorum.is_leader and "controller" in self.roles
+
+    def controller_endpoint(self) -> tuple[int, Endpoint] | None:
+        """The active controller's id and controller listener, if known and not this node."""
+        leader = self.quorum.leader_id
+        if leader is None or leader == self.node_id:
+            return None
+        endpoint = self.quorum.voters.get(leader)
+        return None if endpoint is None else (leader, endpoint)
 
     def _dynamic_config(self, image: MetadataImage) -> BrokerConfig:
         return self.static_config.with_dynamic(
             image.configs.get((BROKER_RESOURCE, ""), {}), image.configs.get((BROKER_RESOURCE, str(self.node_id)), {})
         )
 
-    def _publish(self, image: MetadataImage) -> None:
+    def _on_metadata(self, image: MetadataImage) -> None:
+        # Until the image has caught up with the quorum's committed offset, it may lack topics that
+        # exist: publishing it would delete their logs. Kafka's brokers wait the same way.
+        if not self.quorum.caught_up:
+            return
+        self._apply(image, startup=not self._published)
+
+    def _apply(self, image: MetadataImage, *, startup: bool) -> None:
         self.config = self._dynamic_config(image)
         self.replica_manager.config = self.config
+        if startup:
+            for topic, partition in self.replica_manager.unknown_logs(image):
+                logger.warning("deleting log %s-%d: its topic no longer exists", topic, partition)
+                self.log_manager.delete_log(topic, partition)
+        self._published = True
         self.replica_manager.apply_image(image)
+        groups = getattr(self, "groups", None)
+        if groups is not None:
+            groups.on_metadata(image)
+        txn = getattr(self, "txn", None)
+        if txn is not None:
+            txn.on_metadata(image)
+
+    def _on_leader_change(self, leader: bool, leader_id: int | None) -> None:
+        self.lifecycle.wake()
+
+    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]:
+        """The live broker leading `topic`-`partition`, or COORDINATOR_NOT_AVAILABLE (the error the
+        coordinator lookups need) when the partition has no live leader or does not exist yet."""
+        image = self.image
+        found = image.topics_by_name.get(topic)
+        p = found.partitions.get(partition) if found is not None else None
+        leader = image.brokers.get(p.leader) if p is not None else None
+        if leader is None or leader.fenced:
+            return ErrorCode.coordinator_not_available, None
+        return ErrorCode.none, leader
+
+    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None:
+        """Create topics for a request that cannot wait for the controller (auto-creation, internal
+        topics): the results if the topics were created at once (this node is the active controller of
+        a one-voter quorum), else None while the creation goes on in the background, through the
+        active controller; the caller answers with a retriable error meanwhile, as Kafka does."""
+        specs = [s for s in specs if s.name not in self._creating]
+        if not specs:
+            return None
+        if self.is_active_controller:
+            try:
+                pending = self.controller.create_topics(specs, validate_only=False)
+            except NotControllerError:
+                return None
+            if pending.done:
+                return pending.result()
+            self._spawn(self._await_creation(specs, pending))
+            return None
+        self._spawn(self._forward_creation(specs))
+        return None
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _await_creation(self, specs: Sequence[TopicSpec], pending: Pending[list[TopicResult]]) -> None:
+        self._creating.update(s.name for s in specs)
+        try:
+            for r in await pending:
+                if r.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+                    logger.warning("could not create topic %s: %s %s", r.name, r.error_code.name, r.error_message)
+        except NotControllerError:
+            pass
+        finally:
+            self._creating.difference_update(s.name for s in specs)
+
+    async def _forward_creation(self, specs: Sequence[TopicSpec]) -> None:
+        self._creating.update(s.name for s in specs)
+        try:
+            request = build(request_class(19, 7), {"timeout": 30_000, "validate_only": False, "topics": [
+                {"name": s.name, "num_partitions": s.num_partitions, "replication_factor": s.replication_factor,
+                 "assignments": (), "configs": [{"name": k, "value": v} for k, v in s.configs.items()]}
+                for s in specs]})
+            response = await forward(self, 19, 7, request)
+            for t in response.topics if response is not None else ():
+                if t.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+                    logger.warning("could not create topic %s: %s", t.name, t.error_message)
+        finally:
+            self._creating.difference_update(s.name for s in specs)
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
         """A topic's effective configs (overrides over broker defaults), cached per metadata image."""

@@ -45,6 +45,14 @@ def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
         data_dir = overrides.get("log.dirs", overrides.get("log.dir", "./samsa-data")).split(",")[0]
     if getattr(args, "node_id", None) is not None:
         overrides["node.id"] = str(args.node_id)
+    if getattr(args, "controller_quorum", None):
+        overrides["controller.quorum.voters"] = args.controller_quorum
+    if getattr(args, "controller_listen", None):
+        overrides["samsa.controller.listen"] = args.controller_listen
+    if getattr(args, "roles", None):
+        overrides["process.roles"] = args.roles
+    if getattr(args, "cluster_id", None):
+        overrides["samsa.cluster.id"] = args.cluster_id
     return BrokerConfig(
         overrides=overrides, listen_host=host, listen_port=port, advertised_host=adv_host,
         advertised_port=adv_port, data_dir=Path(data_dir),
@@ -113,6 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     serve_p.add_argument("--config", default=None, help="a Kafka server.properties file")
     serve_p.add_argument("--override", action="append", help="KEY=VALUE, like kafka-server-start --override")
     serve_p.add_argument("--node-id", type=int, default=None)
+    serve_p.add_argument("--controller-quorum", default=None, metavar="ID@HOST:PORT,...",
+                         help="the metadata quorum's voters (controller.quorum.voters); default: this node alone")
+    serve_p.add_argument("--controller-listen", default=None, metavar="HOST:PORT",
+                         help="where this node's controller listener binds (a voter needs one)")
+    serve_p.add_argument("--roles", default=None, help="process.roles: broker, controller, or broker,controller")
+    serve_p.add_argument("--cluster-id", default=None,
+                         help="the cluster id (default: derived from --controller-quorum, or random alone)")
     serve_p.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     serve_p.set_defaults(func=cmd_serve)
 

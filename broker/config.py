@@ -157,6 +157,13 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "group.max.size": (ConfigType.INT, "2147483647"),
     "offset.metadata.max.bytes": (ConfigType.INT, "4096"),
     "offsets.retention.check.interval.ms": (ConfigType.LONG, "600000"),
+    # KRaft: the metadata quorum and broker liveness (Kafka's names and defaults).
+    "process.roles": (ConfigType.LIST, "broker,controller"),
+    "controller.quorum.voters": (ConfigType.LIST, ""),
+    "controller.quorum.election.timeout.ms": (ConfigType.INT, "1000"),
+    "controller.quorum.fetch.timeout.ms": (ConfigType.INT, "2000"),
+    "broker.session.timeout.ms": (ConfigType.INT, "9000"),
+    "broker.heartbeat.interval.ms": (ConfigType.INT, "2000"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".
@@ -264,6 +271,32 @@ class BrokerConfig:
         if "node.id" in self.overrides:
             return int(self.overrides["node.id"])
         return int(self.get("broker.id"))
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return frozenset(r.strip() for r in self.get("process.roles").split(",") if r.strip())
+
+    def quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """controller.quorum.voters ("1@host:port,2@host:port"); empty means a one-voter quorum of this
+        node (combined mode, like `make run`)."""
+        voters: dict[int, tuple[str, int]] = {}
+        for item in self.get("controller.quorum.voters").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            node, _, address = item.partition("@")
+            host, _, port = address.rpartition(":")
+            voters[int(node)] = (host.strip("[]"), int(port))
+        return voters
+
+    def controller_listen(self) -> tuple[str, int] | None:
+        """Where this node's controller listener binds: samsa.controller.listen (HOST:PORT), else a voter's
+        own address in controller.quorum.voters; None for a single node or a broker-only node."""
+        value = self.overrides.get("samsa.controller.listen")
+        if not value:
+            return self.quorum_voters().get(self.node_id)
+        host, _, port = value.rpartition(":")
+        return host.strip("[]") or "0.0.0.0", int(port)
 
     def topic_default(self, name: str) -> tuple[str, ConfigSource]:
         """The broker-level default of topic config `name` and where it came from."""

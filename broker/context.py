@@ -17,6 +17,7 @@ class RequestContext:
     broker: Broker
     client_host: str
     now_ms: int
+    controller_plane: bool = False  # arrived on the controller listener
 
     @property
     def version(self) -> int:

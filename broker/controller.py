@@ -1,35 +1,49 @@
-"""The controller: validates metadata changes and turns them into records on the metadata log.
+"""The controller: validates metadata changes and turns them into records on the metadata quorum.
 
-Single node today (a one-voter quorum in the same process); issue 6 puts the same record-producing
-code behind a Raft quorum.  Every method returns Kafka error codes as values.
+Every node with the controller role has one; only the active controller (the Raft leader) can
+write, and a write is done when the quorum commits it. A mutating method validates against the
+current image, proposes its records as one entry, and returns a `Pending` result: `await` it for
+the commit (NotControllerError if leadership was lost meanwhile), or check `.done` — a one-voter
+quorum commits before the method returns. Errors a client should see are Kafka error codes as values.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from broker.config import BrokerConfig, is_valid_topic_name, validate_broker_config, validate_topic_config
 from broker.metadata.image import MetadataImage
-from broker.metadata.log import MetadataLog
+from broker.metadata.quorum import MetadataQuorum, NotControllerError
 from broker.metadata.records import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
+    BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
+    PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
 from kproto.errors import ErrorCode
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_PARTITIONS_PER_REQUEST = 100_000
 # Producer ids are handed out from blocks recorded in the metadata log (Kafka's AllocateProducerIds,
 # KIP-730): a block is persisted before any id in it is used, so ids are never reused, even across
 # restarts (a restart abandons the rest of the current block).
 PRODUCER_ID_BLOCK_SIZE = 1000
+# Until partition replication lands (issue 7), one replica per partition.
+MAX_REPLICATION_FACTOR = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,43 +78,205 @@ def new_topic_id() -> str:
             return str(topic_id)
 
 
+class Pending(Generic[T]):
+    """A controller answer whose records may still await their commit."""
+
+    __slots__ = ("_commit", "value")
+
+    def __init__(self, value: T, commit: asyncio.Future[int] | int | None) -> None:
+        self.value = value
+        self._commit = commit
+
+    @property
+    def done(self) -> bool:
+        return not isinstance(self._commit, asyncio.Future)
+
+    def result(self) -> T:
+        """The value, once committed (a one-voter quorum: at once)."""
+        assert self.done, "the metadata write has not been committed yet"
+        return self.value
+
+    def __await__(self) -> Generator[Any, None, T]:
+        if isinstance(self._commit, asyncio.Future):
+            yield from self._commit.__await__()
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+
+
 class Controller:
-    def __init__(
-        self,
-        config: BrokerConfig,
-        metadata_log: MetadataLog,
-        publish: Callable[[MetadataImage], None],
-    ) -> None:
+    def __init__(self, config: BrokerConfig, quorum: MetadataQuorum) -> None:
         self._config = config
-        self._log = metadata_log
-        self._publish = publish
+        self._quorum = quorum
         self.node_id = config.node_id
-        self._next_producer_id = 0
-        self._producer_id_block_end = 0
+        # broker id -> when its session ends (monotonic ms), kept by the active controller only
+        self._sessions: dict[int, float] = {}
+        self.unclean_elections = 0
 
     @property
     def image(self) -> MetadataImage:
-        return self._log.image
+        return self._quorum.image
 
-    def _commit(self, records: Sequence[MetadataRecord]) -> None:
-        if records:
-            image = self._log.append(records)
-            self._publish(image)
+    @property
+    def active(self) -> bool:
+        return self._quorum.is_leader
 
-    def generate_producer_id(self) -> int:
-        if self._next_producer_id >= self._producer_id_block_end:
-            start = self.image.next_producer_id
-            end = start + PRODUCER_ID_BLOCK_SIZE
-            self._commit([ProducerIdsRecord(self.node_id, 0, end)])
-            self._next_producer_id, self._producer_id_block_end = start, end
-        producer_id = self._next_producer_id
-        self._next_producer_id += 1
-        return producer_id
+    def _write(self, records: Sequence[MetadataRecord]) -> asyncio.Future[int] | int | None:
+        if not records:
+            return None
+        return self._quorum.write_nowait(records)
+
+    def _commit(self, value: T, records: Sequence[MetadataRecord]) -> Pending[T]:
+        return Pending(value, self._write(records))
+
+    def require_active(self) -> None:
+        if not self._quorum.is_leader:
+            raise NotControllerError(self._quorum.leader_id)
+
+    # --- producer ids (Kafka's AllocateProducerIds, KIP-730) ---------------------------------------
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> Pending[tuple[int, int]]:
+        """A block of PRODUCER_ID_BLOCK_SIZE ids, recorded before any of them is used."""
+        self.require_active()
+        start = self.image.next_producer_id
+        end = start + PRODUCER_ID_BLOCK_SIZE
+        return self._commit((start, PRODUCER_ID_BLOCK_SIZE), [ProducerIdsRecord(broker_id, broker_epoch, end)])
+
+    # --- brokers: registration, heartbeats, fencing -------------------------------------------------
 
     def live_brokers(self) -> tuple[int, ...]:
-        return (self.node_id,)
+        return self.image.live_brokers()
 
-    def create_topics(self, specs: Sequence[TopicSpec], *, validate_only: bool) -> list[TopicResult]:
+    def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int,
+                        rack: str | None, now_ms: float) -> Pending[int]:
+        """A broker (re)starts: a new registration with a new epoch, fenced until it catches up."""
+        self.require_active()
+        image = self.image
+        old = image.brokers.get(broker_id)
+        if old is not None and old.incarnation_id == incarnation_id:
+            self._sessions[broker_id] = now_ms + self._session_timeout_ms()
+            return Pending(old.broker_epoch, None)
+        epoch = max([b.broker_epoch for b in image.brokers.values()] + [image.offset]) + 1
+        records: list[MetadataRecord] = [RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack, True)]
+        if old is not None:
+            records += self._move_leaders_away(image, broker_id)
+        self._sessions[broker_id] = now_ms + self._session_timeout_ms()
+        return self._commit(epoch, records)
+
+    def _session_timeout_ms(self) -> int:
+        return self._config.get_int("broker.session.timeout.ms")
+
+    def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int, want_fence: bool,
+                  want_shut_down: bool, now_ms: float) -> tuple[ErrorCode, Pending[HeartbeatResult] | None]:
+        self.require_active()
+        image = self.image
+        registration = image.brokers.get(broker_id)
+        if registration is None or registration.broker_epoch != broker_epoch:
+            return ErrorCode.stale_broker_epoch, None
+        self._sessions[broker_id] = now_ms + self._session_timeout_ms()
+        caught_up = metadata_offset >= registration.registration_offset
+        records: list[MetadataRecord] = []
+        fenced = registration.fenced
+        if want_shut_down:
+            # Controlled shutdown (Kafka): leadership moves away first, then the broker may stop.
+            records += self._move_leaders_away(image, broker_id)
+            if not registration.in_controlled_shutdown:
+                records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, None, True))
+        elif want_fence and not fenced:
+            records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, True))
+            records += self._move_leaders_away(image, broker_id)
+            fenced = True
+        elif fenced and caught_up and not want_fence:
+            records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, False))
+            fenced = False
+            records += self._elect_offline_leaders(image, broker_id)
+        should_shut_down = want_shut_down and not any(
+            p.leader == broker_id for t in image.topics_by_id.values() for p in t.partitions.values()
+            if len(p.isr) > 1)
+        return ErrorCode.none, self._commit(HeartbeatResult(caught_up, fenced, should_shut_down), records)
+
+    def fence_expired_brokers(self, now_ms: float) -> Pending[list[int]] | None:
+        """Fence every broker whose session ended (called periodically on the active controller)."""
+        if not self._quorum.is_leader:
+            self._sessions.clear()
+            return None
+        image = self.image
+        records: list[MetadataRecord] = []
+        fenced: list[int] = []
+        for broker in image.brokers.values():
+            if broker.fenced or broker.broker_id == self.node_id:
+                continue  # this node's own broker lives exactly as long as this controller
+            deadline = self._sessions.get(broker.broker_id)
+            if deadline is None:
+                # A new active controller gives every broker a full session to find it.
+                self._sessions[broker.broker_id] = now_ms + self._session_timeout_ms()
+                continue
+            if now_ms >= deadline:
+                logger.warning("fencing broker %d: no heartbeat for %d ms", broker.broker_id,
+                               self._session_timeout_ms())
+                records.append(BrokerRegistrationChangeRecord(broker.broker_id, broker.broker_epoch, True))
+                records += self._move_leaders_away(image, broker.broker_id)
+                fenced.append(broker.broker_id)
+        if not records:
+            return None
+        return self._commit(fenced, records)
+
+    def _move_leaders_away(self, image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+        """Leadership and ISR membership leave `broker_id`: a new leader from the rest of the ISR, else
+        none (offline) — or, with unclean.leader.election.enable, any other live replica."""
+        live = set(image.live_brokers()) - {broker_id}
+        records: list[MetadataRecord] = []
+        for topic in image.topics_by_id.values():
+            for p in topic.partitions.values():
+                if broker_id not in p.isr and p.leader != broker_id:
+                    continue
+                isr = tuple(r for r in p.isr if r != broker_id)
+                candidates = [r for r in isr if r in live]
+                leader = p.leader
+                if p.leader == broker_id or p.leader not in live:
+                    if candidates:
+                        leader = candidates[0]
+                    elif self._unclean_allowed(image, topic.name):
+                        others = [r for r in p.replicas if r in live]
+                        leader = others[0] if others else -1
+                        if others:
+                            self.unclean_elections += 1
+                            logger.warning("unclean leader election for %s-%d: %d leads from outside the ISR",
+                                           topic.name, p.partition_id, leader)
+                            isr = (leader,)
+                    else:
+                        leader = -1
+                if not isr:
+                    # Kafka keeps the last ISR member when no one else is in sync (it may come back).
+                    isr = (broker_id,) if leader == -1 else (leader,)
+                if leader != p.leader or isr != p.isr:
+                    records.append(PartitionChangeRecord(topic.topic_id, p.partition_id, isr,
+                                                         leader if leader != p.leader else None, None))
+        return records
+
+    def _elect_offline_leaders(self, image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+        """A broker came back: partitions without a leader whose ISR holds it get it as leader."""
+        records: list[MetadataRecord] = []
+        for topic in image.topics_by_id.values():
+            for p in topic.partitions.values():
+                if p.leader == -1 and broker_id in p.isr:
+                    records.append(PartitionChangeRecord(topic.topic_id, p.partition_id, None, broker_id, None))
+        return records
+
+    def _unclean_allowed(self, image: MetadataImage, topic: str) -> bool:
+        value = image.topic_configs(topic).get("unclean.leader.election.enable")
+        if value is None:
+            value = self._config.get("unclean.leader.election.enable")
+        return str(value).lower() == "true"
+
+    # --- topics --------------------------------------------------------------------------------------
+
+    def create_topics(self, specs: Sequence[TopicSpec], *, validate_only: bool) -> Pending[list[TopicResult]]:
         results: list[TopicResult] = []
         records: list[MetadataRecord] = []
         image = self.image
@@ -125,8 +301,7 @@ class Controller:
                 TopicResult(spec.name, ErrorCode.none, None, topic_id, result.num_partitions,
                             result.replication_factor)
             )
-        self._commit(records)
-        return results
+        return self._commit(results, records)
 
     def _place(self, partition_id: int, replication_factor: int) -> tuple[int, ...]:
         brokers = self.live_brokers()
@@ -182,13 +357,19 @@ class Controller:
                 return TopicResult(name, ErrorCode.invalid_replication_factor,
                                    f"Unable to replicate the partition {rf} time(s): The target replication factor "
                                    f"of {rf} cannot be reached because only {live_count} broker(s) are registered.")
+        if rf > MAX_REPLICATION_FACTOR:
+            # Followers do not replicate yet (issue 7): a second replica would be an empty copy that a
+            # failover could elect, losing acknowledged records. Refuse rather than pretend.
+            return TopicResult(name, ErrorCode.invalid_replication_factor,
+                               f"Replication factor {rf} is not supported yet: Samsa does not replicate "
+                               f"partitions, so every partition has exactly {MAX_REPLICATION_FACTOR} replica.")
         for config_name, value in spec.configs.items():
             problem = validate_topic_config(config_name, value)
             if problem is not None:
                 return TopicResult(name, ErrorCode.invalid_config, problem)
         return TopicResult(name, ErrorCode.none, None, None, partitions, rf)
 
-    def delete_topics(self, names: Sequence[str]) -> list[tuple[str, str | None, ErrorCode]]:
+    def delete_topics(self, names: Sequence[str]) -> Pending[list[tuple[str, str | None, ErrorCode]]]:
         """Delete by name; returns (name, topic_id, error) per topic."""
         image = self.image
         records: list[MetadataRecord] = []
@@ -206,12 +387,23 @@ class Controller:
                 records.append(RemoveTopicRecord(topic.topic_id))
                 done.add(name)
             results.append((name, topic.topic_id, ErrorCode.none))
-        self._commit(records)
-        return results
+        return self._commit(results, records)
 
     def create_partitions(
         self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *, validate_only: bool
-    ) -> tuple[ErrorCode, str | None]:
+    ) -> Pending[tuple[ErrorCode, str | None]]:
+        return self._checked(self._create_partitions(name, count, assignments, validate_only=validate_only))
+
+    def _checked(
+        self, outcome: tuple[ErrorCode, str | None] | list[MetadataRecord]
+    ) -> Pending[tuple[ErrorCode, str | None]]:
+        if isinstance(outcome, tuple):
+            return Pending(outcome, None)
+        return self._commit((ErrorCode.none, None), outcome)
+
+    def _create_partitions(
+        self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *, validate_only: bool
+    ) -> tuple[ErrorCode, str | None] | list[MetadataRecord]:
         topic = self.image.topics_by_name.get(name)
         if topic is None:
             return ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
@@ -240,12 +432,17 @@ class Controller:
         for i, pid in enumerate(new_ids):
             replicas = tuple(assignments[i]) if assignments is not None else self._place(pid, rf)
             records.append(PartitionRecord(topic.topic_id, pid, replicas, replicas, replicas[0], 0, 0))
-        self._commit(records)
-        return ErrorCode.none, None
+        return records
 
     def alter_topic_configs(
         self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
-    ) -> tuple[ErrorCode, str | None]:
+    ) -> Pending[tuple[ErrorCode, str | None]]:
+        return self._checked(self._alter_topic_configs(name, changes, replace_all=replace_all,
+                                                       validate_only=validate_only))
+
+    def _alter_topic_configs(
+        self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
+    ) -> tuple[ErrorCode, str | None] | list[MetadataRecord]:
         """Set (or with None, delete) topic overrides. `replace_all` is legacy AlterConfigs semantics."""
         image = self.image
         if name not in image.topics_by_name:
@@ -266,14 +463,20 @@ class Controller:
             if value is None and config_name not in current:
                 continue
             records.append(ConfigRecord(TOPIC_RESOURCE, name, config_name, value))
-        self._commit(records)
-        return ErrorCode.none, None
+        return records
 
     def alter_broker_configs(
         self, resource_name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
-    ) -> tuple[ErrorCode, str | None]:
+    ) -> Pending[tuple[ErrorCode, str | None]]:
+        return self._checked(self._alter_broker_configs(resource_name, changes, replace_all=replace_all,
+                                                        validate_only=validate_only))
+
+    def _alter_broker_configs(
+        self, resource_name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
+    ) -> tuple[ErrorCode, str | None] | list[MetadataRecord]:
         """Dynamic broker configs: resource "" is the cluster-wide default, "<node id>" one broker."""
-        if resource_name not in ("", str(self.node_id)):
+        known = {str(b) for b in self.image.brokers} | {str(self.node_id)}
+        if resource_name != "" and resource_name not in known:
             return ErrorCode.invalid_request, (
                 f"Unexpected broker id, expected {self.node_id} or empty string, but received {resource_name}")
         for name, value in changes.items():
@@ -292,5 +495,4 @@ class Controller:
             if value is None and name not in current:
                 continue
             records.append(ConfigRecord(BROKER_RESOURCE, resource_name, name, value))
-        self._commit(records)
-        return ErrorCode.none, None
+        return records

@@ -2,8 +2,9 @@
 
 Mirrors Kafka's ReplicaManager/Partition: a partition knows its log, its leader epoch and whether
 this broker leads it, and wakes long-polling fetches when records arrive.  Replication (followers,
-ISR, acks=all waiting) is a later issue; today every partition has one replica, so the high
-watermark is the log end offset.
+ISR, acks=all waiting) is a later issue; today a broker hosts the partitions whose replica list names
+it, leads those whose leader it is, and a partition's one replica makes the high watermark the log
+end offset.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class ReplicaManager:
             config_changed = self._topic_configs.get(topic.name) != log_config
             self._topic_configs[topic.name] = log_config
             for pid, p in topic.partitions.items():
+                if self._node_id not in p.replicas:
+                    continue  # another broker's replica
                 key = (topic.name, pid)
                 wanted.add(key)
                 existing = self._partitions.get(key)
@@ -178,7 +181,8 @@ class ReplicaManager:
 
     def unknown_logs(self, image: MetadataImage) -> list[tuple[str, int]]:
         """Logs on disk that the image does not know (left over from a deleted topic)."""
-        known = {(t.name, p) for t in image.topics_by_name.values() for p in t.partitions}
+        known = {(t.name, pid) for t in image.topics_by_name.values() for pid, p in t.partitions.items()
+                 if self._node_id in p.replicas}
         return [
             (topic, pid)
             for topic, pid, _ in self.log_manager.all_logs()

@@ -21,8 +21,10 @@ import anyio.to_thread
 
 from broker.broker import Broker
 from broker.context import RequestContext
-from broker.handlers import HANDLERS, api_versions_v0_fallback
-from kproto.errors import ProtocolError
+from broker.forwarding import FORWARDED_APIS, error_response, forward
+from broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
+from broker.metadata.quorum import NotControllerError
+from kproto.errors import ErrorCode, ProtocolError
 from kproto.framing import FrameReader
 from kproto.messages import API_VERSIONS_KEY, decode_request, encode_response, parse_request_header
 
@@ -36,10 +38,12 @@ HW_CHECKPOINT_INTERVAL_S = 5.0
 FLUSH_CHECK_INTERVAL_S = 1.0
 
 
-async def handle_frame(broker: Broker, payload: bytes, client_host: str) -> tuple[bytes | None, bool]:
+async def handle_frame(
+    broker: Broker, payload: bytes, client_host: str, *, controller_plane: bool = False
+) -> tuple[bytes | None, bool]:
     """Answer one request frame: (response frame or None for acks=0, whether the request was valid)."""
     header = parse_request_header(payload)
-    api = HANDLERS.get(header.api_key)
+    api = (CONTROLLER_HANDLERS if controller_plane else HANDLERS).get(header.api_key)
     if api is None or not api.min_version <= header.api_version <= api.max_version:
         if header.api_key == API_VERSIONS_KEY:
             # KIP-511: answer an unknown ApiVersions version with a v0 response listing what we speak.
@@ -49,16 +53,27 @@ async def handle_frame(broker: Broker, payload: bytes, client_host: str) -> tupl
             f"from client {header.client_id!r}"
         )
     request = decode_request(header, payload)
-    ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000))
-    result = api.handler(request, ctx)
-    if inspect.isawaitable(result):
-        result = await result
+    ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
+                         controller_plane=controller_plane)
+    result = None
+    forwarded = header.api_key in FORWARDED_APIS
+    if forwarded and not broker.is_active_controller and not controller_plane:
+        result = await forward(broker, header.api_key, header.api_version, request)
+    if result is None:
+        try:
+            result = api.handler(request, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        except NotControllerError as e:
+            if not forwarded:
+                raise
+            result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
     if result is None:
         return None, True
     return encode_response(header, result), True
 
 
-async def serve_connection(broker: Broker, stream: anyio.abc.SocketStream) -> None:
+async def serve_connection(broker: Broker, stream: anyio.abc.SocketStream, *, controller_plane: bool = False) -> None:
     try:
         peer = stream.extra(anyio.abc.SocketAttribute.remote_address)
         client_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
@@ -86,7 +101,7 @@ async def serve_connection(broker: Broker, stream: anyio.abc.SocketStream) -> No
                 reader.feed(data)
                 continue
             try:
-                response, valid = await handle_frame(broker, payload, client_host)
+                response, valid = await handle_frame(broker, payload, client_host, controller_plane=controller_plane)
             except ProtocolError as e:
                 logger.info("closing connection from %s: %s", client_host, e)
                 return
@@ -138,7 +153,25 @@ async def serve(
     async def checkpoint() -> None:
         await anyio.to_thread.run_sync(broker.checkpoint)
 
+    controller_listener = None
+    controller_address = broker.config.controller_listen()
+    if controller_address is not None:
+        controller_listener = await anyio.create_tcp_listener(
+            local_host=controller_address[0], local_port=controller_address[1], reuse_port=False)
+
+    def fence_expired() -> None:
+        broker.controller.fence_expired_brokers(time.monotonic() * 1000)
+
     async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(broker.quorum.run)  # Raft timers and requests to the other voters
+        tg.start_soon(broker.lifecycle.run)  # registration and heartbeats to the active controller
+        tg.start_soon(_every, 0.5, fence_expired, "broker session expiry")
+        if controller_listener is not None:
+            async def controller_handler(stream: anyio.abc.SocketStream) -> None:
+                await serve_connection(broker, stream, controller_plane=True)
+
+            tg.start_soon(controller_listener.serve, controller_handler, tg)
+            logger.info("controller listener on %s", broker.config.overrides.get("samsa.controller.listen"))
         tg.start_soon(_every, retention_interval_s, broker.run_retention, "retention")
         tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, checkpoint, "high watermark checkpoint")
         tg.start_soon(_every, broker.config.get_int("producer.id.expiration.check.interval.ms") / 1000,

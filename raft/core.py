@@ -113,13 +113,14 @@ class RaftCore:
         self._persisted = (q.epoch, q.voted_id, q.leader_id)
         self._notified: tuple[bool, int, int | None] = (False, q.epoch, q.leader_id)
         self.state: EpochState
+        alone = config.voters == {node_id}  # a one-voter quorum elects itself at once
         if q.leader_id == node_id:
             # A restarted leader cannot resume: its unflushed tail may be gone (Kafka: ResignedState).
-            self.state = Resigned(q.epoch, self.election_deadline(now_ms))
+            self.state = Resigned(q.epoch, now_ms if alone else self.election_deadline(now_ms))
         elif q.leader_id is not None:
             self.state = Follower(q.epoch, q.leader_id, q.voted_id, now_ms + config.fetch_timeout_ms)
         else:
-            deadline = now_ms if config.voters == {node_id} else self.election_deadline(now_ms)
+            deadline = now_ms if alone else self.election_deadline(now_ms)
             self.state = Unattached(q.epoch, q.voted_id, deadline)
 
     # -- queries ---------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from kproto.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class GroupService:
         self.retention_check_interval_ms = _config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
         self._audit: dict[str, list[dict[str, object]]] = {}
+        self._loaded: set[int] = set()  # __consumer_offsets partitions replayed into the coordinator
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -89,13 +91,16 @@ class GroupService:
     def ensure_offsets_topic(self) -> ErrorCode:
         if OFFSETS_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import TopicSpec
+        from broker.controller import MAX_REPLICATION_FACTOR, TopicSpec
 
         live = len(self.broker.controller.live_brokers())
-        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
+        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live, MAX_REPLICATION_FACTOR))
         spec = TopicSpec(OFFSETS_TOPIC, self.num_partitions, rf, configs={
             "cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)})
-        (result,) = self.broker.controller.create_topics([spec], validate_only=False)
+        results = self.broker.create_topics_soon([spec])
+        if results is None:
+            return ErrorCode.coordinator_not_available  # being created through the active controller
+        (result,) = results
         if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
             logger.error("could not create %s: %s %s", OFFSETS_TOPIC, result.error_code.name, result.error_message)
             return ErrorCode.coordinator_not_available
@@ -108,10 +113,10 @@ class GroupService:
         if error != ErrorCode.none:
             return error
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, self.partition_for(group_id))
-        if partition is None:
-            return ErrorCode.coordinator_not_available
-        if partition.leader_id != self.broker.node_id:
-            return ErrorCode.not_coordinator
+        if partition is None or partition.leader_id != self.broker.node_id:
+            # Another broker leads the partition (FindCoordinator names it), or nobody does yet.
+            error, _node = self.broker.partition_leader(OFFSETS_TOPIC, self.partition_for(group_id))
+            return ErrorCode.not_coordinator if error == ErrorCode.none else error
         return ErrorCode.none
 
     # --- persistence --------------------------------------------------------------------------
@@ -157,14 +162,24 @@ class GroupService:
         started = time.monotonic()
         now = now_ms()
         count = 0
+        loaded = 0
         for index in sorted(topic.partitions):
             partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-            if partition is None:
+            if partition is None or index in self._loaded or partition.leader_id != self.broker.node_id:
                 continue
+            self._loaded.add(index)
+            loaded += 1
             count += self._load_partition(partition.log, now)
+        if not loaded:
+            return
         self.coordinator.finish_loading(now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)
+
+    def on_metadata(self, image: MetadataImage) -> None:
+        """Replay __consumer_offsets partitions this broker has come to lead (Kafka: onElection)."""
+        if OFFSETS_TOPIC in image.topics_by_name:
+            self.load()
 
     def _load_partition(self, log: object, now: int) -> int:
         from broker.group.records import decode_audit_value

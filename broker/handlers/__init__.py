@@ -43,6 +43,7 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    quorum,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -97,12 +98,39 @@ HANDLERS: dict[int, Api] = {
         Api(61, 0, 0, describe_producers.handle_describe_producers),
         Api(65, 0, 0, describe_transactions.handle_describe_transactions),
         Api(66, 0, 2, list_transactions.handle_list_transactions),
+        Api(55, 0, 2, quorum.handle_describe_quorum_on_broker),
     )
 }
 
-api_versions.set_supported(
-    lambda: [(a.key, a.min_version, a.max_version) for a in sorted(HANDLERS.values(), key=lambda a: a.key)]
-)
+# The controller listener (controller.listener.names in Kafka): what voters and brokers send the
+# quorum and the active controller. Forwarded admin requests run the brokers' own handlers.
+CONTROLLER_HANDLERS: dict[int, Api] = {
+    api.key: api
+    for api in (
+        Api(1, 13, 17, quorum.handle_raft),
+        Api(18, 0, 4, api_versions.handle_api_versions),
+        Api(19, 2, 7, create_topics.handle_create_topics),
+        Api(20, 1, 6, delete_topics.handle_delete_topics),
+        Api(33, 0, 2, alter_configs.handle_alter_configs),
+        Api(37, 0, 3, create_partitions.handle_create_partitions),
+        Api(44, 0, 1, alter_configs.handle_incremental_alter_configs),
+        Api(52, 0, 2, quorum.handle_raft),
+        Api(53, 0, 1, quorum.handle_raft),
+        Api(54, 0, 1, quorum.handle_raft),
+        Api(55, 0, 2, quorum.handle_describe_quorum),
+        Api(59, 0, 1, quorum.handle_raft),
+        Api(62, 0, 4, quorum.handle_broker_registration),
+        Api(63, 0, 1, quorum.handle_broker_heartbeat),
+        Api(67, 0, 0, quorum.handle_allocate_producer_ids),
+    )
+}
+
+
+def _advertised(table: dict[int, Api]) -> Callable[[], list[tuple[int, int, int]]]:
+    return lambda: [(a.key, a.min_version, a.max_version) for a in sorted(table.values(), key=lambda a: a.key)]
+
+
+api_versions.set_supported(_advertised(HANDLERS), _advertised(CONTROLLER_HANDLERS))
 
 
 def api_versions_v0_fallback(header: RequestHeader) -> bytes:

@@ -26,32 +26,32 @@ def _refuse(r: Any, error: ErrorCode, message: str) -> dict[str, Any]:
             "resource_name": r.resource_name}
 
 
-def _apply(ctx: RequestContext, r: Any, changes: dict[str, str | None], replace_all: bool,
+async def _apply(ctx: RequestContext, r: Any, changes: dict[str, str | None], replace_all: bool,
            validate_only: bool) -> dict[str, Any]:
     if r.resource_type == BROKER:
-        error, message = ctx.broker.controller.alter_broker_configs(
+        error, message = await ctx.broker.controller.alter_broker_configs(
             r.resource_name, changes, replace_all=replace_all, validate_only=validate_only
         )
         return {"error_code": error, "error_message": message, "resource_type": r.resource_type,
                 "resource_name": r.resource_name}
     if r.resource_type != TOPIC:
         return _refuse(r, ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}")
-    error, message = ctx.broker.controller.alter_topic_configs(
+    error, message = await ctx.broker.controller.alter_topic_configs(
         r.resource_name, changes, replace_all=replace_all, validate_only=validate_only
     )
     return {"error_code": error, "error_message": message, "resource_type": r.resource_type,
             "resource_name": r.resource_name}
 
 
-def handle_alter_configs(request: Any, ctx: RequestContext) -> Any:
+async def handle_alter_configs(request: Any, ctx: RequestContext) -> Any:
     responses = []
     for r in request.resources:
         changes: dict[str, str | None] = {c.name: c.value for c in r.configs}
-        responses.append(_apply(ctx, r, changes, True, request.validate_only))
+        responses.append(await _apply(ctx, r, changes, True, request.validate_only))
     return build(response_class(33, ctx.version), {"throttle_time": 0, "responses": responses})
 
 
-def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Any:
+async def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Any:
     responses = []
     for r in request.resources:
         changes: dict[str, str | None] = {}
@@ -82,5 +82,5 @@ def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Any:
         if problem is not None:
             responses.append(_refuse(r, ErrorCode.invalid_request, problem))
             continue
-        responses.append(_apply(ctx, r, changes, False, request.validate_only))
+        responses.append(await _apply(ctx, r, changes, False, request.validate_only))
     return build(response_class(44, ctx.version), {"throttle_time": 0, "responses": responses})

@@ -16,18 +16,22 @@ from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 _supported: Callable[[], list[tuple[int, int, int]]] = list
+_controller_supported: Callable[[], list[tuple[int, int, int]]] = list
 
 # Feature levels a KRaft broker reports (KIP-584). metadata.version 4.1-IV1 is level 27.
 METADATA_VERSION_LEVEL = 27
 
 
-def set_supported(fn: Callable[[], list[tuple[int, int, int]]]) -> None:
-    global _supported
-    _supported = fn
+def set_supported(broker: Callable[[], list[tuple[int, int, int]]],
+                  controller: Callable[[], list[tuple[int, int, int]]] = list) -> None:
+    global _supported, _controller_supported
+    _supported = broker
+    _controller_supported = controller
 
 
-def api_keys() -> list[dict[str, int]]:
-    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in _supported()]
+def api_keys(controller_plane: bool = False) -> list[dict[str, int]]:
+    supported = _controller_supported if controller_plane else _supported
+    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported()]
 
 
 def handle_api_versions(request: Any, ctx: RequestContext) -> Any:
@@ -36,7 +40,7 @@ def handle_api_versions(request: Any, ctx: RequestContext) -> Any:
         cls,
         {
             "error_code": ErrorCode.none,
-            "api_keys": api_keys(),
+            "api_keys": api_keys(ctx.controller_plane),
             "throttle_time": 0,
             "supported_features": [{"name": "metadata.version", "min_version": 7,
                                     "max_version": METADATA_VERSION_LEVEL}],

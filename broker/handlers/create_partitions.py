@@ -13,7 +13,7 @@ from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 
-def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:
+async def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:
     names = [t.name for t in request.topics]
     # A topic named twice gets one INVALID_REQUEST and no change, as in Kafka.
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -25,7 +25,7 @@ def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:
         if t.name in duplicates:
             continue
         assignments = [tuple(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
-        error, message = ctx.broker.controller.create_partitions(
+        error, message = await ctx.broker.controller.create_partitions(
             t.name, t.count, assignments, validate_only=request.validate_only
         )
         results.append({"name": t.name, "error_code": error, "error_message": message})

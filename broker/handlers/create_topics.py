@@ -29,11 +29,11 @@ def _spec(t: Any) -> TopicSpec:
     )
 
 
-def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
+async def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
     names = [t.name for t in request.topics]
     # Kafka refuses a topic named twice in one request with a single INVALID_REQUEST, creating nothing.
     duplicates = sorted({n for n in names if names.count(n) > 1})
-    results = ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicates],
+    results = await ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicates],
                                                   validate_only=request.validate_only)
     specs = {t.name: _spec(t) for t in request.topics}
     topics: list[dict[str, Any]] = [

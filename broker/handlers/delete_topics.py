@@ -17,7 +17,7 @@ from kproto.messages import response_class
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle_delete_topics(request: Any, ctx: RequestContext) -> Any:
+async def handle_delete_topics(request: Any, ctx: RequestContext) -> Any:
     image = ctx.broker.image
     names: list[str] = []
     early: list[dict[str, Any]] = []
@@ -40,6 +40,6 @@ def handle_delete_topics(request: Any, ctx: RequestContext) -> Any:
         responses = [
             {"name": name, "topic_id": uuid.UUID(tid) if tid else ZERO_UUID, "error_code": error,
              "error_message": None}
-            for name, tid, error in ctx.broker.controller.delete_topics(names)
+            for name, tid, error in await ctx.broker.controller.delete_topics(names)
         ]
     return build(response_class(20, ctx.version), {"throttle_time": 0, "responses": early + responses})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
 from broker.wire import build, field
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
@@ -31,8 +31,8 @@ def handle_describe_cluster(request: Any, ctx: RequestContext) -> Any:
         "endpoint_type": BROKERS,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": [{"broker_id": broker.node_id, "host": broker.config.advertised_host,
-                     "port": broker.config.advertised_port, "rack": None}],
+        "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
+                    for b in broker_entries(broker)],
         "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.group.service import OFFSETS_TOPIC
+from broker.txn.service import TRANSACTION_STATE_TOPIC
 from broker.wire import build, field
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
@@ -25,18 +27,23 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
         if not key:
             return _error(key, ErrorCode.invalid_request, "The transactional id must not be empty")
         error = broker.txn.coordinator_error(key)  # creates __transaction_state on first use
-        if error != ErrorCode.none:
+        if error not in (ErrorCode.none, ErrorCode.not_coordinator):
             return _error(key, error, None)
+        topic, partition = TRANSACTION_STATE_TOPIC, broker.txn.partition_for(key)
     elif key_type != GROUP_KEY_TYPE:
         return _error(key, ErrorCode.invalid_request, f"Unsupported key type {key_type}")
     elif not key:
         return _error(key, ErrorCode.invalid_request, "The group id must not be empty")
     else:
-        error = broker.groups.coordinator_error(key)
-        if error != ErrorCode.none:
+        error = broker.groups.coordinator_error(key)  # creates __consumer_offsets on first use
+        if error not in (ErrorCode.none, ErrorCode.not_coordinator):
             return _error(key, error, None)
-    config = broker.config
-    return {"key": key, "node_id": broker.node_id, "host": config.advertised_host, "port": config.advertised_port,
+        topic, partition = OFFSETS_TOPIC, broker.groups.partition_for(key)
+    # The coordinator is the leader of the key's partition of the internal topic.
+    error, leader = broker.partition_leader(topic, partition)
+    if leader is None:
+        return _error(key, error, None)
+    return {"key": key, "node_id": leader.broker_id, "host": leader.host, "port": leader.port,
             "error_code": ErrorCode.none, "error_message": None}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.handlers.add_partitions_to_txn import fenced
+from broker.lifecycle import ProducerIdsUnavailableError
 from broker.wire import build, field, ms
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
@@ -27,6 +28,11 @@ def handle_init_producer_id(request: Any, ctx: RequestContext) -> Any:
             int(field(request, "producer_epoch", -1)), ctx.now_ms)
         return build(cls, {"throttle_time": 0, "error_code": fenced(result.error, ctx.version, 4),
                            "producer_id": result.producer_id, "producer_epoch": result.producer_epoch})
-    producer_id = ctx.broker.controller.generate_producer_id()
+    try:
+        producer_id = ctx.broker.producer_ids.generate()
+    except ProducerIdsUnavailableError:
+        # The next block is on its way from the controller; clients retry this error (Kafka does the same).
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.coordinator_load_in_progress,
+                           "producer_id": -1, "producer_epoch": -1})
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": producer_id,
                        "producer_epoch": 0})

@@ -9,7 +9,7 @@ error_code.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.config import is_valid_topic_name
 from broker.context import RequestContext
@@ -27,6 +27,9 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
 ZERO_UUID = uuid.UUID(int=0)
 
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
 
 def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
     return {
@@ -36,7 +39,7 @@ def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
         "is_internal": topic.name in INTERNAL_TOPICS,
         "partitions": [
             {
-                "error_code": ErrorCode.none,
+                "error_code": ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
                 "partition_index": p.partition_id,
                 "leader_id": p.leader,
                 "leader_epoch": p.leader_epoch,
@@ -48,6 +51,17 @@ def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
         ],
         "topic_authorized_operations": TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     }
+
+
+def broker_entries(broker: Broker) -> list[dict[str, Any]]:
+    """The live (registered, unfenced) brokers; this broker alone before its registration lands."""
+    live = [b for b in broker.image.brokers.values() if not b.fenced]
+    if not live:
+        config = broker.config
+        return [{"node_id": broker.node_id, "host": config.advertised_host, "port": config.advertised_port,
+                 "rack": None}]
+    return [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in sorted(live, key=lambda b: b.broker_id)]
 
 
 def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> dict[str, Any]:
@@ -87,8 +101,9 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 continue
             if allow_auto_create and name not in to_create:
                 to_create.append(name)
-        if to_create:
-            broker.controller.create_topics([TopicSpec(name) for name in to_create], validate_only=False)
+        creating: set[str] = set()
+        if to_create and broker.create_topics_soon([TopicSpec(name) for name in to_create]) is None:
+            creating = set(to_create)  # through the active controller: LEADER_NOT_AVAILABLE until it lands
         image = broker.image
         for t in requested:
             name = field(t, "name")
@@ -99,15 +114,15 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 topics.append(topic_entry(found, include_ops=include_ops))
             elif not is_valid_topic_name(name):
                 topics.append(_error_entry(name, None, ErrorCode.invalid_topic_exception))
+            elif name in creating:
+                topics.append(_error_entry(name, None, ErrorCode.leader_not_available))
             else:
                 topics.append(_error_entry(name, None, ErrorCode.unknown_topic_or_partition))
-    config = broker.config
     return build(
         response_class(3, version),
         {
             "throttle_time": 0,
-            "brokers": [{"node_id": broker.node_id, "host": config.advertised_host,
-                         "port": config.advertised_port, "rack": None}],
+            "brokers": broker_entries(broker),
             "cluster_id": broker.cluster_id,
             "controller_id": broker.node_id,
             "topics": topics,

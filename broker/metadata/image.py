@@ -12,13 +12,16 @@ from types import MappingProxyType
 
 from broker.metadata.records import (
     TOPIC_RESOURCE,
+    BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
     ProducerIdsRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 
 
@@ -47,12 +50,32 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerImage:
+    """A registered broker (Kafka's BrokerRegistration): fenced brokers lead nothing and are not listed."""
+
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool = False
+    registration_offset: int = -1  # the metadata offset of the registration: caught up once past it
+
+
+@dataclass(frozen=True, slots=True)
 class MetadataImage:
     offset: int = -1
     topics_by_name: Mapping[str, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
     topics_by_id: Mapping[str, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = 0
+    brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: MappingProxyType({}))
+
+    def live_brokers(self) -> tuple[int, ...]:
+        """Unfenced brokers, by id (Kafka places replicas and elects leaders only among these)."""
+        return tuple(sorted(b.broker_id for b in self.brokers.values() if not b.fenced))
 
     def topic_configs(self, topic: str) -> Mapping[str, str]:
         return self.configs.get((TOPIC_RESOURCE, topic), _EMPTY)
@@ -62,6 +85,7 @@ class MetadataImage:
         by_id = dict(self.topics_by_id)
         configs = dict(self.configs)
         next_producer_id = self.next_producer_id
+        brokers: dict[int, BrokerImage] | None = None
         for record in records:
             match record:
                 case TopicRecord(name=name, topic_id=topic_id):
@@ -112,10 +136,51 @@ class MetadataImage:
                         configs.pop(key, None)
                 case ProducerIdsRecord(next_producer_id=npid):
                     next_producer_id = max(next_producer_id, npid)
+                case RegisterBrokerRecord():
+                    brokers = dict(self.brokers) if brokers is None else brokers
+                    brokers[record.broker_id] = BrokerImage(
+                        record.broker_id, record.broker_epoch, record.incarnation_id, record.host, record.port,
+                        record.rack, record.fenced, False, offset)
+                case BrokerRegistrationChangeRecord():
+                    brokers = dict(self.brokers) if brokers is None else brokers
+                    old_broker = brokers.get(record.broker_id)
+                    if old_broker is not None and old_broker.broker_epoch == record.broker_epoch:
+                        brokers[record.broker_id] = replace(
+                            old_broker,
+                            fenced=old_broker.fenced if record.fenced is None else record.fenced,
+                            in_controlled_shutdown=(old_broker.in_controlled_shutdown
+                                                    if record.in_controlled_shutdown is None
+                                                    else record.in_controlled_shutdown),
+                        )
+                case UnregisterBrokerRecord():
+                    brokers = dict(self.brokers) if brokers is None else brokers
+                    gone = brokers.get(record.broker_id)
+                    if gone is not None and gone.broker_epoch == record.broker_epoch:
+                        del brokers[record.broker_id]
         return MetadataImage(
             offset=offset,
             topics_by_name=MappingProxyType(by_name),
             topics_by_id=MappingProxyType(by_id),
             configs=MappingProxyType(configs),
             next_producer_id=next_producer_id,
+            brokers=self.brokers if brokers is None else MappingProxyType(brokers),
         )
+
+    def to_records(self) -> list[MetadataRecord]:
+        """Records that rebuild this image from an empty one: the content of a metadata snapshot."""
+        records: list[MetadataRecord] = []
+        for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
+            records.append(RegisterBrokerRecord(b.broker_id, b.broker_epoch, b.incarnation_id, b.host, b.port,
+                                                b.rack, b.fenced))
+            if b.in_controlled_shutdown:
+                records.append(BrokerRegistrationChangeRecord(b.broker_id, b.broker_epoch, None, True))
+        for topic in self.topics_by_id.values():
+            records.append(TopicRecord(topic.name, topic.topic_id))
+            for p in topic.partitions.values():
+                records.append(PartitionRecord(topic.topic_id, p.partition_id, p.replicas, p.isr, p.leader,
+                                               p.leader_epoch, p.partition_epoch))
+        for (resource_type, resource_name), values in self.configs.items():
+            records += [ConfigRecord(resource_type, resource_name, k, v) for k, v in values.items()]
+        if self.next_producer_id:
+            records.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        return records

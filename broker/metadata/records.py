@@ -8,6 +8,7 @@ version so that a later version of Samsa can still replay an older log.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -61,14 +62,44 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    """A broker (re)registered: a new incarnation gets a new broker_epoch and starts fenced."""
+
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord:
+    """Kafka's BrokerRegistrationChangeRecord: fenced True/False, or None for unchanged."""
+
+    broker_id: int
+    broker_epoch: int
+    fenced: bool | None
+    in_controlled_shutdown: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord:
+    broker_id: int
+    broker_epoch: int
+
+
 MetadataRecord = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | ConfigRecord | ProducerIdsRecord
+    | RegisterBrokerRecord | BrokerRegistrationChangeRecord | UnregisterBrokerRecord
 )
 
 _TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
-                ProducerIdsRecord)
+                ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord)
 }
 _TUPLE_FIELDS = {"replicas", "isr"}
 RECORD_VERSION = 0
@@ -80,7 +111,23 @@ def encode_record(record: MetadataRecord) -> bytes:
 
 
 def decode_record(data: bytes) -> MetadataRecord:
+    return _from_json(json.loads(data))
+
+
+def encode_records(records: Sequence[MetadataRecord]) -> bytes:
+    """One Raft entry: the records of one controller operation, applied together or not at all."""
+    return b"[" + b",".join(encode_record(r) for r in records) + b"]"
+
+
+def decode_records(data: bytes) -> list[MetadataRecord]:
+    """An entry's records; a single object is one record (what the pre-Raft single-node log wrote)."""
     body = json.loads(data)
+    if isinstance(body, list):
+        return [_from_json(item) for item in body]
+    return [_from_json(body)]
+
+
+def _from_json(body: dict[str, Any]) -> MetadataRecord:
     cls = _TYPES[body.pop("type")]
     body.pop("version", None)
     for key in _TUPLE_FIELDS & body.keys():

@@ -62,6 +62,7 @@ from storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
     from broker.broker import Broker
+    from broker.metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class TxnService:
             max_timeout_ms=_config_int(broker, "transaction.max.timeout.ms", 900_000),
             transactional_id_expiration_ms=_config_int(broker, "transactional.id.expiration.ms", 604_800_000),
         )
-        self.coordinator = TransactionCoordinator(config, broker.controller.generate_producer_id)
+        self.coordinator = TransactionCoordinator(config, broker.producer_ids.generate)
         self.num_partitions = _config_int(broker, "transaction.state.log.num.partitions", 50)
         self.timer_interval_ms = _config_int(
             broker, "transaction.abort.timed.out.transaction.cleanup.interval.ms", DEFAULT_TIMER_INTERVAL_MS)
@@ -104,6 +105,7 @@ class TxnService:
             broker, "transaction.remove.expired.transaction.cleanup.interval.ms", DEFAULT_ID_EXPIRATION_CHECK_MS)
         # producer id -> offsets committed in its open transaction, per group
         self.pending_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
+        self._loaded: set[int] = set()  # __transaction_state partitions replayed into the coordinator
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -116,14 +118,17 @@ class TxnService:
     def ensure_topic(self) -> ErrorCode:
         if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import TopicSpec
+        from broker.controller import MAX_REPLICATION_FACTOR, TopicSpec
 
         live = len(self.broker.controller.live_brokers())
-        rf = max(1, min(_config_int(self.broker, "transaction.state.log.replication.factor", 3), live))
+        rf = max(1, min(_config_int(self.broker, "transaction.state.log.replication.factor", 3), live, MAX_REPLICATION_FACTOR))
         spec = TopicSpec(TRANSACTION_STATE_TOPIC, self.num_partitions, rf, configs={
             "cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": str(100 * 1024 * 1024),
             "min.insync.replicas": "1"})
-        (result,) = self.broker.controller.create_topics([spec], validate_only=False)
+        results = self.broker.create_topics_soon([spec])
+        if results is None:
+            return ErrorCode.coordinator_not_available  # being created through the active controller
+        (result,) = results
         if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
             logger.error("could not create %s: %s %s", TRANSACTION_STATE_TOPIC, result.error_code.name,
                          result.error_message)
@@ -138,10 +143,10 @@ class TxnService:
             return error
         partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
                                                               self.partition_for(transactional_id))
-        if partition is None:
-            return ErrorCode.coordinator_not_available
-        if partition.leader_id != self.broker.node_id:
-            return ErrorCode.not_coordinator
+        if partition is None or partition.leader_id != self.broker.node_id:
+            # Another broker leads the partition (FindCoordinator names it), or nobody does yet.
+            error, _node = self.broker.partition_leader(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
+            return ErrorCode.not_coordinator if error == ErrorCode.none else error
         return ErrorCode.none
 
     def coordinator_epoch(self, transactional_id: str) -> int:
@@ -175,16 +180,24 @@ class TxnService:
                 error = ErrorCode.coordinator_not_available
         return error
 
+    def on_metadata(self, image: MetadataImage) -> None:
+        """Replay __transaction_state partitions this broker has come to lead (Kafka: onElection)."""
+        if TRANSACTION_STATE_TOPIC in image.topics_by_name:
+            self.load()
+
     def load(self) -> None:
         topic = self.broker.image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
             return
         started = time.monotonic()
         count = 0
+        loaded = 0
         for index in sorted(topic.partitions):
             partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
-            if partition is None:
+            if partition is None or index in self._loaded or partition.leader_id != self.broker.node_id:
                 continue
+            self._loaded.add(index)
+            loaded += 1
             log = partition.log
             offset, end = log.log_start_offset, log.high_watermark
             while offset < end:
@@ -206,6 +219,8 @@ class TxnService:
                 if last < offset:
                     break
                 offset = last + 1
+        if not loaded:
+            return
         self._load_offsets()
         pending = self.coordinator.pending()
         logger.info("loaded %d transaction records (%d transactional ids, %d with markers to write) from %s in "
@@ -348,6 +363,8 @@ class TxnService:
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.none:
             return InitResult(error)
+        if not self.broker.producer_ids.available(2):
+            return InitResult(ErrorCode.coordinator_load_in_progress)  # a producer id block is on its way
         result, aborting = self.coordinator.init_producer_id(transactional_id, timeout_ms, producer_id,
                                                              producer_epoch, now)
         if aborting is not None:

@@ -33,7 +33,7 @@ def markers(broker: Broker, topic: str) -> list[int]:
 
 def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_path: Path) -> None:
     broker = start(tmp_path)
-    (result,) = broker.controller.create_topics([TopicSpec("t", 1, 1)], validate_only=False)
+    (result,) = broker.controller.create_topics([TopicSpec("t", 1, 1)], validate_only=False).result()
     assert result.error_code == ErrorCode.none
     txn = broker.txn
     now = now_ms()
@@ -88,7 +88,7 @@ def test_transactional_offsets_survive_a_restart_and_count_only_when_committed(t
     from broker.txn.service import OFFSETS_TOPIC
 
     broker = start(tmp_path)
-    broker.controller.create_topics([TopicSpec("src", 1, 1)], validate_only=False)
+    broker.controller.create_topics([TopicSpec("src", 1, 1)], validate_only=False).result()
     assert broker.groups.ensure_offsets_topic() == ErrorCode.none
     now = now_ms()
     group_partition = (OFFSETS_TOPIC, broker.groups.partition_for("g"))

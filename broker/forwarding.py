@@ -1,0 +1,91 @@
+"""Requests only the active controller can carry out, forwarded there by any other broker.
+
+Kafka's brokers forward CreateTopics, DeleteTopics, CreatePartitions and the config-changing requests
+to the active controller and relay its answer (KIP-590). We do the same, over the controller's
+listener, with the request as the client sent it. When no controller can be reached in time the
+client gets REQUEST_TIMED_OUT, and when the controller changed under the request NOT_CONTROLLER, both
+per topic or resource as each API reports errors; Kafka's clients retry both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.metadata.quorum import NotControllerError
+from broker.node_client import NodeUnavailableError
+from broker.wire import build, field
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+ZERO_UUID = uuid.UUID(int=0)
+CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44
+# How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
+FORWARD_TIMEOUT_S = 10.0
+
+
+def _create_topics_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "topics": [
+        {"name": t.name, "topic_id": ZERO_UUID, "error_code": error, "error_message": message,
+         "num_partitions": -1, "replication_factor": -1, "configs": ()} for t in request.topics]}
+
+
+def _delete_topics_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    topics = field(request, "topics", None)
+    if topics is not None:
+        entries = [{"name": t.name, "topic_id": t.topic_id or ZERO_UUID} for t in topics]
+    else:
+        entries = [{"name": n, "topic_id": ZERO_UUID} for n in field(request, "topic_names", ())]
+    return {"throttle_time": 0, "responses": [
+        {**e, "error_code": error, "error_message": message} for e in entries]}
+
+
+def _create_partitions_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "results": [
+        {"name": t.name, "error_code": error, "error_message": message} for t in request.topics]}
+
+
+def _alter_configs_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "responses": [
+        {"error_code": error, "error_message": message, "resource_type": r.resource_type,
+         "resource_name": r.resource_name} for r in request.resources]}
+
+
+ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
+    CREATE_TOPICS: _create_topics_error,
+    DELETE_TOPICS: _delete_topics_error,
+    CREATE_PARTITIONS: _create_partitions_error,
+    ALTER_CONFIGS: _alter_configs_error,
+    INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
+}
+FORWARDED_APIS = frozenset(ERROR_RESPONSES)
+
+
+def error_response(api_key: int, version: int, request: Any, error: ErrorCode, message: str) -> Any:
+    return build(response_class(api_key, version), ERROR_RESPONSES[api_key](request, error, message))
+
+
+async def forward(broker: Broker, api_key: int, version: int, request: Any) -> Any:
+    """Send `request` to the active controller and return its response (or an error response)."""
+    deadline = asyncio.get_running_loop().time() + FORWARD_TIMEOUT_S
+    last = "no active controller is known"
+    while True:
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            return error_response(api_key, version, request, ErrorCode.request_timed_out,
+                                  f"The controller could not be reached in time: {last}")
+        if broker.is_active_controller:
+            return None  # leadership came here meanwhile: the caller handles it locally
+        try:
+            return await broker.lifecycle.channel.forward(request, timeout_s=remaining)
+        except (NotControllerError, NodeUnavailableError) as e:
+            last = str(e)
+        except TimeoutError:
+            last = "the controller did not answer"
+            continue
+        await asyncio.sleep(min(0.1, max(0.0, deadline - asyncio.get_running_loop().time())))

@@ -1,0 +1,102 @@
+"""The controller listener's APIs: the KRaft RPCs and the brokers' requests to the active controller.
+
+Vote (52), BeginQuorumEpoch (53), EndQuorumEpoch (54), Fetch (1, replica fetches of
+`__cluster_metadata`) and FetchSnapshot (59) go to the metadata quorum's driver; DescribeQuorum (55)
+answers kafka-metadata-quorum.sh; BrokerRegistration (62), BrokerHeartbeat (63) and
+AllocateProducerIds (67) go to the controller, which answers NOT_CONTROLLER unless it is active.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from broker.context import RequestContext
+from broker.metadata.quorum import NotControllerError
+from broker.node_client import NodeUnavailableError
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+from raft import codec
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+async def handle_raft(request: Any, ctx: RequestContext) -> Any:
+    return await ctx.broker.quorum.handle_request(request, ctx.header.api_key, ctx.version)
+
+
+def handle_describe_quorum(request: Any, ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    nodes = [(node_id, e.host, e.port) for node_id, e in sorted(broker.quorum.voters.items())]
+    return codec.describe_quorum_response(broker.quorum.describe(), ctx.version, nodes=nodes)
+
+
+def handle_broker_registration(request: Any, ctx: RequestContext) -> Any:
+    broker = ctx.broker
+    cls = response_class(62, ctx.version)
+    if request.cluster_id != broker.cluster_id:
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.inconsistent_cluster_id, "broker_epoch": -1})
+    listener = request.listeners[0] if request.listeners else None
+    if listener is None:
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "broker_epoch": -1})
+    try:
+        pending = broker.controller.register_broker(
+            int(request.broker_id), str(request.incarnation_id), listener.host, int(listener.port), request.rack,
+            _monotonic_ms())
+    except NotControllerError:
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.not_controller, "broker_epoch": -1})
+    return _answer_registration(cls, pending)
+
+
+async def _answer_registration(cls: Any, pending: Any) -> Any:
+    try:
+        epoch = await pending
+    except NotControllerError:
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.not_controller, "broker_epoch": -1})
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "broker_epoch": epoch})
+
+
+async def handle_broker_heartbeat(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(63, ctx.version)
+
+    def error(code: ErrorCode) -> Any:
+        return build(cls, {"throttle_time": 0, "error_code": code, "is_caught_up": False, "is_fenced": True,
+                           "should_shut_down": False})
+
+    try:
+        code, pending = ctx.broker.controller.heartbeat(
+            int(request.broker_id), int(request.broker_epoch), int(request.current_metadata_offset),
+            bool(request.want_fence), bool(request.want_shut_down), _monotonic_ms())
+        if pending is None:
+            return error(code)
+        result = await pending
+    except NotControllerError:
+        return error(ErrorCode.not_controller)
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "is_caught_up": result.is_caught_up,
+                       "is_fenced": result.is_fenced, "should_shut_down": result.should_shut_down})
+
+
+async def handle_allocate_producer_ids(request: Any, ctx: RequestContext) -> Any:
+    cls = response_class(67, ctx.version)
+    try:
+        start, length = await ctx.broker.controller.allocate_producer_ids(int(request.broker_id),
+                                                                          int(request.broker_epoch))
+    except NotControllerError:
+        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.not_controller, "producer_id_start": -1,
+                           "producer_id_len": 0})
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id_start": start,
+                       "producer_id_len": length})
+
+
+async def handle_describe_quorum_on_broker(request: Any, ctx: RequestContext) -> Any:
+    """kafka-metadata-quorum.sh --bootstrap-server asks a broker, which asks the active controller."""
+    broker = ctx.broker
+    if broker.quorum.is_leader or broker.controller_endpoint() is None:
+        return handle_describe_quorum(request, ctx)
+    try:
+        return await broker.lifecycle.channel.forward(request, timeout_s=5.0)
+    except (NotControllerError, NodeUnavailableError, TimeoutError):
+        return handle_describe_quorum(request, ctx)  # NOT_LEADER_OR_FOLLOWER from a follower

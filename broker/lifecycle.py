@@ -1,0 +1,279 @@
+"""A broker's relationship with the active controller (Kafka: BrokerLifecycleManager, RPCProducerIdManager).
+
+`BrokerLifecycle` registers the broker (BrokerRegistration) and heartbeats (BrokerHeartbeat) every
+broker.heartbeat.interval.ms; the controller unfences the broker once its metadata has caught up
+with its registration, and fences it (moving its leaderships away) when heartbeats stop for
+broker.session.timeout.ms. On a graceful shutdown the broker asks for a controlled shutdown first.
+
+`ProducerIdManager` hands out producer ids from blocks the controller allocates (AllocateProducerIds,
+KIP-730) and fetches the next block before the current one runs out.
+
+Both talk to the controller in-process when this node is the active controller, and over its
+controller listener otherwise: one code path for a single node and a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from broker.metadata.quorum import Endpoint, NotControllerError
+from broker.node_client import NodeClient, NodeUnavailableError
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import request_class
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+logger = logging.getLogger(__name__)
+
+BROKER_REGISTRATION_KEY = 62
+BROKER_HEARTBEAT_KEY = 63
+ALLOCATE_PRODUCER_IDS_KEY = 67
+REQUEST_TIMEOUT_S = 5.0
+PREFETCH_REMAINING_FRACTION = 0.1  # Kafka fetches the next block at 90% use
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+class ControllerChannel:
+    """Requests to the active controller's listener (one connection per controller node)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._clients: dict[int, NodeClient] = {}
+
+    def client(self) -> NodeClient:
+        found = self._broker.controller_endpoint()
+        if found is None:
+            raise NotControllerError(None, "no active controller is known yet")
+        node_id, endpoint = found
+        client = self._clients.get(node_id)
+        if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
+            client = self._clients[node_id] = NodeClient(endpoint.host, endpoint.port,
+                                                         client_id=f"broker-{self._broker.node_id}-to-controller")
+        return client
+
+    async def request(self, api_key: int, version: int, values: dict[str, Any],
+                      timeout_s: float = REQUEST_TIMEOUT_S) -> Any:
+        return await self.client().request(build(request_class(api_key, version), values), timeout_s=timeout_s)
+
+    async def forward(self, request: object, timeout_s: float) -> Any:
+        return await self.client().request(request, timeout_s=timeout_s)
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+
+
+class BrokerLifecycle:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.channel = ControllerChannel(broker)
+        self.broker_epoch = -1
+        self.fenced = True
+        self._wake: asyncio.Event | None = None
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _endpoint(self) -> tuple[str, int]:
+        config = self.broker.config
+        return config.advertised_host, config.advertised_port
+
+    def _metadata_offset(self) -> int:
+        return self.broker.quorum.applied_offset - 1
+
+    def register_locally(self) -> None:
+        """A single voter registers and unfences itself before serving (its commits are immediate)."""
+        controller = self.broker.controller
+        host, port = self._endpoint()
+        pending = controller.register_broker(self.broker.node_id, self.broker.incarnation_id, host, port, None,
+                                             _monotonic_ms())
+        self.broker_epoch = pending.result()
+        error, beat = controller.heartbeat(self.broker.node_id, self.broker_epoch, self._metadata_offset(), False,
+                                           False, _monotonic_ms())
+        assert error == ErrorCode.none and beat is not None
+        self.fenced = beat.result().is_fenced
+
+    async def _register(self) -> None:
+        broker = self.broker
+        host, port = self._endpoint()
+        if broker.is_active_controller:
+            self.broker_epoch = await broker.controller.register_broker(
+                broker.node_id, broker.incarnation_id, host, port, None, _monotonic_ms())
+            return
+        response = await self.channel.request(BROKER_REGISTRATION_KEY, 3, {
+            "broker_id": broker.node_id,
+            "cluster_id": broker.cluster_id,
+            "incarnation_id": uuid.UUID(broker.incarnation_id),
+            "listeners": [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}],
+            "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 1}],
+            "rack": None,
+            "is_migrating_zk_broker": False,
+            "log_dirs": (),
+            "previous_broker_epoch": self.broker_epoch,
+        })
+        if response.error_code != ErrorCode.none:
+            raise NotControllerError(None, f"registration refused: {ErrorCode(response.error_code).name}")
+        self.broker_epoch = int(response.broker_epoch)
+
+    async def _heartbeat(self, *, want_shut_down: bool = False) -> bool:
+        """One heartbeat; returns should_shut_down."""
+        broker = self.broker
+        if broker.is_active_controller:
+            error, pending = broker.controller.heartbeat(broker.node_id, self.broker_epoch, self._metadata_offset(),
+                                                         False, want_shut_down, _monotonic_ms())
+            if pending is None:
+                self._stale(error)
+                return False
+            result = await pending
+            fenced, should_shut_down = result.is_fenced, result.should_shut_down
+        else:
+            response = await self.channel.request(BROKER_HEARTBEAT_KEY, 1, {
+                "broker_id": broker.node_id,
+                "broker_epoch": self.broker_epoch,
+                "current_metadata_offset": self._metadata_offset(),
+                "want_fence": False,
+                "want_shut_down": want_shut_down,
+                "offline_log_dirs": (),
+            })
+            if response.error_code != ErrorCode.none:
+                self._stale(ErrorCode(response.error_code))
+                return False
+            fenced, should_shut_down = bool(response.is_fenced), bool(response.should_shut_down)
+        if fenced != self.fenced:
+            logger.info("broker %d is %s", broker.node_id, "fenced" if fenced else "unfenced")
+            self.fenced = fenced
+        return should_shut_down
+
+    def _stale(self, error: ErrorCode) -> None:
+        if error == ErrorCode.stale_broker_epoch:
+            logger.info("broker %d: registration %d is stale; registering again", self.broker.node_id,
+                        self.broker_epoch)
+            self.broker_epoch = -1
+        elif error == ErrorCode.not_controller:
+            raise NotControllerError(None)
+
+    async def run(self) -> None:
+        self._wake = asyncio.Event()
+        interval_s = self.broker.config.get_int("broker.heartbeat.interval.ms") / 1000
+        while True:
+            delay = interval_s
+            try:
+                if self.broker_epoch < 0:
+                    await self._register()
+                await self._heartbeat()
+                if self.broker_epoch >= 0 and self.fenced:
+                    delay = min(interval_s, 0.1)  # catching up: ask again soon, to be unfenced quickly
+            except (TimeoutError, NotControllerError, NodeUnavailableError) as e:
+                logger.debug("broker heartbeat: %s", e)
+                delay = min(interval_s, 0.2)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), delay)
+            except TimeoutError:
+                pass
+
+    async def controlled_shutdown(self, timeout_s: float) -> None:
+        """Ask the controller to move leadership away before we stop (best effort, bounded)."""
+        deadline = time.monotonic() + timeout_s
+        while self.broker_epoch >= 0 and time.monotonic() < deadline:
+            try:
+                if await asyncio.wait_for(self._heartbeat(want_shut_down=True), max(0.1, deadline - time.monotonic())):
+                    return
+            except (TimeoutError, NotControllerError, NodeUnavailableError):
+                pass
+            await asyncio.sleep(0.1)
+
+
+class ProducerIdsUnavailableError(Exception):
+    """No producer id block is at hand yet (the controller is being asked); retriable."""
+
+
+class ProducerIdManager:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._next = 0
+        self._end = 0
+        self._prefetched: tuple[int, int] | None = None
+        self._fetching = False
+        self._task: asyncio.Task[None] | None = None
+
+    def available(self, count: int = 2) -> bool:
+        """At least `count` ids can be handed out now (asking the controller for a block if not)."""
+        if self._end - self._next < count:
+            if self._prefetched is not None:
+                self._next, self._end = self._prefetched  # the rest of the old block is skipped
+                self._prefetched = None
+            else:
+                self._fetch()
+        return self._end - self._next >= count
+
+    def generate(self) -> int:
+        if not self.available(1):
+            raise ProducerIdsUnavailableError("waiting for a producer id block from the controller")
+        producer_id = self._next
+        self._next += 1
+        if self._prefetched is None and (self._end - self._next) < 1000 * PREFETCH_REMAINING_FRACTION:
+            self._fetch()
+        return producer_id
+
+    def _got(self, start: int, length: int) -> None:
+        if self._next >= self._end:
+            self._next, self._end = start, start + length
+        else:
+            self._prefetched = (start, start + length)
+
+    def _fetch(self) -> None:
+        if self._fetching or self._prefetched is not None:
+            return
+        broker = self._broker
+        epoch = broker.lifecycle.broker_epoch
+        if broker.is_active_controller:
+            try:
+                pending = broker.controller.allocate_producer_ids(broker.node_id, epoch)
+            except NotControllerError:
+                return
+            if pending.done:
+                self._got(*pending.result())
+                return
+            self._fetching = True
+            self._task = asyncio.get_running_loop().create_task(self._await_local(pending))
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._fetching = True
+        self._task = loop.create_task(self._fetch_remote(epoch))
+
+    async def _await_local(self, pending: Any) -> None:
+        try:
+            start, length = await pending
+            self._got(start, length)
+        except NotControllerError:
+            pass
+        finally:
+            self._fetching = False
+
+    async def _fetch_remote(self, epoch: int) -> None:
+        try:
+            response = await self._broker.lifecycle.channel.request(
+                ALLOCATE_PRODUCER_IDS_KEY, 0, {"broker_id": self._broker.node_id, "broker_epoch": epoch})
+            if response.error_code == ErrorCode.none:
+                self._got(int(response.producer_id_start), int(response.producer_id_len))
+        except (TimeoutError, NotControllerError, NodeUnavailableError) as e:
+            logger.debug("producer id block: %s", e)
+        finally:
+            self._fetching = False
+
+
+__all__ = ["BrokerLifecycle", "ControllerChannel", "Endpoint", "ProducerIdManager", "ProducerIdsUnavailableError"]
