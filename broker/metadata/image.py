@@ -140,7 +140,8 @@ class MetadataImage:
                     brokers = dict(self.brokers) if brokers is None else brokers
                     brokers[record.broker_id] = BrokerImage(
                         record.broker_id, record.broker_epoch, record.incarnation_id, record.host, record.port,
-                        record.rack, record.fenced, False, offset)
+                        record.rack, record.fenced, False,
+                        offset if record.registered_at < 0 else record.registered_at)
                 case BrokerRegistrationChangeRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     old_broker = brokers.get(record.broker_id)
@@ -171,7 +172,7 @@ class MetadataImage:
         records: list[MetadataRecord] = []
         for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
             records.append(RegisterBrokerRecord(b.broker_id, b.broker_epoch, b.incarnation_id, b.host, b.port,
-                                                b.rack, b.fenced))
+                                                b.rack, b.fenced, b.registration_offset))
             if b.in_controlled_shutdown:
                 records.append(BrokerRegistrationChangeRecord(b.broker_id, b.broker_epoch, None, True))
         for topic in self.topics_by_id.values():

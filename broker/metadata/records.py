@@ -73,6 +73,7 @@ class RegisterBrokerRecord:
     port: int
     rack: str | None
     fenced: bool
+    registered_at: int = -1  # a snapshot keeps the original registration's offset; -1: this record's
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,8 @@ class TxnService:
         from broker.controller import MAX_REPLICATION_FACTOR, TopicSpec
 
         live = len(self.broker.controller.live_brokers())
-        rf = max(1, min(_config_int(self.broker, "transaction.state.log.replication.factor", 3), live, MAX_REPLICATION_FACTOR))
+        configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
+        rf = max(1, min(configured, live, MAX_REPLICATION_FACTOR))
         spec = TopicSpec(TRANSACTION_STATE_TOPIC, self.num_partitions, rf, configs={
             "cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": str(100 * 1024 * 1024),
             "min.insync.replicas": "1"})
