@@ -18,18 +18,24 @@ class LeaderEpochCache:
         self._path = directory / LEADER_EPOCH_CHECKPOINT
         self._epochs: list[int] = [e for e, _ in entries or []]
         self._offsets: list[int] = [o for _, o in entries or []]
+        self.latest: int | None = None  # latest_epoch(), as an attribute for the append path; read-only
+        self._changed()
+
+    def _changed(self) -> None:
+        self.latest = self._epochs[-1] if self._epochs else None
 
     def reset(self, entries: list[tuple[int, int]]) -> None:
         """Replace the in-memory entries (on load); does not write the file."""
         self._epochs = [e for e, _ in entries]
         self._offsets = [o for _, o in entries]
+        self._changed()
 
     @property
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._epochs, self._offsets, strict=True))
 
     def latest_epoch(self) -> int | None:
-        return self._epochs[-1] if self._epochs else None
+        return self.latest
 
     def flush(self) -> None:
         write_epoch_checkpoint(self._file_io, self._path, self.entries)
@@ -49,6 +55,7 @@ class LeaderEpochCache:
             self._offsets.pop()
         self._epochs.append(epoch)
         self._offsets.append(start_offset)
+        self._changed()
         if flush:
             self.flush()
         return True
@@ -79,6 +86,7 @@ class LeaderEpochCache:
             self._offsets.pop()
             changed = True
         if changed:
+            self._changed()
             self.flush()
 
     def truncate_from_start(self, start_offset: int) -> None:
@@ -91,9 +99,11 @@ class LeaderEpochCache:
         del self._epochs[: i - 1]
         del self._offsets[: i - 1]
         self._offsets[0] = start_offset
+        self._changed()
         self.flush()
 
     def clear(self) -> None:
         self._epochs.clear()
         self._offsets.clear()
+        self._changed()
         self.flush()

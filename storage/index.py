@@ -11,6 +11,7 @@ with pread, so nothing of a cold index lives in memory.
 from __future__ import annotations
 
 import struct
+from itertools import starmap
 from pathlib import Path
 
 from storage.handle_cache import HandleCache
@@ -136,7 +137,7 @@ class SparseIndex:
         if not self._pending:
             return
         disk = self._disk()
-        data = b"".join(self.ENTRY.pack(a, b) for a, b in self._pending)
+        data = b"".join(starmap(self.ENTRY.pack, self._pending))
         fd = self._cache.get(self.path, write=True)
         self._cache.file_io.pwrite(fd, data, disk * self.ENTRY.size)
         self._disk_count = disk + len(self._pending)

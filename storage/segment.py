@@ -8,7 +8,7 @@ from pathlib import Path
 from kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError
 from storage.batch_header import Header, is_crc_valid, read_header
 from storage.config import LogConfig
-from storage.file_io import Buffer
+from storage.file_io import Buffer, raw_pwrite
 from storage.handle_cache import HandleCache
 from storage.index import OffsetIndex, TimeIndex
 
@@ -31,8 +31,12 @@ class LogSegment:
         "_cache",
         "_index_room",
         "_io",
+        "_log_key",
+        "_raw_pwrite",
         "_rolling_timestamp_ms",
         "_time_index_last_ts",
+        "_write_fd",
+        "_write_fd_stamp",
         "base_offset",
         "created_ms",
         "index_full",
@@ -53,10 +57,14 @@ class LogSegment:
         stem = segment_stem(base_offset)
         self.base_offset = base_offset
         self.log_path = directory / f"{stem}.log"
+        self._log_key = str(self.log_path)  # for the handle cache: str(Path) is a Python-level call
+        self._write_fd = -1  # from the handle cache, still open while its `releases` equals the stamp
+        self._write_fd_stamp = -1
         self.offset_index = OffsetIndex(directory / f"{stem}.index", base_offset, config.segment_index_bytes, cache)
         self.time_index = TimeIndex(directory / f"{stem}.timeindex", base_offset, config.segment_index_bytes, cache)
         self._cache = cache
         self._io = cache.file_io
+        self._raw_pwrite = raw_pwrite(self._io)
         self.index_interval_bytes = config.index_interval_bytes
         self.created_ms = created_ms
         self.size_bytes = size_bytes
@@ -158,15 +166,28 @@ class LogSegment:
         if self._index_room <= 0:
             self._refresh_index_full()
 
-    def append_one(self, buffers: Sequence[Buffer], size: int, last_offset: int, max_ts: int) -> int:
-        """append() for the common case of a single batch, with less bookkeeping per call."""
+    def append_one(self, data: Buffer, size: int, last_offset: int, max_ts: int, body: Buffer | None = None) -> int:
+        """append() for the common case of a single batch of `size` bytes, with less bookkeeping per call.
+
+        The batch is `data`, or `data` (its header) followed by `body` when the caller avoided a copy.
+        """
         position = self.size_bytes
-        fd = self._cache.get(self.log_path, write=True)
+        cache = self._cache
+        if cache.releases == self._write_fd_stamp:
+            fd = self._write_fd  # no fd has left the cache since we got it: still open
+        else:
+            fd = self._write_fd = cache.get(self._log_key, write=True)
+            self._write_fd_stamp = cache.releases
+        pwrite = self._raw_pwrite
         try:
-            if len(buffers) == 1:
-                self._io.pwrite(fd, buffers[0], position)
+            if body is not None:
+                self._io.pwritev(fd, (data, body), position)
+            elif pwrite is None:
+                self._io.pwrite(fd, data, position)
             else:
-                self._io.pwritev(fd, buffers, position)
+                written = pwrite(fd, data, position)
+                if written != size:  # short write (signal, nearly full disk): finish it piecewise
+                    self._io.pwrite(fd, memoryview(data)[written:], position + written)
         except OSError:
             try:
                 self._io.ftruncate(fd, position)
@@ -180,8 +201,22 @@ class LogSegment:
             self.max_timestamp_ms = max_ts
             self.offset_of_max_timestamp = last_offset
         if self._bytes_since_index > self.index_interval_bytes:
-            self._add_index_entry(last_offset, position)
-        self._bytes_since_index += size
+            # _add_index_entry, inline: with batches over index.interval.bytes this runs on every append
+            self.offset_index.append_raw(last_offset - self.base_offset, position)
+            last_ts = self._time_index_last_ts
+            if last_ts is None:
+                entry = self.time_index.last_entry()
+                last_ts = entry[0] if entry is not None else -(1 << 63)
+            if self.max_timestamp_ms > last_ts:
+                last_ts = self.max_timestamp_ms
+                self.time_index.append_raw(last_ts, self.offset_of_max_timestamp - self.base_offset)
+            self._time_index_last_ts = last_ts
+            self._bytes_since_index = size
+            self._index_room -= 1
+            if self._index_room <= 0:
+                self._refresh_index_full()
+        else:
+            self._bytes_since_index += size
         self.size_bytes = position + size
         self.next_offset = last_offset + 1
         return position
