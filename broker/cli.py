@@ -135,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
 
     tools.add_commands(sub)
 
+    from broker import cluster_cli
+
+    cluster_cli.add_commands(sub)
+
     from broker import groups_cli
 
     groups_cli.add_commands(sub)

@@ -1,0 +1,435 @@
+"""`samsa cluster up|down`: a local N-voter Samsa cluster on loopback, one `samsa serve` process per node.
+
+    samsa cluster up --nodes 3 --dir ./samsa-cluster     # prints 127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
+    samsa cluster down --dir ./samsa-cluster
+
+Every node is a voter with both roles (Kafka's combined mode): its broker listener is a port of the
+bootstrap list, its controller listener the port it has in the quorum string. Each node has its own
+data directory (DIR/node-N) and log (DIR/node-N.log), and runs detached in its own session.
+DIR/cluster.json records the layout and every PID (with the process's start time, so that a PID the
+kernel has handed to another process since is never signalled); `down` stops exactly those PIDs,
+never anything found by name. `up` on a DIR whose cluster is stopped restarts it with the same ports
+and data; on a DIR whose cluster runs it refuses.
+
+The tests in tests/cluster drive clusters through the same functions (`plan_cluster`, `start_node`,
+`wait_ready`, `stop_pids`), so the command and the tests share one code path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.client import Connection, KafkaClientError
+
+HOST = "127.0.0.1"
+STATE_FILE = "cluster.json"
+STATE_VERSION = 1
+DEFAULT_DIR = "./samsa-cluster"
+MAX_NODES = 9  # a local toy cluster; Kafka recommends 3 or 5 voters
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+POLL_INTERVAL_S = 0.1
+PROBE_TIMEOUT_S = 2.0  # one Metadata probe; a stopped (SIGSTOP) node must not stall the wait
+LOG_TAIL_LINES = 25
+
+
+class ClusterError(Exception):
+    """The cluster could not be started or stopped; the message says why (with log tails)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    node_id: int
+    broker_port: int
+    controller_port: int
+    data_dir: Path
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.broker_port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterPlan:
+    directory: Path
+    nodes: tuple[NodeSpec, ...]
+    overrides: tuple[str, ...] = ()  # KEY=VALUE, passed to every node as --override
+    log_level: str = "INFO"
+
+    @property
+    def quorum(self) -> str:
+        return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    def node(self, node_id: int) -> NodeSpec:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(node_id)
+
+
+# --- planning ------------------------------------------------------------------------------------------
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports, all held open together while choosing."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, overrides: Sequence[str] = (),
+                 log_level: str = "INFO") -> ClusterPlan:
+    """Node ids 1..N. Broker ports base_port..base_port+N-1 and controller ports the N after them, or
+    free ports when no base port is given."""
+    if not 1 <= nodes <= MAX_NODES:
+        raise ClusterError(f"--nodes must be between 1 and {MAX_NODES}, not {nodes}")
+    if base_port is not None:
+        if not 1024 <= base_port <= 65535 - 2 * nodes:
+            raise ClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports")
+        ports = list(range(base_port, base_port + 2 * nodes))
+    else:
+        ports = free_ports(2 * nodes)
+    directory = directory.resolve()
+    specs = tuple(
+        NodeSpec(node_id=i + 1, broker_port=ports[i], controller_port=ports[nodes + i],
+                 data_dir=directory / f"node-{i + 1}", log_path=directory / f"node-{i + 1}.log")
+        for i in range(nodes))
+    return ClusterPlan(directory, specs, tuple(overrides), log_level)
+
+
+def serve_command(plan: ClusterPlan, node: NodeSpec) -> list[str]:
+    command = [sys.executable, "-m", "broker.cli", "serve",
+               "--node-id", str(node.node_id),
+               "--controller-quorum", plan.quorum,
+               "--listen", node.bootstrap,
+               "--advertise", node.bootstrap,
+               "--data-dir", str(node.data_dir),
+               "--log-level", plan.log_level]
+    for override in plan.overrides:
+        command += ["--override", override]
+    return command
+
+
+# --- processes -----------------------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def start_node(plan: ClusterPlan, node: NodeSpec, *, die_with_parent: bool = False) -> subprocess.Popen[bytes]:
+    """Start one node detached (its own session), appending to its log. `die_with_parent` (tests, from
+    the main thread only: Linux signals when the forking *thread* exits) kills it if we die first."""
+    node.data_dir.mkdir(parents=True, exist_ok=True)
+    command = serve_command(plan, node)
+    with open(node.log_path, "ab") as log:
+        log.write(("$ " + " ".join(command) + "\n").encode())
+        log.flush()
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=plan.directory,
+                                preexec_fn=_die_with_parent if die_with_parent else None)
+
+
+def process_start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None if gone or a
+    zombie. With the PID it names a process uniquely: a reused PID has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[19])
+
+
+def pid_alive(pid: int, start_time: int | None = None) -> bool:
+    """`pid` runs (not a zombie) and, when `start_time` is given, is still the process we started."""
+    if not Path("/proc").is_dir():  # no procfs: signal 0 is the best we can do
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    current = process_start_time(pid)
+    return current is not None and (start_time is None or current == start_time)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedProcess:
+    """A PID we started, with its start time (None: unknown) and, for our own child, its Popen."""
+
+    pid: int
+    start_time: int | None = None
+    child: subprocess.Popen[bytes] | None = None
+
+    def alive(self) -> bool:
+        if self.child is not None:
+            self.child.poll()  # reap our own child, or it lingers as a zombie
+        return pid_alive(self.pid, self.start_time)
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
+
+
+def stop_pids(processes: Sequence[OwnedProcess], *, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
+    """SIGTERM each (and SIGCONT, or a SIGSTOPped process cannot act on it), wait up to `timeout_s`
+    for all, then SIGKILL the rest. Exactly one SIGTERM: a second one during a clean shutdown would
+    hit Python's default handler. Returns the PIDs that needed SIGKILL."""
+    running = [p for p in processes if p.alive()]
+    for p in running:
+        p.signal(signal.SIGTERM)
+        p.signal(signal.SIGCONT)
+    deadline = time.monotonic() + timeout_s
+    while any(p.alive() for p in running) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    killed = [p for p in running if p.alive()]
+    for p in killed:
+        p.signal(signal.SIGKILL)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while any(p.alive() for p in killed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p.pid for p in killed]
+
+
+def owned(child: subprocess.Popen[bytes]) -> OwnedProcess:
+    return OwnedProcess(child.pid, process_start_time(child.pid), child)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return f"(no log at {path})"
+    return f"--- last {len(text)} lines of {path}\n" + "\n".join(text)
+
+
+# --- readiness -----------------------------------------------------------------------------------------
+
+
+def port_open(port: int, timeout_s: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def metadata(port: int, topics: Iterable[str] | None = None, *, timeout_s: float = PROBE_TIMEOUT_S) -> Any:
+    """One Metadata request to the broker on `port` (no auto-creation)."""
+    with Connection(HOST, port, client_id="samsa-cluster", timeout_s=timeout_s) as conn:
+        return conn.request(3, {"topics": None if topics is None else [{"name": t} for t in topics],
+                                "allow_auto_topic_creation": False,
+                                "include_topic_authorized_operations": False})
+
+
+def listed_brokers(port: int, *, timeout_s: float = PROBE_TIMEOUT_S) -> set[int] | None:
+    """The broker ids Metadata from `port` lists, or None when the node does not answer."""
+    try:
+        return {int(b.node_id) for b in metadata(port, [], timeout_s=timeout_s).brokers}
+    except (OSError, KafkaClientError):
+        return None
+
+
+def wait_ready(plan: ClusterPlan, processes: dict[int, subprocess.Popen[bytes]], *,
+               timeout_s: float = READY_TIMEOUT_S) -> float:
+    """Wait until every node's broker port accepts connections and Metadata from every node lists all
+    N brokers. Returns the seconds waited; raises ClusterError (with log tails) when a node exits or
+    the time is up."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    want = {n.node_id for n in plan.nodes}
+    last: dict[int, set[int] | None] = {}
+    while True:
+        for node_id, proc in processes.items():
+            if proc.poll() is not None:
+                node = plan.node(node_id)
+                raise ClusterError(f"node {node_id} exited with code {proc.returncode} during start-up\n"
+                                   f"{log_tail(node.log_path)}")
+        ready = True
+        for node in plan.nodes:
+            if not port_open(node.broker_port):
+                last[node.node_id] = None
+                ready = False
+                continue
+            last[node.node_id] = listed_brokers(node.broker_port)
+            if last[node.node_id] != want:
+                ready = False
+        if ready:
+            return time.monotonic() - started
+        if time.monotonic() >= deadline:
+            seen = "; ".join(f"node {n}: " + ("no answer" if b is None else f"lists brokers {sorted(b)}")
+                             for n, b in sorted(last.items()))
+            tails = "\n".join(log_tail(n.log_path) for n in plan.nodes)
+            raise ClusterError(f"the cluster was not ready within {timeout_s:.0f} s ({seen})\n{tails}")
+        time.sleep(POLL_INTERVAL_S)
+
+
+# --- cluster.json ----------------------------------------------------------------------------------------
+
+
+def state_path(directory: Path) -> Path:
+    return directory / STATE_FILE
+
+
+def write_state(plan: ClusterPlan, processes: dict[int, subprocess.Popen[bytes]]) -> Path:
+    nodes = []
+    for n in plan.nodes:
+        proc = processes.get(n.node_id)
+        nodes.append({"node_id": n.node_id, "pid": proc.pid if proc else None,
+                      "start_time": process_start_time(proc.pid) if proc else None,
+                      "broker_port": n.broker_port, "controller_port": n.controller_port,
+                      "data_dir": str(n.data_dir), "log": str(n.log_path)})
+    state = {"version": STATE_VERSION, "bootstrap_servers": plan.bootstrap_servers,
+             "controller_quorum": plan.quorum, "overrides": list(plan.overrides), "log_level": plan.log_level,
+             "nodes": nodes}
+    path = state_path(plan.directory)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_state(directory: Path) -> dict[str, Any] | None:
+    path = state_path(directory)
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ClusterError(f"{path} is unreadable: {e}") from e
+    if state.get("version") != STATE_VERSION or not isinstance(state.get("nodes"), list):
+        raise ClusterError(f"{path} is not a cluster.json this samsa wrote (version {state.get('version')})")
+    return state
+
+
+def live_pids(state: dict[str, Any]) -> list[int]:
+    return [int(n["pid"]) for n in state["nodes"]
+            if n.get("pid") is not None and pid_alive(int(n["pid"]), n.get("start_time"))]
+
+
+def plan_from_state(directory: Path, state: dict[str, Any]) -> ClusterPlan:
+    nodes = tuple(NodeSpec(int(n["node_id"]), int(n["broker_port"]), int(n["controller_port"]),
+                           Path(n["data_dir"]), Path(n["log"])) for n in state["nodes"])
+    return ClusterPlan(directory.resolve(), nodes, tuple(state.get("overrides", ())), state.get("log_level", "INFO"))
+
+
+# --- up / down -------------------------------------------------------------------------------------------
+
+
+def start_cluster(plan: ClusterPlan, *, die_with_parent: bool = False,
+                  ready_timeout_s: float = READY_TIMEOUT_S) -> dict[int, subprocess.Popen[bytes]]:
+    """Start every node of `plan`, record cluster.json, wait until ready. On failure, stop what was
+    started and raise ClusterError."""
+    plan.directory.mkdir(parents=True, exist_ok=True)
+    processes: dict[int, subprocess.Popen[bytes]] = {}
+    ok = False
+    try:
+        for node in plan.nodes:
+            processes[node.node_id] = start_node(plan, node, die_with_parent=die_with_parent)
+        write_state(plan, processes)
+        wait_ready(plan, processes, timeout_s=ready_timeout_s)
+        ok = True
+        return processes
+    finally:
+        if not ok:
+            stop_pids([owned(p) for p in processes.values()], timeout_s=5.0)
+
+
+def cluster_up(directory: Path, nodes: int, *, base_port: int | None = None, overrides: Sequence[str] = (),
+               log_level: str = "INFO", ready_timeout_s: float = READY_TIMEOUT_S) -> ClusterPlan:
+    old = read_state(directory)
+    if old is not None:
+        running = live_pids(old)
+        if running:
+            raise ClusterError(f"{state_path(directory)} describes a running cluster (PIDs "
+                               f"{', '.join(map(str, running))}); run `samsa cluster down --dir {directory}` first")
+        previous = plan_from_state(directory, old)
+        # The data directories belong to that cluster (its id derives from the quorum string): restart
+        # it with the same layout rather than make nodes refuse their own data.
+        if len(previous.nodes) != nodes or (base_port is not None and previous.nodes[0].broker_port != base_port):
+            raise ClusterError(f"{directory} holds a stopped {len(previous.nodes)}-node cluster (bootstrap "
+                               f"{previous.bootstrap_servers}); restart it with the same --nodes (and no "
+                               "--base-port), or remove the directory / use another --dir")
+        plan = ClusterPlan(previous.directory, previous.nodes, tuple(overrides) or previous.overrides, log_level)
+    else:
+        plan = plan_cluster(directory, nodes, base_port=base_port, overrides=overrides, log_level=log_level)
+    start_cluster(plan, ready_timeout_s=ready_timeout_s)
+    return plan
+
+
+def cluster_down(directory: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
+    """Stop every recorded PID that is still the process we started; returns the PIDs signalled."""
+    state = read_state(directory)
+    if state is None:
+        raise ClusterError(f"no {STATE_FILE} in {directory}: no cluster was started there")
+    processes = [OwnedProcess(int(n["pid"]), n.get("start_time")) for n in state["nodes"] if n.get("pid") is not None]
+    running = [p for p in processes if p.alive()]
+    stop_pids(running, timeout_s=timeout_s)
+    return [p.pid for p in running]
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    directory = Path(args.dir)
+    try:
+        if args.action == "up":
+            started = time.monotonic()
+            plan = cluster_up(directory, args.nodes, base_port=args.base_port, overrides=args.override or (),
+                              log_level=args.log_level, ready_timeout_s=args.timeout or READY_TIMEOUT_S)
+            print(f"{len(plan.nodes)} nodes ready in {time.monotonic() - started:.1f} s; state in "
+                  f"{state_path(plan.directory)}", file=sys.stderr)
+            print(plan.bootstrap_servers, flush=True)
+            return 0
+        stopped = cluster_down(directory, timeout_s=args.timeout or STOP_TIMEOUT_S)
+        print(f"stopped {len(stopped)} node(s)" + (f": PIDs {', '.join(map(str, stopped))}" if stopped else ""),
+              file=sys.stderr)
+        return 0
+    except ClusterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def add_commands(sub: Any) -> None:
+    cluster = sub.add_parser("cluster", help="start or stop a local multi-node cluster (one process per node)")
+    cluster.add_argument("action", choices=["up", "down"])
+    cluster.add_argument("--nodes", type=int, default=3, help="how many voters (combined broker+controller)")
+    cluster.add_argument("--dir", default=DEFAULT_DIR, help=f"data, logs and {STATE_FILE} (default {DEFAULT_DIR})")
+    cluster.add_argument("--base-port", type=int, default=None,
+                         help="broker ports P..P+N-1, controller ports P+N..P+2N-1 (default: free ports)")
+    cluster.add_argument("--override", action="append", help="KEY=VALUE for every node (serve --override)")
+    cluster.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
+    cluster.add_argument("--timeout", type=float, default=None,
+                         help=f"up: seconds to wait for readiness (default {READY_TIMEOUT_S:.0f}); "
+                              f"down: seconds before SIGKILL (default {STOP_TIMEOUT_S:.0f})")
+    cluster.set_defaults(func=cmd_cluster)
+
