@@ -125,15 +125,25 @@ class ReplicaManager:
         self.log_manager = log_manager
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_configs: dict[str, object] = {}
+        self._image = MetadataImage()
 
     def get_partition(self, topic: str, partition_id: int) -> Partition | None:
         return self._partitions.get((topic, partition_id))
+
+    def missing_error(self, topic: str, partition_id: int) -> ErrorCode:
+        """The error for a partition this broker does not host (Kafka's getPartitionOrError): another
+        broker's partition is NOT_LEADER_OR_FOLLOWER (the client refreshes metadata), else unknown."""
+        found = self._image.topics_by_name.get(topic)
+        if found is not None and partition_id in found.partitions:
+            return ErrorCode.not_leader_or_follower
+        return ErrorCode.unknown_topic_or_partition
 
     def partitions(self) -> Iterator[Partition]:
         return iter(self._partitions.values())
 
     def apply_image(self, image: MetadataImage) -> None:
         """Create, update and delete partitions so that they match `image`."""
+        self._image = image
         now = now_ms()
         wanted: set[tuple[str, int]] = set()
         for topic in image.topics_by_name.values():

@@ -22,7 +22,7 @@ def _delete(ctx: RequestContext, topic: str, partition_index: int, offset: int) 
     out: dict[str, Any] = {"partition_index": partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
     partition = ctx.broker.replica_manager.get_partition(topic, partition_index)
     if partition is None:
-        out["error_code"] = ErrorCode.unknown_topic_or_partition
+        out["error_code"] = ctx.broker.replica_manager.missing_error(topic, partition_index)
         return out
     if topic in INTERNAL_TOPICS:
         out["error_code"] = ErrorCode.invalid_topic_exception

@@ -63,7 +63,7 @@ def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]
             partition = broker.replica_manager.get_partition(name, p.partition) if name is not None else None
             error = ErrorCode.none
             if partition is None:
-                error = missing if name is None else ErrorCode.unknown_topic_or_partition
+                error = missing if name is None else broker.replica_manager.missing_error(name, p.partition)
             wanted.append(_Wanted(key, p.partition, partition, error, p.fetch_offset,
                                   field(p, "current_leader_epoch", -1), p.partition_max_bytes))
         out.append((key, wanted))

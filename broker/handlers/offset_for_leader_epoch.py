@@ -20,7 +20,7 @@ def _lookup(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
                            "end_offset": -1}
     partition = ctx.broker.replica_manager.get_partition(topic, p.partition)
     if partition is None:
-        out["error_code"] = ErrorCode.unknown_topic_or_partition
+        out["error_code"] = ctx.broker.replica_manager.missing_error(topic, p.partition)
         return out
     error = partition.leader_error(ctx.broker.node_id, field(p, "current_leader_epoch", -1))
     if error is not None:

@@ -148,7 +148,7 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
 def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> dict[str, Any]:
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
-        return _result(ErrorCode.unknown_topic_or_partition)
+        return _result(ctx.broker.replica_manager.missing_error(topic, index))
     if topic in INTERNAL_TOPICS:
         # Only the coordinators write their own topics (through the replica manager, not this handler).
         return _result(ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {topic}")
