@@ -59,6 +59,9 @@ def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
     )
 
 
+SHUTDOWN_HANDOVER_S = 5.0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
@@ -86,6 +89,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 tg.start_soon(lambda: serve(broker, config.listen_host, config.listen_port, started=ready))
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
+                    # Kafka's order: leadership moves away (controlled shutdown), the quorum leader hands
+                    # over (EndQuorumEpoch), then the sockets close. Both are bounded.
+                    with anyio.move_on_after(SHUTDOWN_HANDOVER_S):
+                        await broker.lifecycle.controlled_shutdown(SHUTDOWN_HANDOVER_S)
+                    if broker.quorum.is_leader and not broker.single_voter:
+                        broker.quorum.resign()
+                        await anyio.sleep(0.2)  # let EndQuorumEpoch reach the other voters
                     tg.cancel_scope.cancel()
                     break
 

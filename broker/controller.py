@@ -183,8 +183,10 @@ class Controller:
         records: list[MetadataRecord] = []
         fenced = registration.fenced
         if want_shut_down:
-            # Controlled shutdown (Kafka): leadership moves away first, then the broker may stop.
-            records += self._move_leaders_away(image, broker_id)
+            # Controlled shutdown (Kafka): leadership moves to another in-sync replica first, then the
+            # broker may stop. A partition with no other in-sync replica keeps its leader until the
+            # session expires (a quick restart then finds it unchanged).
+            records += self._move_leaders_away(image, broker_id, only_to_successor=True)
             if not registration.in_controlled_shutdown:
                 records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, None, True))
         elif want_fence and not fenced:
@@ -226,7 +228,8 @@ class Controller:
             return None
         return self._commit(fenced, records)
 
-    def _move_leaders_away(self, image: MetadataImage, broker_id: int) -> list[MetadataRecord]:
+    def _move_leaders_away(self, image: MetadataImage, broker_id: int, *,
+                           only_to_successor: bool = False) -> list[MetadataRecord]:
         """Leadership and ISR membership leave `broker_id`: a new leader from the rest of the ISR, else
         none (offline) — or, with unclean.leader.election.enable, any other live replica."""
         live = set(image.live_brokers()) - {broker_id}
@@ -237,6 +240,8 @@ class Controller:
                     continue
                 isr = tuple(r for r in p.isr if r != broker_id)
                 candidates = [r for r in isr if r in live]
+                if only_to_successor and not candidates:
+                    continue
                 leader = p.leader
                 if p.leader == broker_id or p.leader not in live:
                     if candidates:
