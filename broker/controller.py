@@ -103,6 +103,25 @@ class Pending(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
+class AlterPartitionChange:
+    topic_id: str
+    partition_id: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResult:
+    change: AlterPartitionChange
+    error_code: ErrorCode
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
 class HeartbeatResult:
     is_caught_up: bool
     is_fenced: bool
@@ -278,6 +297,58 @@ class Controller:
         if value is None:
             value = self._config.get("unclean.leader.election.enable")
         return str(value).lower() == "true"
+
+    # --- partition leaders and ISR (AlterPartition, for partition leaders) -------------------------
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[AlterPartitionChange]
+    ) -> tuple[ErrorCode, Pending[list[AlterPartitionResult]] | None]:
+        """A leader asks to change its partitions' ISR (Kafka: ReplicationControlManager.alterPartition).
+
+        Each change names the leader epoch and partition epoch it was computed from; a stale one is
+        refused (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION) so two leaders cannot race. The new ISR
+        must hold the leader, name only assigned replicas, and only live (unfenced) brokers.
+        """
+        self.require_active()
+        image = self.image
+        registration = image.brokers.get(broker_id)
+        if registration is None or registration.broker_epoch != broker_epoch:
+            return ErrorCode.stale_broker_epoch, None
+        live = set(image.live_brokers())
+        results: list[AlterPartitionResult] = []
+        records: list[MetadataRecord] = []
+        for change in changes:
+            topic = image.topics_by_id.get(change.topic_id)
+            p = topic.partitions.get(change.partition_id) if topic is not None else None
+            if topic is None:
+                results.append(AlterPartitionResult(change, ErrorCode.unknown_topic_id))
+                continue
+            if p is None:
+                results.append(AlterPartitionResult(change, ErrorCode.unknown_topic_or_partition))
+                continue
+            error = ErrorCode.none
+            if p.leader != broker_id:
+                error = ErrorCode.not_leader_or_follower
+            elif change.leader_epoch != p.leader_epoch:
+                error = ErrorCode.fenced_leader_epoch
+            elif change.partition_epoch != p.partition_epoch:
+                error = ErrorCode.invalid_update_version
+            elif broker_id not in change.new_isr or not set(change.new_isr) <= set(p.replicas):
+                error = ErrorCode.invalid_request
+            elif not set(change.new_isr) <= live | {broker_id}:
+                error = ErrorCode.ineligible_replica
+            if error != ErrorCode.none:
+                results.append(AlterPartitionResult(change, error, p.leader, p.leader_epoch, p.isr,
+                                                    p.partition_epoch))
+                continue
+            if tuple(change.new_isr) != p.isr:
+                records.append(PartitionChangeRecord(topic.topic_id, p.partition_id, tuple(change.new_isr), None, None))
+                epoch = p.partition_epoch + 1
+            else:
+                epoch = p.partition_epoch
+            results.append(AlterPartitionResult(change, ErrorCode.none, p.leader, p.leader_epoch,
+                                                tuple(change.new_isr), epoch))
+        return ErrorCode.none, self._commit(results, records)
 
     # --- topics --------------------------------------------------------------------------------------
 

@@ -118,6 +118,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = {
         Api(53, 0, 1, quorum.handle_raft),
         Api(54, 0, 1, quorum.handle_raft),
         Api(55, 0, 2, quorum.handle_describe_quorum),
+        Api(56, 2, 3, quorum.handle_alter_partition),
         Api(59, 0, 1, quorum.handle_raft),
         Api(62, 0, 4, quorum.handle_broker_registration),
         Api(63, 0, 1, quorum.handle_broker_heartbeat),

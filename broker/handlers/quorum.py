@@ -9,9 +9,11 @@ AllocateProducerIds (67) go to the controller, which answers NOT_CONTROLLER unle
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from broker.context import RequestContext
+from broker.controller import AlterPartitionChange
 from broker.metadata.quorum import NotControllerError
 from broker.node_client import NodeUnavailableError
 from broker.wire import build
@@ -100,3 +102,29 @@ async def handle_describe_quorum_on_broker(request: Any, ctx: RequestContext) ->
         return await broker.lifecycle.channel.forward(request, timeout_s=5.0)
     except (NotControllerError, NodeUnavailableError, TimeoutError):
         return handle_describe_quorum(request, ctx)  # NOT_LEADER_OR_FOLLOWER from a follower
+
+
+async def handle_alter_partition(request: Any, ctx: RequestContext) -> Any:
+    """AlterPartition (56), v2-v3: a partition leader changes its ISR through the controller."""
+    cls = response_class(56, ctx.version)
+    changes = []
+    for t in request.topics:
+        for p in t.partitions:
+            isr = ([int(b.broker_id) for b in p.new_isr_with_epochs] if ctx.version >= 3
+                   else [int(b) for b in p.new_isr])
+            changes.append(AlterPartitionChange(str(t.topic_id), int(p.partition_index), int(p.leader_epoch),
+                                                int(p.partition_epoch), tuple(isr)))
+    try:
+        error, pending = ctx.broker.controller.alter_partition(int(request.broker_id), int(request.broker_epoch),
+                                                               changes)
+        results = await pending if pending is not None else []
+    except NotControllerError:
+        error, results = ErrorCode.not_controller, []
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_topic.setdefault(r.change.topic_id, []).append({
+            "partition_index": r.change.partition_id, "error_code": r.error_code, "leader_id": r.leader_id,
+            "leader_epoch": r.leader_epoch, "isr": r.isr, "leader_recovery_state": 0,
+            "partition_epoch": r.partition_epoch})
+    return build(cls, {"throttle_time": 0, "error_code": error, "topics": [
+        {"topic_id": uuid.UUID(topic_id), "partitions": parts} for topic_id, parts in by_topic.items()]})

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from broker.config import BrokerConfig
-from broker.controller import Controller, TopicSpec
+from broker.controller import AlterPartitionChange, Controller, TopicSpec
 from broker.metadata.image import MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG
 from broker.metadata.quorum import (
@@ -23,7 +23,13 @@ from broker.metadata.quorum import (
     latest_snapshot,
     read_quorum_state,
 )
-from broker.metadata.records import ConfigRecord, ProducerIdsRecord, RegisterBrokerRecord, TopicRecord
+from broker.metadata.records import (
+    ConfigRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from kproto.errors import ErrorCode
 from storage.log import Log
 
@@ -180,3 +186,37 @@ def test_a_follower_cannot_write(tmp_path: Path) -> None:
     with pytest.raises(NotControllerError):
         quorum.write_nowait([TopicRecord("a", "id")])
     log.close()
+
+
+def test_alter_partition_changes_the_isr_only_from_the_current_leader_and_epochs(controller: Controller) -> None:
+    now = 0.0
+    epochs = {}
+    for node in (1, 2, 3):
+        epochs[node] = controller.register_broker(node, f"inc-{node}", "h", node, None, now).result()
+        controller.heartbeat(node, epochs[node], controller.image.offset, False, False, now)
+    # Replicated partitions cannot be created yet (RF 1): write one as the replication issue will.
+    controller._quorum.write_nowait(
+        [TopicRecord("r", "id-r"), PartitionRecord("id-r", 0, (1, 2, 3), (1, 2, 3), 1, 0, 0)])
+
+    def change(isr: tuple[int, ...], leader_epoch: int = 0, partition_epoch: int = 0) -> AlterPartitionChange:
+        return AlterPartitionChange("id-r", 0, leader_epoch, partition_epoch, isr)
+
+    error, pending = controller.alter_partition(1, epochs[1], [change((1, 2))])
+    assert error == ErrorCode.none and pending is not None
+    (result,) = pending.result()
+    assert result.error_code == ErrorCode.none and result.isr == (1, 2) and result.partition_epoch == 1
+    part = controller.image.topics_by_id["id-r"].partitions[0]
+    assert part.isr == (1, 2) and part.partition_epoch == 1 and part.leader_epoch == 0
+
+    # The same (now stale) partition epoch again: refused, nothing written.
+    (stale,) = controller.alter_partition(1, epochs[1], [change((1, 2, 3))])[1].result()  # type: ignore[union-attr]
+    assert stale.error_code == ErrorCode.invalid_update_version
+    # Not the leader; a wrong leader epoch; an ISR without the leader; an old broker epoch.
+    (other,) = controller.alter_partition(2, epochs[2], [change((2,), 0, 1)])[1].result()  # type: ignore[union-attr]
+    assert other.error_code == ErrorCode.not_leader_or_follower
+    (fenced,) = controller.alter_partition(1, epochs[1], [change((1,), 5, 1)])[1].result()  # type: ignore[union-attr]
+    assert fenced.error_code == ErrorCode.fenced_leader_epoch
+    (bad,) = controller.alter_partition(1, epochs[1], [change((2, 3), 0, 1)])[1].result()  # type: ignore[union-attr]
+    assert bad.error_code == ErrorCode.invalid_request
+    assert controller.alter_partition(1, epochs[1] - 1, [change((1,), 0, 1)])[0] == ErrorCode.stale_broker_epoch
+    assert controller.image.topics_by_id["id-r"].partitions[0].isr == (1, 2)
