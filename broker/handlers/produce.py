@@ -172,6 +172,7 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
 def handle_produce(request: Any, ctx: RequestContext) -> Any:
     acks = request.acks
     responses = []
+    leaders: set[int] = set()
     for topic in request.topic_data:
         partitions = []
         for data in topic.partition_data:
@@ -179,8 +180,26 @@ def handle_produce(request: Any, ctx: RequestContext) -> Any:
                 result = _result(ErrorCode.invalid_required_acks)
             else:
                 result = _append(ctx, topic.name, data.index, data.records, acks)
+            if result["error_code"] == ErrorCode.not_leader_or_follower and ctx.version >= 10:
+                leader = _current_leader(ctx, topic.name, data.index)
+                if leader is not None:
+                    result["current_leader"] = {"leader_id": leader[0], "leader_epoch": leader[1]}
+                    leaders.add(leader[0])
             partitions.append({"index": data.index, **result})
         responses.append({"name": topic.name, "partition_responses": partitions})
     if acks == 0:
         return None
-    return build(response_class(0, ctx.version), {"responses": responses, "throttle_time": 0})
+    # KIP-951: the new leaders' endpoints, so the client redirects without a metadata round trip.
+    image = ctx.broker.image
+    endpoints = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                 for node in sorted(leaders) if (b := image.brokers.get(node)) is not None]
+    return build(response_class(0, ctx.version), {"responses": responses, "throttle_time": 0,
+                                                  "node_endpoints": endpoints})
+
+
+def _current_leader(ctx: RequestContext, topic: str, index: int) -> tuple[int, int] | None:
+    found = ctx.broker.image.topics_by_name.get(topic)
+    p = found.partitions.get(index) if found is not None else None
+    if p is None or p.leader < 0 or p.leader == ctx.broker.node_id:
+        return None
+    return p.leader, p.leader_epoch
