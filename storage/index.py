@@ -22,7 +22,7 @@ PENDING_FLUSH_COUNT = 256
 class SparseIndex:
     ENTRY = struct.Struct(">II")
 
-    __slots__ = ("_cache", "_disk_count", "_last", "_pending", "base_offset", "max_entries", "path")
+    __slots__ = ("_cache", "_disk_count", "_last", "base_offset", "max_entries", "path", "pending")
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int, cache: HandleCache) -> None:
         self.path = path
@@ -30,8 +30,11 @@ class SparseIndex:
         self.max_entries = max(1, max_index_bytes // self.ENTRY.size)
         self._cache = cache
         self._disk_count: int | None = None  # entries in the file; None until first needed
-        self._pending: list[tuple[int, int]] = []
-        self._last: tuple[int, int] | None = None
+        # entries not written yet, after the file's; the owning segment may append to this list directly
+        # (then calling flush_pending() once it holds PENDING_FLUSH_COUNT), everything else goes through
+        # the methods.  The list object is never replaced.
+        self.pending: list[tuple[int, int]] = []
+        self._last: tuple[int, int] | None = None  # cached last entry of the file
 
     # -- size ---------------------------------------------------------------------------------------------
 
@@ -42,7 +45,7 @@ class SparseIndex:
         return self._disk_count
 
     def __len__(self) -> int:
-        return self._disk() + len(self._pending)
+        return self._disk() + len(self.pending)
 
     @property
     def is_full(self) -> bool:
@@ -54,7 +57,7 @@ class SparseIndex:
         if size < 0 or size % self.ENTRY.size:
             return False
         self._disk_count = size // self.ENTRY.size
-        self._pending.clear()
+        self.pending.clear()
         self._last = None
         return True
 
@@ -63,7 +66,7 @@ class SparseIndex:
     def entry(self, i: int) -> tuple[int, int]:
         disk = self._disk()
         if i >= disk:
-            return self._pending[i - disk]
+            return self.pending[i - disk]
         fd = self._cache.get(self.path)
         raw = self._cache.file_io.pread(fd, self.ENTRY.size, i * self.ENTRY.size)
         if len(raw) < self.ENTRY.size:
@@ -77,7 +80,7 @@ class SparseIndex:
         One pread for the part of the window on disk, then a binary search in that buffer.
         """
         disk = self._disk()
-        hi = min(lo + count, disk + len(self._pending))
+        hi = min(lo + count, disk + len(self.pending))
         size = self.ENTRY.size
         best: tuple[int, tuple[int, int] | None] = (lo - 1, None)
         if lo < min(hi, disk):
@@ -94,7 +97,7 @@ class SparseIndex:
             if best[0] < lo + len(raw) // size - 1 or hi <= disk:
                 return best
         start = max(lo, disk)
-        pending = self._pending
+        pending = self.pending
         a, b = start - disk, hi - disk - 1
         while a <= b:
             m = (a + b) // 2
@@ -114,34 +117,35 @@ class SparseIndex:
             raw = self._cache.file_io.pread(self._cache.get(self.path), n * self.ENTRY.size, i * self.ENTRY.size)
             whole = len(raw) - len(raw) % self.ENTRY.size
             out = [(int(a), int(b)) for a, b in self.ENTRY.iter_unpack(raw[:whole])]
-        if len(out) < count and self._pending:
+        if len(out) < count and self.pending:
             first = max(0, i + len(out) - disk)
-            out.extend(self._pending[first : first + count - len(out)])
+            out.extend(self.pending[first : first + count - len(out)])
         return out
 
     def last_entry(self) -> tuple[int, int] | None:
+        if self.pending:
+            return self.pending[-1]
         if self._last is None:
-            n = len(self)
+            n = self._disk()
             if n:
                 self._last = self.entry(n - 1)
         return self._last
 
     def append_raw(self, a: int, b: int) -> None:
-        entry = (a, b)
-        self._pending.append(entry)
-        self._last = entry
-        if len(self._pending) >= PENDING_FLUSH_COUNT:
+        self.pending.append((a, b))
+        if len(self.pending) >= PENDING_FLUSH_COUNT:
             self.flush_pending()
 
     def flush_pending(self) -> None:
-        if not self._pending:
+        if not self.pending:
             return
         disk = self._disk()
-        data = b"".join(starmap(self.ENTRY.pack, self._pending))
+        data = b"".join(starmap(self.ENTRY.pack, self.pending))
         fd = self._cache.get(self.path, write=True)
         self._cache.file_io.pwrite(fd, data, disk * self.ENTRY.size)
-        self._disk_count = disk + len(self._pending)
-        self._pending.clear()
+        self._disk_count = disk + len(self.pending)
+        self._last = self.pending[-1]
+        self.pending.clear()
 
     def search(self, field: int, target: int) -> int:
         """Index of the last entry whose `field` is <= target (fields are monotonic), -1 if none."""
@@ -159,9 +163,9 @@ class SparseIndex:
     def truncate_entries(self, count: int) -> None:
         disk = self._disk()
         if count >= disk:
-            del self._pending[count - disk :]
+            del self.pending[count - disk :]
         else:
-            self._pending.clear()
+            self.pending.clear()
             fd = self._cache.get(self.path, write=True)
             self._cache.file_io.ftruncate(fd, count * self.ENTRY.size)
             self._disk_count = count
@@ -169,7 +173,7 @@ class SparseIndex:
 
     def rewrite(self, entries: list[tuple[int, int]]) -> None:
         """Replace the whole file (used when rebuilding from the log)."""
-        self._pending.clear()
+        self.pending.clear()
         data = b"".join(self.ENTRY.pack(a, b) for a, b in entries)
         fd = self._cache.get(self.path, write=True)
         self._cache.file_io.ftruncate(fd, 0)

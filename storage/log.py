@@ -415,7 +415,7 @@ class Log:
                     self._roll(now_ms)
                     seg = self._segments[-1]
         body: memoryview | None = None
-        if isinstance(records, bytearray):
+        if type(records) is bytearray:  # (a subclass is copied like bytes)
             header = records
         elif total <= _COPY_THRESHOLD_BYTES:
             header = bytearray(records)

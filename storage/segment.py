@@ -10,7 +10,7 @@ from storage.batch_header import Header, is_crc_valid, read_header
 from storage.config import LogConfig
 from storage.file_io import Buffer, raw_pwrite
 from storage.handle_cache import HandleCache
-from storage.index import OffsetIndex, TimeIndex
+from storage.index import PENDING_FLUSH_COUNT, OffsetIndex, TimeIndex
 
 RECOVERY_CHUNK_BYTES = 4 << 20
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
@@ -202,7 +202,10 @@ class LogSegment:
             self.offset_of_max_timestamp = last_offset
         if self._bytes_since_index > self.index_interval_bytes:
             # _add_index_entry, inline: with batches over index.interval.bytes this runs on every append
-            self.offset_index.append_raw(last_offset - self.base_offset, position)
+            pending = self.offset_index.pending  # offset_index.append_raw, inline
+            pending.append((last_offset - self.base_offset, position))
+            if len(pending) >= PENDING_FLUSH_COUNT:
+                self.offset_index.flush_pending()
             last_ts = self._time_index_last_ts
             if last_ts is None:
                 entry = self.time_index.last_entry()
