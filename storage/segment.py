@@ -180,14 +180,14 @@ class LogSegment:
             self._write_fd_stamp = cache.releases
         pwrite = self._raw_pwrite
         try:
-            if body is not None:
-                self._io.pwritev(fd, (data, body), position)
-            elif pwrite is None:
-                self._io.pwrite(fd, data, position)
-            else:
+            if pwrite is not None and body is None:
                 written = pwrite(fd, data, position)
                 if written != size:  # short write (signal, nearly full disk): finish it piecewise
                     self._io.pwrite(fd, memoryview(data)[written:], position + written)
+            elif body is None:
+                self._io.pwrite(fd, data, position)
+            else:
+                self._io.pwritev(fd, (data, body), position)
         except OSError:
             try:
                 self._io.ftruncate(fd, position)
@@ -209,14 +209,13 @@ class LogSegment:
             last_ts = self._time_index_last_ts
             if last_ts is None:
                 entry = self.time_index.last_entry()
-                last_ts = entry[0] if entry is not None else -(1 << 63)
+                last_ts = self._time_index_last_ts = entry[0] if entry is not None else -(1 << 63)
             if self.max_timestamp_ms > last_ts:
-                last_ts = self.max_timestamp_ms
+                last_ts = self._time_index_last_ts = self.max_timestamp_ms
                 self.time_index.append_raw(last_ts, self.offset_of_max_timestamp - self.base_offset)
-            self._time_index_last_ts = last_ts
             self._bytes_since_index = size
-            self._index_room -= 1
-            if self._index_room <= 0:
+            room = self._index_room = self._index_room - 1
+            if room <= 0:
                 self._refresh_index_full()
         else:
             self._bytes_since_index += size

@@ -1,0 +1,88 @@
+"""Log.append_as_leader takes an inlined fast path for the common single-batch append; it must leave exactly
+what the general (multi-batch) path leaves: same answers, bytes, indexes, epochs and producer state."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from storage_batches import NOW_MS, make_batch, make_control_batch, open_log
+
+from storage import Log, LogAppendInfo, LogConfig, StorageError
+
+
+def _script(rng: random.Random) -> list[tuple[bytes, int, int]]:
+    """(batch, leader epoch, now_ms): plain and idempotent batches, retries, fenced and out-of-order ones,
+    control batches, epoch changes, timestamps going back and forth, one batch over 128 KiB."""
+    out: list[tuple[bytes, int, int]] = []
+    seqs = {7: 0, 8: 0}
+    epoch = 0
+    now = NOW_MS
+    for i in range(160):
+        now += rng.randint(0, 50)
+        if i % 40 == 39:
+            epoch += 1
+        n = rng.randint(1, 6)
+        values = [rng.randbytes(rng.randint(1, 200)) for _ in range(n)]
+        timestamps = [now - rng.randint(-500, 5000) for _ in range(n)]
+        kind = rng.random()
+        if kind < 0.4:
+            batch = make_batch(values, timestamps=timestamps)
+        elif kind < 0.85:
+            pid = rng.choice((7, 8))
+            seq = seqs[pid]
+            if rng.random() < 0.1 and seq >= n:
+                seq -= n  # maybe a retry of the last batch (a duplicate), maybe out of order
+            elif rng.random() < 0.05:
+                seq += 3  # a gap: refused
+            else:
+                seqs[pid] = seq + n
+            batch = make_batch(values, timestamps=timestamps, producer_id=pid, producer_epoch=0,
+                               base_sequence=seq)
+        elif kind < 0.9:
+            batch = make_control_batch(producer_id=rng.choice((7, 8)), producer_epoch=0, timestamp=now)
+        else:
+            batch = make_batch(values, timestamps=timestamps, producer_id=9, producer_epoch=-1)
+        out.append((batch, epoch, now))
+    out.append((make_batch([rng.randbytes(1000) for _ in range(140)], base_timestamp=now), epoch, now + 1))
+    return out
+
+
+def _append(log: Log, batch: bytes | bytearray, epoch: int, now: int, general: bool) -> LogAppendInfo | str:
+    try:
+        if general:
+            return log._append_many_as_leader(batch, epoch, now)
+        return log.append_as_leader(batch, leader_epoch=epoch, now_ms=now)
+    except StorageError as e:
+        return type(e).__name__
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("timestamp_type", ["CreateTime", "LogAppendTime"])
+@pytest.mark.parametrize("as_bytearray", [False, True])
+def test_single_batch_fast_path_matches_general_path(tmp_path: Path, timestamp_type: str,
+                                                     as_bytearray: bool) -> None:
+    config = LogConfig(segment_bytes=6000, index_interval_bytes=300, message_timestamp_type=timestamp_type)
+    fast = open_log(tmp_path / "fast-0", config)
+    general = open_log(tmp_path / "general-0", config)
+    for batch, epoch, now in _script(random.Random(20240611)):
+        a = _append(fast, bytearray(batch) if as_bytearray else batch, epoch, now, general=False)
+        b = _append(general, bytearray(batch) if as_bytearray else batch, epoch, now, general=True)
+        assert a == b
+        assert fast.log_end_offset == general.log_end_offset
+    assert fast.epoch_entries == general.epoch_entries
+    assert fast.producer_states == general.producer_states
+    assert [s.base_offset for s in fast.segments] == [s.base_offset for s in general.segments]
+    assert len(fast.segments) > 3
+    for f, g in zip(fast.segments, general.segments, strict=True):
+        assert f.max_timestamp_and_offset() == g.max_timestamp_and_offset()
+        assert f.offset_index.read_range(0, 1 << 20) == g.offset_index.read_range(0, 1 << 20)
+        assert f.time_index.read_range(0, 1 << 20) == g.time_index.read_range(0, 1 << 20)
+    assert fast.max_timestamp_offset() == general.max_timestamp_offset()
+    fast.close()
+    general.close()
+    assert _files(tmp_path / "fast-0") == _files(tmp_path / "general-0")
