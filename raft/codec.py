@@ -33,15 +33,22 @@ whose value is the payload unchanged (Kafka: MemoryRecords.withLeaderChangeMessa
 
 from __future__ import annotations
 
+import io
+import re
 import struct
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.schema.leader_change_message.v0.data import LeaderChangeMessage
+from kio.schema.types import BrokerId
+from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
+from kio.static.primitive import i16
 
 from broker.wire import build, ms
+from kproto._guard import check_entity
 from kproto.batch import CorruptBatchError
 from kproto.messages import request_class, response_class
 from kproto.records import ControlType, Record, RecordInput, decode_batches, decode_control_record, encode_batch
@@ -583,7 +590,7 @@ def _encode_batch(batch: Sequence[LogEntry], timestamp_ms: int) -> bytes:
     first = batch[0]
     records: list[RecordInput]
     if first.kind == EntryKind.LEADER_CHANGE:
-        records = [(_LEADER_CHANGE_KEY, first.payload, ())]
+        records = [(_LEADER_CHANGE_KEY, _leader_change_value(first.payload), ())]
     else:
         records = [(None, e.payload, ()) for e in batch]
     return encode_batch(
@@ -623,9 +630,34 @@ def _entry(record: Record, epoch: int, is_control: bool) -> LogEntry:
         control = decode_control_record(record)
         if control.type != ControlType.LEADER_CHANGE:
             raise CodecError(ErrorCode.corrupt_message, f"control record type {control.type} at {record.offset}")
-        kind = EntryKind.LEADER_CHANGE
-    else:
-        kind = EntryKind.DATA
+        if record.value is None:
+            raise CodecError(ErrorCode.corrupt_message, f"null value at offset {record.offset}")
+        return LogEntry(record.offset, epoch, _leader_change_payload(bytes(record.value)), EntryKind.LEADER_CHANGE)
     if record.value is None:
         raise CodecError(ErrorCode.corrupt_message, f"null value at offset {record.offset}")
-    return LogEntry(record.offset, epoch, bytes(record.value), kind)
+    return LogEntry(record.offset, epoch, bytes(record.value), EntryKind.DATA)
+
+
+# The core's LEADER_CHANGE payload is b"leader=<id>"; on the wire and on disk it is Kafka's
+# LeaderChangeMessage (v0, flexible), so Kafka's kafka-dump-log and replicas read it as their own.
+_LEADER_PAYLOAD = re.compile(rb"leader=(-?\d+)")
+
+
+def _leader_change_value(payload: bytes) -> bytes:
+    found = _LEADER_PAYLOAD.fullmatch(payload)
+    if found is None:
+        raise CodecError(ErrorCode.corrupt_message, f"not a leader change payload: {payload[:40]!r}")
+    message = LeaderChangeMessage(version=i16(0), leader_id=BrokerId(int(found.group(1))), voters=(),
+                                  granting_voters=())
+    out = io.BytesIO()
+    entity_writer(LeaderChangeMessage)(out, message)
+    return out.getvalue()
+
+
+def _leader_change_payload(value: bytes) -> bytes:
+    try:
+        check_entity(LeaderChangeMessage, value, 0)
+        message, _size = entity_reader(LeaderChangeMessage)(value, 0)
+    except Exception as e:
+        raise CodecError(ErrorCode.corrupt_message, f"unreadable LeaderChangeMessage: {e}") from e
+    return f"leader={int(message.leader_id)}".encode()

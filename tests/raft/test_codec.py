@@ -82,7 +82,12 @@ def _version(obj: object) -> int:
 
 
 def _entries(*spec: tuple[int, EntryKind], start: int = 0) -> list[LogEntry]:
-    return [LogEntry(start + i, epoch, f"entry {start + i}".encode(), kind) for i, (epoch, kind) in enumerate(spec)]
+    return [LogEntry(start + i, epoch, _payload(start + i, kind), kind) for i, (epoch, kind) in enumerate(spec)]
+
+
+def _payload(offset: int, kind: EntryKind) -> bytes:
+    # the core's leader change payload names the leader; data is opaque
+    return f"leader={offset % 7}".encode() if kind == EntryKind.LEADER_CHANGE else f"entry {offset}".encode()
 
 
 D = EntryKind.DATA
@@ -501,7 +506,9 @@ def _logs(draw: st.DrawFn) -> list[LogEntry]:
     for _ in range(draw(st.integers(0, 25))):
         epoch += draw(st.sampled_from([0, 0, 0, 1, 7]))
         kind = draw(st.sampled_from([EntryKind.DATA, EntryKind.DATA, EntryKind.LEADER_CHANGE]))
-        entries.append(LogEntry(offset, epoch, draw(st.binary(max_size=64)), kind))
+        payload = (f"leader={draw(st.integers(-1, 2**31 - 1))}".encode() if kind == EntryKind.LEADER_CHANGE
+                   else draw(st.binary(max_size=64)))
+        entries.append(LogEntry(offset, epoch, payload, kind))
         offset += 1
     return entries
 
@@ -529,7 +536,8 @@ def test_data_entries_of_one_epoch_share_a_batch_and_each_leader_change_has_its_
     batches = list(decode_batches(data, max_decompressed_bytes=1 << 20))
     control = batches[0][1][0]
     assert decode_control_record(control).type == ControlType.LEADER_CHANGE
-    assert control.value == b"entry 5"  # the payload, unchanged
+    # Kafka's LeaderChangeMessage v0: version 0, leader id, no voters, no tagged fields
+    assert control.value == (0).to_bytes(2, "big") + (5 % 7).to_bytes(4, "big") + b"\x01\x01\x00"
     data_records = batches[1][1]
     assert [(r.offset, r.key, r.value, r.timestamp_ms) for r in data_records] == [
         (6, None, b"entry 6", 1234),
