@@ -396,11 +396,10 @@ class Log:
         if producer_id >= 0:
             producers = self._producers
             h = _new_tuple(Header, _HEADER.unpack_from(records, 0))
-            dup = producers.check_duplicate(h)
+            dup = producers.check_append(h)  # check_duplicate and validate in one
             if dup is not None:
                 return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp_ms, -1, -1,
                                      self.log_start_offset, duplicate=True)
-            producers.validate((h,))
         config = self.config
         if config.min_free_disk_bytes > 0 or self._disk_guard.min_free_bytes > 0:
             self._disk_guard.check(total, now_ms, config.min_free_disk_bytes)

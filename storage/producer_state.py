@@ -20,10 +20,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import crc32c
 
-from kproto.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT
 from storage.batch_header import Header
 from storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from storage.file_io import FileIO
@@ -37,14 +38,17 @@ _BODY_HEAD = struct.Struct(">qi")
 _PRODUCER = struct.Struct(">qhqiqb")
 _BATCH = struct.Struct(">iiqqq")
 _INT32_MAX = 0x7FFFFFFF
+_new_tuple = tuple.__new__
 
 
 class CorruptSnapshotError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
+    """One of a producer's last batches.  A NamedTuple (built on every idempotent append, where a frozen
+    dataclass's __init__ costs ~1 us)."""
+
     first_seq: int
     last_seq: int
     first_offset: int
@@ -102,6 +106,46 @@ class ProducerStateManager:
             return None
         return entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
 
+    def check_append(self, h: Header) -> BatchMetadata | None:
+        """check_duplicate(h), then validate((h,)) if it is not a duplicate, in one go for the leader's
+        single-batch append: the original batch if h is a retry, None if h may be appended; raises
+        InvalidProducerEpochError / OutOfOrderSequenceError like validate().  Changes nothing."""
+        pid = h.producer_id
+        if pid < 0:
+            return None
+        entry = self.producers.get(pid)
+        epoch = h.producer_epoch
+        base_seq = h.base_sequence
+        if entry is None:  # no duplicate; validate() compares with NO_PRODUCER_EPOCH and NO_SEQUENCE
+            if epoch < NO_PRODUCER_EPOCH:
+                raise InvalidProducerEpochError(
+                    f"producer {pid}: epoch {epoch} is older than current epoch {NO_PRODUCER_EPOCH}"
+                )
+            return None
+        cur_epoch = entry.producer_epoch
+        no_seq = base_seq == NO_SEQUENCE or h.attributes & CONTROL_BIT
+        if not no_seq and epoch == cur_epoch:
+            last_seq = (base_seq + h.last_offset_delta) % 0x80000000
+            for b in entry.batches:
+                if b.first_seq == base_seq and b.last_seq == last_seq:
+                    return b
+        if epoch < cur_epoch:
+            raise InvalidProducerEpochError(f"producer {pid}: epoch {epoch} is older than current epoch {cur_epoch}")
+        if no_seq:
+            return None
+        if epoch != cur_epoch:
+            if base_seq != 0 and cur_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceError(
+                    f"producer {pid}: new epoch {epoch} must start at sequence 0, got {base_seq}"
+                )
+        elif cur_epoch != NO_PRODUCER_EPOCH:
+            cur_last_seq = entry.batches[-1].last_seq if entry.batches else NO_SEQUENCE
+            if not _in_sequence(cur_last_seq, base_seq):
+                raise OutOfOrderSequenceError(
+                    f"producer {pid} epoch {epoch}: sequence {base_seq} does not follow {cur_last_seq}"
+                )
+        return None
+
     def validate(self, headers: Iterable[Header]) -> None:
         """Kafka's ProducerAppendInfo checks for client appends: fencing and sequence continuity.
 
@@ -156,14 +200,16 @@ class ProducerStateManager:
             entry.producer_epoch = h.producer_epoch
             entry.batches.clear()
         entry.last_timestamp_ms = h.max_timestamp
-        if h.is_control:
+        attributes = h.attributes
+        if attributes & CONTROL_BIT:
             entry.current_txn_first_offset = None
             return
-        if h.base_sequence != NO_SEQUENCE:
-            entry.batches.append(
-                BatchMetadata(h.base_sequence, h.last_sequence, h.base_offset, h.last_offset, h.max_timestamp)
-            )
-        if h.is_transactional and entry.current_txn_first_offset is None:
+        base_seq = h.base_sequence
+        if base_seq != NO_SEQUENCE:
+            delta = h.last_offset_delta
+            entry.batches.append(_new_tuple(BatchMetadata, (  # h.last_sequence, h.last_offset, inline
+                base_seq, (base_seq + delta) % 0x80000000, h.base_offset, h.base_offset + delta, h.max_timestamp)))
+        if attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
 
     def clear(self) -> None:

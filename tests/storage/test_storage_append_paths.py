@@ -4,12 +4,15 @@ what the general (multi-batch) path leaves: same answers, bytes, indexes, epochs
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from storage_batches import NOW_MS, make_batch, make_control_batch, open_log
 
 from storage import Log, LogAppendInfo, LogConfig, StorageError
+from storage.batch_header import Header
+from storage.producer_state import ProducerStateManager
 
 
 def _script(rng: random.Random) -> list[tuple[bytes, int, int]]:
@@ -86,3 +89,29 @@ def test_single_batch_fast_path_matches_general_path(tmp_path: Path, timestamp_t
     fast.close()
     general.close()
     assert _files(tmp_path / "fast-0") == _files(tmp_path / "general-0")
+
+
+def _outcome(fn: Callable[[], object]) -> object:
+    try:
+        return fn()
+    except StorageError as e:
+        return type(e).__name__, str(e)
+
+
+def test_check_append_is_check_duplicate_then_validate() -> None:
+    rng = random.Random(7)
+    epochs = (-3, -1, 0, 1, 2, 0x7FFF)
+    seqs = (-1, 0, 1, 2, 3, 5, 0x7FFFFFFE, 0x7FFFFFFF)
+
+    def header(pid: int) -> Header:
+        return Header(rng.randrange(1000), 100, 0, 2, 0, rng.choice((0, 0x10, 0x20, 0x30)), rng.choice((0, 1, 2)),
+                      NOW_MS, NOW_MS, pid, rng.choice(epochs), rng.choice(seqs), 1)
+
+    for _ in range(300):
+        state = ProducerStateManager()
+        for _ in range(rng.randrange(8)):
+            state.update(header(rng.choice((1, 2))))
+        for _ in range(20):
+            h = header(rng.choice((-1, 1, 2, 3)))
+            expected = _outcome(lambda: state.check_duplicate(h) or state.validate((h,)))  # noqa: B023
+            assert _outcome(lambda: state.check_append(h)) == expected  # noqa: B023
