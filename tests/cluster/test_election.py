@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from cluster_harness import Cluster, unique, wait_for
+from cluster_harness import Cluster, QuorumView, unique, wait_for
 from kafka import KafkaConsumer, KafkaProducer
 
 from kproto.errors import ErrorCode
@@ -33,13 +33,13 @@ def test_one_leader_and_every_broker_listed_everywhere(cluster: Cluster) -> None
     print(f"checked in {time.monotonic() - started:.2f} s")
 
 
-def _agreeing_views(cluster: Cluster) -> list[object] | None:
-    views = [cluster.describe_quorum(n) for n in cluster.node_ids]
-    if any(v is None or v.error_code != ErrorCode.none or v.leader_id < 0 for v in views):
+def _agreeing_views(cluster: Cluster) -> list[QuorumView] | None:
+    """DescribeQuorum from every node, if each names the same leader and epoch."""
+    views = [v for n in cluster.node_ids if (v := cluster.describe_quorum(n)) is not None
+             and v.error_code == ErrorCode.none and v.leader_id >= 0]
+    if len(views) != len(cluster.node_ids) or len({(v.leader_id, v.leader_epoch) for v in views}) != 1:
         return None
-    if len({(v.leader_id, v.leader_epoch) for v in views if v is not None}) != 1:
-        return None
-    return views  # type: ignore[return-value]
+    return views
 
 
 @pytest.mark.timeout(120)

@@ -4,6 +4,7 @@ voters down, and a broker that stops heartbeating (SIGSTOP) fenced and taken bac
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from cluster_harness import Cluster, QuorumView, unique, wait_for
@@ -112,9 +113,9 @@ def test_two_of_three_voters_down_fails_cleanly_then_recovers(cluster: Cluster) 
 
 
 @pytest.mark.timeout(150)
-def test_a_silent_broker_is_fenced_and_comes_back(cluster_factory: object) -> None:
+def test_a_silent_broker_is_fenced_and_comes_back(cluster_factory: Callable[..., Cluster]) -> None:
     session_ms = 3000
-    cluster: Cluster = cluster_factory(  # type: ignore[operator]
+    cluster = cluster_factory(
         overrides=(f"broker.session.timeout.ms={session_ms}", "broker.heartbeat.interval.ms=500"))
     leader = wait_for("a leader", cluster.quorum_leader, RECOVERY_BOUND_S)[0].leader_id
     victim, observer = (n for n in cluster.node_ids if n != leader)

@@ -20,7 +20,7 @@ def _tool(bootstrap: str, *args: str) -> str:
     result = oracle_fixture.run_kafka_tool(TOOL, "--bootstrap-server", bootstrap, "describe", *args,
                                            jvm_opts=oracle_fixture.QUICK_JVM_OPTS, timeout=90)
     print(result.stdout)
-    return result.stdout
+    return str(result.stdout)
 
 
 @pytest.mark.timeout(180)
