@@ -171,7 +171,8 @@ async def serve(
                 await serve_connection(broker, stream, controller_plane=True)
 
             tg.start_soon(controller_listener.serve, controller_handler, tg)
-            logger.info("controller listener on %s", broker.config.overrides.get("samsa.controller.listen"))
+            logger.info("controller listener on port %d",
+                        controller_listener.extra(anyio.abc.SocketAttribute.local_port))
         tg.start_soon(_every, retention_interval_s, broker.run_retention, "retention")
         tg.start_soon(_every, HW_CHECKPOINT_INTERVAL_S, checkpoint, "high watermark checkpoint")
         tg.start_soon(_every, broker.config.get_int("producer.id.expiration.check.interval.ms") / 1000,

@@ -67,7 +67,7 @@ from raft.messages import (
     RaftRequest,
     VoteResponse,
 )
-from raft.quorum_state import QuorumConfig
+from raft.quorum_state import Leader, QuorumConfig
 from storage.log import Log
 
 logger = logging.getLogger(__name__)
@@ -289,6 +289,7 @@ class MetadataQuorum:
         self.is_leader = False
         self.leader_id: int | None = None
         self._leader_high_watermark: int | None = None
+        self._leader_ready_offset: int | None = None  # a new leader acts once the image reaches this
         # every entry below this offset is in the image (control entries included)
         self.applied_offset = snapshot.snapshot_id.end_offset if snapshot is not None else 0
         # One tick now: a one-voter quorum elects itself and commits what the log holds, so a single
@@ -326,6 +327,9 @@ class MetadataQuorum:
     def write_nowait(self, records: Sequence[MetadataRecord]) -> asyncio.Future[int] | int:
         """Propose `records` as one entry. Returns the committed offset when the commit happened at once
         (a one-voter quorum), else a future of it. Raises NotControllerError when this node cannot write."""
+        if not self.is_leader:
+            # Also while a new leader's image catches up with its epoch start (see _leadership).
+            raise NotControllerError(self.leader_id if self.leader_id != self.node_id else None)
         result, actions = self.core.propose([encode_records(records)], _now_ms())
         if not isinstance(result, Appended):
             if isinstance(result, Busy):
@@ -403,8 +407,16 @@ class MetadataQuorum:
                     if self._publish is not None:
                         self._publish(self.image)
                 case BecomeLeader():
-                    self._leadership(True, self.node_id)
+                    # Kafka's maybeFireLeaderChange: the controller may act only once the image holds
+                    # every entry before this epoch's LeaderChange entry; until then it would decide on
+                    # a stale image (an empty one, after a restart).
+                    state = self.core.state
+                    self._leader_ready_offset = (state.epoch_start_offset + 1 if isinstance(state, Leader)
+                                                 else self.core.log.end_offset)
+                    self._leadership(False, None)
+                    self._maybe_activate()
                 case BecomeFollower(leader_id=leader_id):
+                    self._leader_ready_offset = None
                     self._leadership(False, leader_id)
 
     def _advance_log_start(self, offset: int) -> None:
@@ -438,10 +450,17 @@ class MetadataQuorum:
         self.image = image
         if self._publish is not None:
             self._publish(image)
+        self._maybe_activate()
         if action.high_watermark - self._last_snapshot_offset >= self._snapshot_every:
             self._last_snapshot_offset = action.high_watermark
             self._execute(self.core.step(TakeSnapshot(action.high_watermark, encode_records(image.to_records())),
                                          _now_ms()))
+
+    def _maybe_activate(self) -> None:
+        ready = self._leader_ready_offset
+        if ready is not None and self.applied_offset >= ready and isinstance(self.core.state, Leader):
+            self._leader_ready_offset = None
+            self._leadership(True, self.node_id)
 
     def _leadership(self, leader: bool, leader_id: int | None) -> None:
         was = (self.is_leader, self.leader_id)

@@ -3,6 +3,7 @@ voters down, and a broker that stops heartbeating (SIGSTOP) fenced and taken bac
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -160,3 +161,42 @@ def test_a_silent_broker_is_fenced_and_comes_back(cluster_factory: Callable[...,
     print(f"SIGCONT: broker {victim} unfenced and leading again after {back_s:.2f} s "
           f"({time.monotonic() - paused_at:.1f} s in all)")
     assert time.monotonic() - resumed_at < 30
+
+
+@pytest.mark.timeout(150)
+def test_a_new_leader_never_answers_from_a_stale_image(cluster: Cluster) -> None:
+    """After a full restart every voter's image starts empty; the newly elected leader must not act as
+    controller before its image reaches its epoch start (Kafka's maybeFireLeaderChange). An existing
+    topic asked for again must get TOPIC_ALREADY_EXISTS or a retriable error, never a decision made
+    on an empty image (INVALID_REPLICATION_FACTOR: "0 brokers registered", or a second topic)."""
+    topic = unique("dup")
+    wait_for("a leader", cluster.quorum_leader, RECOVERY_BOUND_S)
+    wait_for(f"{topic} created", lambda: _create_succeeds(cluster, 1, topic), RECOVERY_BOUND_S)
+    for node_id in cluster.node_ids:
+        cluster.kill(node_id)
+    for node_id in cluster.node_ids:
+        cluster.start(node_id)
+    retriable = {ErrorCode.not_controller, ErrorCode.request_timed_out}
+    answers: dict[int, list[tuple[ErrorCode, str | None]]] = {n: [] for n in cluster.node_ids}
+    stop = threading.Event()
+
+    def ask(node_id: int) -> None:
+        # One thread per node, so the node that wins the election is asked right when it wins.
+        deadline = time.monotonic() + RECOVERY_BOUND_S
+        while not stop.is_set() and time.monotonic() < deadline:
+            error, message = cluster.create_topic(node_id, topic, timeout_s=5)
+            answers[node_id].append((error, message))
+            if error == ErrorCode.topic_already_exists:
+                return
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=ask, args=(n,), daemon=True) for n in cluster.node_ids]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(RECOVERY_BOUND_S + 10)
+    stop.set()
+    for node_id, got in answers.items():
+        wrong = [(e, m) for e, m in got if e not in retriable | {ErrorCode.topic_already_exists}]
+        assert not wrong, (node_id, wrong[:3])
+        assert got and got[-1][0] == ErrorCode.topic_already_exists, (node_id, got[-3:])
