@@ -275,6 +275,21 @@ class KafkaCluster:
     cluster_id: str
     start_seconds: float = 0.0
     _keep: bool = field(default=False, repr=False)
+    _launch_args: tuple[str, bool, tuple[str, ...]] = field(default=("1g", False, ()), repr=False)
+
+    def restart_node(self, node: KafkaNode) -> None:
+        """Start a stopped (e.g. SIGKILLed) node again on its ports and data; returns once its port is open."""
+        if node.alive():
+            return
+        heap, gc_log, jvm_opts = self._launch_args
+        _launch(node, heap, gc_log, jvm_opts)
+        deadline = time.monotonic() + 120
+        while not port_open(HOST, node.port):
+            if not node.alive():
+                raise OracleError(f"Kafka node {node.node_id} exited during restart:\n{node.log_tail()}")
+            if time.monotonic() > deadline:
+                raise OracleError(f"Kafka node {node.node_id} did not reopen its port:\n{node.log_tail()}")
+            time.sleep(0.1)
 
     @property
     def bootstrap(self) -> str:
@@ -390,6 +405,20 @@ def start_kafka(
     raise OracleError(f"could not start Kafka after {attempts} attempts: {last}")
 
 
+def _launch(n: KafkaNode, heap: str, gc_log: bool, jvm_opts: Sequence[str]) -> None:
+    gc = [f"-Xlog:gc*:file={n.log_dir}/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M"]
+    cmd = java_command(
+        "kafka.Kafka",
+        [str(n.properties)],
+        heap=[f"-Xms{heap}", f"-Xmx{heap}"],
+        log4j=BROKER_LOG4J,
+        jvm_opts=[*(gc if gc_log else []), f"-Dkafka.logs.dir={n.log_dir}", *jvm_opts],
+    )
+    with open(n.log_dir / "kafka.out", "ab") as out:
+        n.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, preexec_fn=die_with_parent_hook())
+
+
 class _PortRace(Exception):
     pass
 
@@ -442,18 +471,9 @@ def _start_once(
                     + (n.log_dir / "format.out").read_text(errors="replace")[-3000:]
                 )
         # start the brokers
+        cluster._launch_args = (heap, gc_log, tuple(jvm_opts))
         for n in nodes:
-            gc = [f"-Xlog:gc*:file={n.log_dir}/kafkaServer-gc.log:time,tags:filecount=10,filesize=100M"]
-            cmd = java_command(
-                "kafka.Kafka",
-                [str(n.properties)],
-                heap=[f"-Xms{heap}", f"-Xmx{heap}"],
-                log4j=BROKER_LOG4J,
-                jvm_opts=[*(gc if gc_log else []), f"-Dkafka.logs.dir={n.log_dir}", *jvm_opts],
-            )
-            with open(n.log_dir / "kafka.out", "wb") as out:
-                n.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, preexec_fn=die_with_parent_hook())
+            _launch(n, heap, gc_log, jvm_opts)
         deadline = time.monotonic() + start_timeout
         pending = list(nodes)
         while pending:
