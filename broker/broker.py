@@ -124,6 +124,7 @@ class Broker:
                 election_timeout_ms=config.get_int("controller.quorum.election.timeout.ms"),
                 fetch_timeout_ms=config.get_int("controller.quorum.fetch.timeout.ms"),
             ),
+            snapshot_every_entries=config.get_int("samsa.metadata.snapshot.interval.entries"),
         )
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.
@@ -144,7 +145,7 @@ class Broker:
         self.groups = GroupService(self)
         # The transaction coordinator replays __transaction_state and completes any Prepare* transaction.
         self.txn = TxnService(self)
-        if self.single_voter:
+        if self.single_voter and "broker" in self.roles:
             self.lifecycle.register_locally()
         logger.info(
             "broker %d of cluster %s loaded %d partitions in %.2f s",

@@ -163,6 +163,8 @@ class BrokerLifecycle:
             raise NotControllerError(None)
 
     async def run(self) -> None:
+        if "broker" not in self.broker.roles:
+            return  # a controller-only node is no broker: it neither registers nor leads partitions
         self._wake = asyncio.Event()
         interval_s = self.broker.config.get_int("broker.heartbeat.interval.ms") / 1000
         while True:

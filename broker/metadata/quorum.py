@@ -400,6 +400,8 @@ class MetadataQuorum:
                 case CommitUpTo():
                     self._commit(action)
                 case LoadSnapshot(snapshot=snapshot):
+                    logger.info("installed the leader's metadata snapshot up to offset %d (epoch %d)",
+                                snapshot.snapshot_id.end_offset, snapshot.snapshot_id.epoch)
                     self.image = image_from_snapshot(snapshot)
                     self.applied_offset = snapshot.snapshot_id.end_offset
                     self._last_snapshot_offset = snapshot.snapshot_id.end_offset

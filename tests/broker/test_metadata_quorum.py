@@ -220,3 +220,29 @@ def test_alter_partition_changes_the_isr_only_from_the_current_leader_and_epochs
     assert bad.error_code == ErrorCode.invalid_request
     assert controller.alter_partition(1, epochs[1] - 1, [change((1,), 0, 1)])[0] == ErrorCode.stale_broker_epoch
     assert controller.image.topics_by_id["id-r"].partitions[0].isr == (1, 2)
+
+
+def test_a_fenced_leader_is_replaced_from_the_isr_only_unless_unclean_election_is_enabled(
+        controller: Controller) -> None:
+    now = 0.0
+    epochs = {}
+    for node in (1, 2, 3):
+        epochs[node] = controller.register_broker(node, f"inc-{node}", "h", node, None, now).result()
+        controller.heartbeat(node, epochs[node], controller.image.offset, False, False, now)
+    controller._quorum.write_nowait([
+        TopicRecord("in-sync", "id-a"), PartitionRecord("id-a", 0, (2, 3, 1), (2, 3), 2, 0, 0),
+        TopicRecord("alone", "id-b"), PartitionRecord("id-b", 0, (2, 3), (2,), 2, 0, 0),
+        TopicRecord("unclean", "id-c"), PartitionRecord("id-c", 0, (2, 3), (2,), 2, 0, 0),
+        ConfigRecord(2, "unclean", "unclean.leader.election.enable", "true"),
+    ])
+    for node in (1, 3):  # 2 goes silent
+        controller.heartbeat(node, epochs[node], controller.image.offset, False, False, now + 900)
+    assert controller.fence_expired_brokers(now + 1001) is not None
+    parts = {t.name: t.partitions[0] for t in controller.image.topics_by_name.values()}
+    # the next in-sync replica leads, with a new leader epoch; 2 leaves the ISR
+    assert (parts["in-sync"].leader, parts["in-sync"].isr, parts["in-sync"].leader_epoch) == (3, (3,), 1)
+    # 3 is a replica but not in sync: no leader rather than lost records
+    assert (parts["alone"].leader, parts["alone"].isr) == (-1, (2,))
+    # unless the topic opts in: then 3 leads, counted
+    assert (parts["unclean"].leader, parts["unclean"].isr) == (3, (3,))
+    assert controller.unclean_elections == 1
