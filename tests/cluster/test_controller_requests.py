@@ -1,0 +1,86 @@
+"""Requests that need the active controller, sent to any broker of a real three-node cluster:
+producer ids (AllocateProducerIds behind InitProducerId), config changes (forwarded), a produce to the
+wrong broker (redirected, KIP-951), and a graceful shutdown of the quorum leader (EndQuorumEpoch)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from cluster_harness import Cluster, unique, wait_for
+
+from kproto.errors import ErrorCode
+from kproto.records import encode_batch
+
+RETRIABLE = (ErrorCode.coordinator_load_in_progress, ErrorCode.not_controller, ErrorCode.request_timed_out)
+
+
+def _producer_id(cluster: Cluster, node_id: int) -> int | None:
+    with cluster.connect(node_id) as conn:
+        r = conn.request(22, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                              "producer_epoch": -1})
+    if r.error_code in RETRIABLE:
+        return None  # a block is on its way from the controller
+    assert r.error_code == ErrorCode.none, r
+    return int(r.producer_id)
+
+
+@pytest.mark.timeout(120)
+def test_producer_ids_configs_and_redirects_through_any_broker(cluster: Cluster) -> None:
+    wait_for("a leader", cluster.quorum_leader, 20)
+    # InitProducerId on every broker: blocks come from the one controller, so ids never collide.
+    ids = [wait_for(f"a producer id from node {n}", lambda n=n: _producer_id(cluster, n), 20)[0]  # type: ignore[misc]
+           for n in cluster.node_ids for _ in range(3)]
+    assert len(set(ids)) == len(ids), ids
+
+    topic = unique("cfg")
+    wait_for(f"{topic} created", lambda: cluster.create_topic(1, topic, 3)[0] == ErrorCode.none or None, 20)
+    leaders = wait_for(f"{topic} everywhere", lambda: cluster.leaders(3, topic), 20)[0]
+    controller = cluster.quorum_leader()
+    assert controller is not None
+    follower = next(n for n in cluster.node_ids if n != controller.leader_id)
+    with cluster.connect(follower) as conn:
+        r = conn.request(44, {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "123456"}]}], "validate_only": False})
+    assert r.responses[0].error_code == ErrorCode.none, r
+
+    def retention_everywhere() -> bool | None:
+        for n in cluster.node_ids:
+            with cluster.connect(n) as conn:
+                d = conn.request(32, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                     "configuration_keys": ["retention.ms"]}],
+                                      "include_synonyms": False, "include_documentation": False})
+            if d.results[0].configs[0].value != "123456":
+                return None
+        return True
+
+    wait_for("the config on every node", retention_everywhere, 20)
+
+    # A produce to a broker that does not lead the partition names the leader and its endpoint.
+    partition, (leader, _error) = next(iter(leaders.items()))
+    wrong = next(n for n in cluster.node_ids if n != leader)
+    batch = encode_batch([(None, b"v", ())], timestamp_ms=int(time.time() * 1000))
+    with cluster.connect(wrong) as conn:
+        r = conn.request(0, {"transactional_id": None, "acks": 1, "timeout": 5000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}, version=12)
+    p = r.responses[0].partition_responses[0]
+    assert p.error_code == ErrorCode.not_leader_or_follower, p
+    assert p.current_leader.leader_id == leader, p
+    assert [(e.node_id, e.port) for e in r.node_endpoints] == [(leader, cluster.port(leader))], r.node_endpoints
+
+
+@pytest.mark.timeout(120)
+def test_graceful_shutdown_of_the_leader_hands_over_at_once(cluster_factory: Callable[..., Cluster]) -> None:
+    # With a one-minute fetch timeout, followers would wait a minute before electing on their own:
+    # a new leader well before that shows the old one handed over (EndQuorumEpoch) as it stopped.
+    cluster = cluster_factory(overrides=("controller.quorum.fetch.timeout.ms=60000",))
+    old = wait_for("a leader", cluster.quorum_leader, 30)[0]
+    process = cluster.processes[old.leader_id]
+    process.terminate()  # SIGTERM: a clean shutdown
+    process.wait(30)
+    survivors = [n for n in cluster.node_ids if n != old.leader_id]
+    new, took = wait_for("a new leader", lambda: cluster.quorum_leader(survivors), 30)
+    print(f"new leader {new.leader_id} in epoch {new.leader_epoch}, {took:.2f} s after the old one stopped")
+    assert new.leader_id != old.leader_id and new.leader_epoch > old.leader_epoch
+    assert "shut down cleanly" in cluster.log_tail(old.leader_id, 200)
