@@ -1,0 +1,1 @@
+"""Jepsen-style fault tests of partition replication on a real multi-process cluster."""
