@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import BrokerConfig, effective_topic_config, log_config_for
-from broker.controller import Controller, Pending, TopicResult, TopicSpec
+from broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
 from broker.forwarding import forward
 from broker.group.service import GroupService
 from broker.lifecycle import BrokerLifecycle, ProducerIdManager
@@ -26,7 +26,9 @@ from broker.metadata.image import BrokerImage, MetadataImage
 from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
 from broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
 from broker.metadata.records import BROKER_RESOURCE
-from broker.replica_manager import ReplicaManager
+from broker.node_client import NodeUnavailableError
+from broker.replica_fetcher import ReplicaFetcherManager
+from broker.replica_manager import Partition, ReplicaManager
 from broker.txn.service import TxnService
 from broker.wire import build
 from kproto.errors import ErrorCode
@@ -36,6 +38,8 @@ from storage.config import LogConfig
 from storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
+
+ISR_CHANGE_TIMEOUT_MS = 10_000  # an AlterPartition whose outcome never showed up is asked again
 
 
 def now_ms() -> int:
@@ -132,6 +136,8 @@ class Broker:
         self.config = config = self._dynamic_config(image)
         self.log_manager.load_logs(lambda topic: self._log_config(image, topic), now_ms())
         self.replica_manager = ReplicaManager(config, self.log_manager)
+        self.replica_fetchers = ReplicaFetcherManager(self)
+        self.replica_manager.on_followers_changed = self.replica_fetchers.update
         self._published = False
         self._creating: set[str] = set()  # topics being created in the background
         self._background: set[asyncio.Task[None]] = set()
@@ -204,6 +210,62 @@ class Broker:
 
     def _on_leader_change(self, leader: bool, leader_id: int | None) -> None:
         self.lifecycle.wake()
+
+    async def maybe_change_isr(self) -> None:
+        """Leaders ask the controller to shrink or expand their ISR (Kafka: isr-expiration and the
+        expansion check on the fetch path), in one AlterPartition per round."""
+        now = now_ms()
+        lag_max = self.config.get_int("replica.lag.time.max.ms")
+        live = set(self.image.live_brokers())
+        changes: list[tuple[Partition, tuple[int, ...]]] = []
+        for p in self.replica_manager.leader_partitions():
+            if len(p.replicas) > 1:
+                if p.pending_isr is not None and now - p.pending_since_ms > ISR_CHANGE_TIMEOUT_MS:
+                    p.pending_isr = None  # the answer or its record never came: ask again
+                new_isr = p.isr_change(now, lag_max, live)
+                if new_isr is not None:
+                    changes.append((p, new_isr))
+        if not changes:
+            return
+        for p, new_isr in changes:
+            logger.info("%s-%d: asking to change the ISR from %s to %s", p.topic, p.partition_id, list(p.isr),
+                        list(new_isr))
+            p.pending_isr, p.pending_since_ms = new_isr, now
+        try:
+            errors = await self._alter_partition(changes)
+        except (TimeoutError, NotControllerError, NodeUnavailableError) as e:
+            logger.info("AlterPartition failed: %s", e)
+            errors = {(p.topic_id, p.partition_id): ErrorCode.not_controller for p, _ in changes}
+        for p, _new_isr in changes:
+            error = errors.get((p.topic_id, p.partition_id), ErrorCode.none)
+            if error != ErrorCode.none:
+                logger.info("%s-%d: ISR change refused: %s", p.topic, p.partition_id, error.name)
+                p.pending_isr = None
+
+    async def _alter_partition(
+        self, changes: Sequence[tuple[Partition, tuple[int, ...]]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        epoch = self.lifecycle.broker_epoch
+        if self.is_active_controller:
+            request = [AlterPartitionChange(p.topic_id, p.partition_id, p.leader_epoch, p.partition_epoch, isr)
+                       for p, isr in changes]
+            code, pending = self.controller.alter_partition(self.node_id, epoch, request)
+            if pending is None:
+                return {(p.topic_id, p.partition_id): code for p, _ in changes}
+            return {(r.change.topic_id, r.change.partition_id): r.error_code for r in await pending}
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for p, isr in changes:
+            by_topic.setdefault(p.topic_id, []).append({
+                "partition_index": p.partition_id, "leader_epoch": p.leader_epoch,
+                "new_isr_with_epochs": [{"broker_id": b, "broker_epoch": -1} for b in isr],
+                "leader_recovery_state": 0, "partition_epoch": p.partition_epoch})
+        response = await self.lifecycle.channel.request(56, 3, {
+            "broker_id": self.node_id, "broker_epoch": epoch,
+            "topics": [{"topic_id": uuid.UUID(t), "partitions": parts} for t, parts in by_topic.items()]})
+        if response.error_code != ErrorCode.none:
+            return {(p.topic_id, p.partition_id): ErrorCode(response.error_code) for p, _ in changes}
+        return {(str(t.topic_id), int(r.partition_index)): ErrorCode(r.error_code)
+                for t in response.topics for r in t.partitions}
 
     def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]:
         """The live broker leading `topic`-`partition`, or COORDINATOR_NOT_AVAILABLE (the error the

@@ -164,6 +164,7 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "controller.quorum.fetch.timeout.ms": (ConfigType.INT, "2000"),
     "broker.session.timeout.ms": (ConfigType.INT, "9000"),
     "broker.heartbeat.interval.ms": (ConfigType.INT, "2000"),
+    "replica.lag.time.max.ms": (ConfigType.LONG, "30000"),
     # Entries between metadata snapshots (Kafka counts bytes: metadata.log.max.record.bytes.between.snapshots).
     "samsa.metadata.snapshot.interval.entries": (ConfigType.INT, "10000"),
 }

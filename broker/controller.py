@@ -42,8 +42,6 @@ MAX_PARTITIONS_PER_REQUEST = 100_000
 # KIP-730): a block is persisted before any id in it is used, so ids are never reused, even across
 # restarts (a restart abandons the rest of the current block).
 PRODUCER_ID_BLOCK_SIZE = 1000
-# Until partition replication lands (issue 7), one replica per partition.
-MAX_REPLICATION_FACTOR = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +181,9 @@ class Controller:
         epoch = max([b.broker_epoch for b in image.brokers.values()] + [image.offset]) + 1
         records: list[MetadataRecord] = [RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack, True)]
         if old is not None:
-            records += self._move_leaders_away(image, broker_id)
+            # A new incarnation may have lost what the old one had not flushed: it leaves the ISRs
+            # (leadership moves to another in-sync replica) and rejoins once its leaders see it caught up.
+            records += self._move_leaders_away(image, broker_id, only_to_successor=True)
         self._sessions[broker_id] = now_ms + self._session_timeout_ms()
         return self._commit(epoch, records)
 
@@ -219,6 +219,11 @@ class Controller:
         should_shut_down = want_shut_down and not any(
             p.leader == broker_id for t in image.topics_by_id.values() for p in t.partitions.values()
             if len(p.isr) > 1)
+        if should_shut_down and not fenced:
+            # It stops now: fenced at once rather than after its session, so acks=all waits on
+            # partitions it followed end with this ISR change instead of a timeout.
+            records.append(BrokerRegistrationChangeRecord(broker_id, broker_epoch, True))
+            fenced = True
         return ErrorCode.none, self._commit(HeartbeatResult(caught_up, fenced, should_shut_down), records)
 
     def fence_expired_brokers(self, now_ms: float) -> Pending[list[int]] | None:
@@ -353,6 +358,7 @@ class Controller:
     # --- topics --------------------------------------------------------------------------------------
 
     def create_topics(self, specs: Sequence[TopicSpec], *, validate_only: bool) -> Pending[list[TopicResult]]:
+        self.require_active()  # never decide on a follower's image, even when nothing is written
         results: list[TopicResult] = []
         records: list[MetadataRecord] = []
         image = self.image
@@ -433,12 +439,6 @@ class Controller:
                 return TopicResult(name, ErrorCode.invalid_replication_factor,
                                    f"Unable to replicate the partition {rf} time(s): The target replication factor "
                                    f"of {rf} cannot be reached because only {live_count} broker(s) are registered.")
-        if rf > MAX_REPLICATION_FACTOR:
-            # Followers do not replicate yet (issue 7): a second replica would be an empty copy that a
-            # failover could elect, losing acknowledged records. Refuse rather than pretend.
-            return TopicResult(name, ErrorCode.invalid_replication_factor,
-                               f"Replication factor {rf} is not supported yet: Samsa does not replicate "
-                               f"partitions, so every partition has exactly {MAX_REPLICATION_FACTOR} replica.")
         for config_name, value in spec.configs.items():
             problem = validate_topic_config(config_name, value)
             if problem is not None:
@@ -447,6 +447,7 @@ class Controller:
 
     def delete_topics(self, names: Sequence[str]) -> Pending[list[tuple[str, str | None, ErrorCode]]]:
         """Delete by name; returns (name, topic_id, error) per topic."""
+        self.require_active()
         image = self.image
         records: list[MetadataRecord] = []
         results: list[tuple[str, str | None, ErrorCode]] = []
@@ -468,6 +469,7 @@ class Controller:
     def create_partitions(
         self, name: str, count: int, assignments: Sequence[tuple[int, ...]] | None, *, validate_only: bool
     ) -> Pending[tuple[ErrorCode, str | None]]:
+        self.require_active()
         return self._checked(self._create_partitions(name, count, assignments, validate_only=validate_only))
 
     def _checked(
@@ -513,6 +515,7 @@ class Controller:
     def alter_topic_configs(
         self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
     ) -> Pending[tuple[ErrorCode, str | None]]:
+        self.require_active()
         return self._checked(self._alter_topic_configs(name, changes, replace_all=replace_all,
                                                        validate_only=validate_only))
 
@@ -544,6 +547,7 @@ class Controller:
     def alter_broker_configs(
         self, resource_name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
     ) -> Pending[tuple[ErrorCode, str | None]]:
+        self.require_active()
         return self._checked(self._alter_broker_configs(resource_name, changes, replace_all=replace_all,
                                                         validate_only=validate_only))
 

@@ -1,17 +1,19 @@
 """The replica manager: one `Partition` per hosted topic-partition, kept in step with the metadata image.
 
-Mirrors Kafka's ReplicaManager/Partition: a partition knows its log, its leader epoch and whether
-this broker leads it, and wakes long-polling fetches when records arrive.  Replication (followers,
-ISR, acks=all waiting) is a later issue; today a broker hosts the partitions whose replica list names
-it, leads those whose leader it is, and a partition's one replica makes the high watermark the log
-end offset.
+Mirrors Kafka's ReplicaManager/Partition: a broker hosts the partitions whose replica list names it
+and leads those whose leader it is. A leader tracks each follower's log end offset (learned from the
+follower's fetches), advances the high watermark to the smallest log end offset of the in-sync
+replicas (the ISR committed in the metadata image: never one that is still being changed), wakes
+long-polling fetches and acks=all produces when it moves, and asks the controller to shrink the ISR
+when a follower lags longer than replica.lag.time.max.ms and to expand it when a follower has caught
+up (AlterPartition). Followers fetch from their leader (broker.replica_fetcher).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,16 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower (Kafka: Replica)."""
+
+    log_end_offset: int = -1
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    leader_end_offset_at_last_fetch: int = -1
+
+
 @dataclass(eq=False, slots=True)
 class Partition:
     topic: str
@@ -43,8 +55,21 @@ class Partition:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    partition_epoch: int = 0
+    node_id: int = -1
     _waiters: set[anyio.Event] = field(default_factory=set)
     _txn_index: TransactionIndex | None = None
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    # the log end offset when this broker became leader in leader_epoch: a follower joins the ISR only
+    # once it has reached it (Kafka's leaderEpochStartOffset)
+    leader_epoch_start_offset: int = 0
+    # an AlterPartition in flight for this partition (the ISR it asked for), None when none is
+    pending_isr: tuple[int, ...] | None = None
+    pending_since_ms: int = 0
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.node_id
 
     # --- transactions (issue 5) ---------------------------------------------------------------
 
@@ -89,11 +114,70 @@ class Partition:
     def append_as_leader(self, records: bytearray, now: int) -> LogAppendInfo:
         info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, now_ms=now)
         if not info.duplicate:
-            # One replica: everything appended is committed.
-            self.log.update_high_watermark(self.log.log_end_offset)
+            self.maybe_advance_high_watermark()  # at once when this broker is the only in-sync replica
             self.log.maybe_flush(now)
             self.wake_waiters()
         return info
+
+    # --- replication, leader side -----------------------------------------------------------------
+
+    def maybe_advance_high_watermark(self) -> bool:
+        """The smallest log end offset over the ISR (this leader's included); never backwards."""
+        log = self.log
+        hw = log.log_end_offset
+        for replica in self.isr:
+            if replica == self.node_id:
+                continue
+            state = self.followers.get(replica)
+            hw = min(hw, state.log_end_offset if state is not None else -1)
+        if hw > log.high_watermark:
+            log.update_high_watermark(hw)
+            return True
+        return False
+
+    def update_follower(self, replica: int, fetch_offset: int, now: int) -> bool:
+        """A follower fetched at `fetch_offset` (so it holds everything below it); True if the high
+        watermark moved. Kafka's Replica.updateFetchState for the caught-up time."""
+        state = self.followers.get(replica)
+        if state is None:
+            state = self.followers[replica] = FollowerState()
+        leo = self.log.log_end_offset
+        if fetch_offset >= leo:
+            state.last_caught_up_ms = now
+        elif fetch_offset >= state.leader_end_offset_at_last_fetch >= 0:
+            state.last_caught_up_ms = max(state.last_caught_up_ms, state.last_fetch_ms)
+        state.log_end_offset = fetch_offset
+        state.last_fetch_ms = now
+        state.leader_end_offset_at_last_fetch = leo
+        if replica in self.isr and self.maybe_advance_high_watermark():
+            self.wake_waiters()
+            return True
+        return False
+
+    def isr_change(self, now: int, lag_max_ms: int, live: set[int]) -> tuple[int, ...] | None:
+        """The ISR this leader should ask for, or None: followers that have not caught up within
+        lag_max_ms leave (Kafka's maybeShrinkIsr), followers at or past the high watermark and this
+        epoch's start come back (maybeExpandIsr)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        hw = self.log.high_watermark
+        isr = [self.node_id]
+        for replica in self.replicas:
+            if replica == self.node_id:
+                continue
+            state = self.followers.get(replica)
+            if replica in self.isr:
+                if state is None:
+                    # no fetch since this broker became leader: a full lag period from now
+                    state = self.followers[replica] = FollowerState(last_caught_up_ms=now)
+                if now - state.last_caught_up_ms <= lag_max_ms:
+                    isr.append(replica)
+            elif (state is not None and replica in live and state.log_end_offset >= hw
+                  and state.log_end_offset >= self.leader_epoch_start_offset
+                  and now - state.last_caught_up_ms <= lag_max_ms):
+                isr.append(replica)
+        ordered = tuple(r for r in self.replicas if r in isr)
+        return None if set(ordered) == set(self.isr) else ordered
 
     def leader_error(self, node_id: int, current_leader_epoch: int) -> ErrorCode | None:
         """KIP-320's check (Kafka's Partition.checkCurrentLeaderEpoch) then leadership: the error a
@@ -126,6 +210,7 @@ class ReplicaManager:
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topic_configs: dict[str, object] = {}
         self._image = MetadataImage()
+        self.on_followers_changed: Callable[[], None] | None = None  # the replica fetcher manager listens
 
     def get_partition(self, topic: str, partition_id: int) -> Partition | None:
         return self._partitions.get((topic, partition_id))
@@ -167,21 +252,50 @@ class ReplicaManager:
                         log = self.log_manager.get_or_create_log(topic.name, pid, log_config, now)
                         self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
                         continue
-                    existing.leader_id = p.leader
-                    existing.leader_epoch = p.leader_epoch
-                    existing.replicas = p.replicas
-                    existing.isr = p.isr
+                    self._update(existing, p)
                     if config_changed:
                         existing.log.update_config(log_config)
         for key in [k for k in self._partitions if k not in wanted]:
             self._drop(key)
         for name in [n for n in self._topic_configs if n not in image.topics_by_name]:
             del self._topic_configs[name]
+        if self.on_followers_changed is not None:
+            self.on_followers_changed()
+
+    def _update(self, existing: Partition, p: PartitionImage) -> None:
+        node = self._node_id
+        new_term = p.leader != existing.leader_id or p.leader_epoch != existing.leader_epoch
+        existing.leader_id = p.leader
+        existing.leader_epoch = p.leader_epoch
+        existing.replicas = p.replicas
+        existing.isr = p.isr
+        if p.partition_epoch != existing.partition_epoch:
+            existing.pending_isr = None  # the controller decided (ours or another change)
+        existing.partition_epoch = p.partition_epoch
+        if new_term:
+            existing.followers.clear()
+            existing.pending_isr = None
+            if p.leader == node:
+                # Kafka's makeLeader: followers' positions are unknown until they fetch in this epoch.
+                existing.leader_epoch_start_offset = existing.log.log_end_offset
+            existing.wake_waiters()  # long polls and acks=all waits re-check their leadership
+        if p.leader == node and existing.maybe_advance_high_watermark():
+            existing.wake_waiters()  # a smaller ISR may let the high watermark move
 
     def _partition(self, topic: str, topic_id: str, p: PartitionImage, log: Log) -> Partition:
-        if log.high_watermark < log.log_end_offset and p.replicas == (self._node_id,):
-            log.update_high_watermark(log.log_end_offset)
-        return Partition(topic, p.partition_id, topic_id, log, p.leader, p.leader_epoch, p.replicas, p.isr)
+        partition = Partition(topic, p.partition_id, topic_id, log, p.leader, p.leader_epoch, p.replicas, p.isr,
+                              p.partition_epoch, self._node_id)
+        if p.leader == self._node_id:
+            partition.leader_epoch_start_offset = log.log_end_offset
+            partition.maybe_advance_high_watermark()  # a sole in-sync replica: everything is committed
+        return partition
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self._partitions.values() if p.leader_id == self._node_id]
+
+    def follower_partitions(self) -> list[Partition]:
+        """Hosted partitions another live broker leads: what this broker's fetchers replicate."""
+        return [p for p in self._partitions.values() if p.leader_id != self._node_id and p.leader_id >= 0]
 
     def _drop(self, key: tuple[str, int]) -> None:
         partition = self._partitions.pop(key)

@@ -36,6 +36,8 @@ UNAUTHENTICATED_MAX_FRAME_BYTES = 1024 * 1024
 RECEIVE_CHUNK_BYTES = 256 * 1024
 HW_CHECKPOINT_INTERVAL_S = 5.0
 FLUSH_CHECK_INTERVAL_S = 1.0
+# Followers that caught up rejoin the ISR within this; laggards leave after replica.lag.time.max.ms.
+ISR_CHECK_INTERVAL_S = 0.5
 
 
 async def handle_frame(
@@ -165,6 +167,8 @@ async def serve(
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(broker.quorum.run)  # Raft timers and requests to the other voters
         tg.start_soon(broker.lifecycle.run)  # registration and heartbeats to the active controller
+        tg.start_soon(broker.replica_fetchers.run)  # followers fetch from their leaders
+        tg.start_soon(_every, ISR_CHECK_INTERVAL_S, broker.maybe_change_isr, "ISR changes")
         tg.start_soon(_every, 0.5, fence_expired, "broker session expiry")
         if controller_listener is not None:
             async def controller_handler(stream: anyio.abc.SocketStream) -> None:

@@ -91,10 +91,10 @@ class GroupService:
     def ensure_offsets_topic(self) -> ErrorCode:
         if OFFSETS_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import MAX_REPLICATION_FACTOR, TopicSpec
+        from broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
-        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live, MAX_REPLICATION_FACTOR))
+        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
         spec = TopicSpec(OFFSETS_TOPIC, self.num_partitions, rf, configs={
             "cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)})
         results = self.broker.create_topics_soon([spec])

@@ -6,7 +6,13 @@ v9 current_leader_epoch (KIP-320); v11 rack_id/preferred_read_replica; v12 is fl
 diverging_epoch; v13 identifies topics by topic_id (KIP-516); v15 moves replica_id into
 replica_state; v16-v17 add node_endpoints and replica_directory_id tags.
 
-A fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
+A follower's fetch (replica_id >= 0) is how replication works: the leader records the follower's
+position (its fetch offset), which may advance the high watermark, answers a last_fetched_epoch that
+its own epoch history contradicts with diverging_epoch (the follower truncates there, KIP-595's check
+as Kafka's replicas use it since 2.7), and returns records up to its log end rather than the high
+watermark.
+
+A consumer's fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
 watermark (read_committed: the last stable offset, with the aborted transactions in that range), at
 least one batch for the first partition with data (so a large record never blocks a consumer), and
 waits up to max_wait_ms for min_bytes.
@@ -41,6 +47,7 @@ class _Wanted:
     fetch_offset: int
     current_leader_epoch: int
     partition_max_bytes: int
+    last_fetched_epoch: int = -1
 
 
 def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]]]:
@@ -65,12 +72,52 @@ def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]
             if partition is None:
                 error = missing if name is None else broker.replica_manager.missing_error(name, p.partition)
             wanted.append(_Wanted(key, p.partition, partition, error, p.fetch_offset,
-                                  field(p, "current_leader_epoch", -1), p.partition_max_bytes))
+                                  field(p, "current_leader_epoch", -1), p.partition_max_bytes,
+                                  field(p, "last_fetched_epoch", -1)))
         out.append((key, wanted))
     return out
 
 
-def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int) -> dict[str, Any]:
+def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool, replica: int,
+                       result: dict[str, Any]) -> dict[str, Any]:
+    p = w.partition
+    assert p is not None
+    log = p.log
+    result.update(high_watermark=log.high_watermark, log_start_offset=log.log_start_offset)
+    if replica not in p.replicas:
+        result["error_code"] = ErrorCode.not_leader_or_follower
+        return result
+    if w.last_fetched_epoch >= 0:
+        epoch, end_offset = log.end_offset_for_epoch(w.last_fetched_epoch)
+        if epoch < 0:
+            latest = log.latest_epoch()
+            if latest is not None and w.last_fetched_epoch > latest:
+                # the follower saw an epoch we never wrote in: we agree at most up to our own end
+                epoch, end_offset = latest, log.log_end_offset
+            else:
+                # nothing in common that we know of: the follower starts again from our log start
+                epoch, end_offset = -1, log.log_start_offset
+        if epoch != w.last_fetched_epoch or end_offset < w.fetch_offset:
+            # The follower's log diverges from ours after (epoch, end_offset): it truncates there.
+            result["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+            return result
+    if not log.log_start_offset <= w.fetch_offset <= log.log_end_offset:
+        result["error_code"] = ErrorCode.offset_out_of_range
+        return result
+    if p.update_follower(replica, w.fetch_offset, ctx.now_ms):
+        result["high_watermark"] = log.high_watermark
+    try:
+        data = log.read(w.fetch_offset, max_bytes=max(0, min(w.partition_max_bytes, budget)), max_offset=None,
+                        min_one_batch=first)
+        result["records"] = data.read_bytes() if data.size_bytes else b""
+    except StorageError as e:
+        result["error_code"] = ErrorCode(e.error_code)
+    result["last_stable_offset"] = log.high_watermark
+    return result
+
+
+def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int,
+          replica: int = -1) -> dict[str, Any]:
     result: dict[str, Any] = {
         "partition_index": w.partition_id,
         "error_code": w.error,
@@ -88,6 +135,8 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
     if error is not None:
         result["error_code"] = error
         return result
+    if replica >= 0:
+        return _read_for_follower(w, ctx, budget, first, replica, result)
     log = p.log
     high_watermark = log.high_watermark
     # The LSO walks the partition's producer states: only read_committed pays for it (read_uncommitted
@@ -121,7 +170,8 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
 
 
 def _collect(
-    resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_bytes: int, isolation: int
+    resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_bytes: int, isolation: int,
+    replica: int = -1,
 ) -> tuple[list[dict[str, Any]], int, bool]:
     total = 0
     any_error = False
@@ -129,7 +179,7 @@ def _collect(
     for key, wanted in resolved:
         partitions = []
         for w in wanted:
-            r = _read(w, ctx, max_bytes - total, total == 0, isolation)
+            r = _read(w, ctx, max_bytes - total, total == 0, isolation, replica)
             total += len(r["records"])
             any_error = any_error or r["error_code"] != ErrorCode.none
             partitions.append(r)
@@ -149,8 +199,10 @@ async def handle_fetch(request: Any, ctx: RequestContext) -> Any:
     min_bytes = request.min_bytes
     max_bytes = field(request, "max_bytes", 0x7FFFFFFF)
     isolation = field(request, "isolation_level", 0)
+    replica_state = field(request, "replica_state", None)
+    replica = int(replica_state.replica_id) if replica_state is not None else int(field(request, "replica_id", -1))
     resolved = _resolve(request, ctx)
-    responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation)
+    responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
     if max_wait_ms > 0 and total < min_bytes and not any_error:
         partitions = [w.partition for _, ws in resolved for w in ws if w.partition is not None]
         with anyio.move_on_after(max_wait_ms / 1000):
@@ -163,7 +215,7 @@ async def handle_fetch(request: Any, ctx: RequestContext) -> Any:
                 finally:
                     for p in partitions:
                         p.remove_waiter(event)
-                responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation)
+                responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
                 if any_error:
                     break
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses})

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
+
 from broker.context import RequestContext
 from broker.handlers.metadata import INTERNAL_TOPICS
 from broker.replica_manager import Partition
-from broker.wire import build
+from broker.wire import build, ms
 from kproto.batch import (
     BATCH_HEADER_BYTES,
     COMPRESSION_MASK,
@@ -166,13 +168,57 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
-    return _result(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+    result = _result(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+    if acks == -1 and partition.log.high_watermark <= info.last_offset:
+        # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
+        min_isr = int(ctx.broker.topic_config(topic)["min.insync.replicas"])
+        result["_wait"] = (partition, info.last_offset + 1, min_isr, partition.leader_epoch)
+    return result
+
+
+async def _await_replication(ctx: RequestContext, waits: list[dict[str, Any]], timeout_ms: int) -> None:
+    """Complete acks=all answers: the high watermark passes the batch (then NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    if the ISR shrank below min.insync.replicas meanwhile), leadership moves (NOT_LEADER_OR_FOLLOWER), or
+    the request's timeout passes (REQUEST_TIMED_OUT; the records may still be committed later)."""
+    node = ctx.broker.node_id
+    pending = list(waits)
+    with anyio.move_on_after(max(0, timeout_ms) / 1000):
+        while pending:
+            still: list[dict[str, Any]] = []
+            for result in pending:
+                partition, needed, min_isr, epoch = result["_wait"]
+                if partition.leader_id != node or partition.leader_epoch != epoch:
+                    result["error_code"] = ErrorCode.not_leader_or_follower
+                elif partition.log.high_watermark >= needed:
+                    if len(partition.isr) < min_isr:
+                        result["error_code"] = ErrorCode.not_enough_replicas_after_append
+                else:
+                    still.append(result)
+            pending = still
+            if not pending:
+                break
+            event = anyio.Event()
+            partitions = {r["_wait"][0] for r in pending}
+            for p in partitions:
+                p.add_waiter(event)
+            try:
+                await event.wait()
+            finally:
+                for p in partitions:
+                    p.remove_waiter(event)
+    for result in pending:
+        result["error_code"] = ErrorCode.request_timed_out
+    for result in waits:
+        del result["_wait"]
+        if result["error_code"] != ErrorCode.none:
+            result["base_offset"] = -1
 
 
 def handle_produce(request: Any, ctx: RequestContext) -> Any:
     acks = request.acks
     responses = []
     leaders: set[int] = set()
+    waits: list[dict[str, Any]] = []
     for topic in request.topic_data:
         partitions = []
         for data in topic.partition_data:
@@ -185,10 +231,25 @@ def handle_produce(request: Any, ctx: RequestContext) -> Any:
                 if leader is not None:
                     result["current_leader"] = {"leader_id": leader[0], "leader_epoch": leader[1]}
                     leaders.add(leader[0])
-            partitions.append({"index": data.index, **result})
+            if "_wait" in result:
+                waits.append(result)
+            partitions.append(result)
+            result["index"] = data.index
         responses.append({"name": topic.name, "partition_responses": partitions})
     if acks == 0:
         return None
+    if waits:
+        return _respond_after_replication(ctx, request, waits, responses, leaders)
+    return _response(ctx, responses, leaders)
+
+
+async def _respond_after_replication(ctx: RequestContext, request: Any, waits: list[dict[str, Any]],
+                                     responses: list[dict[str, Any]], leaders: set[int]) -> Any:
+    await _await_replication(ctx, waits, ms(request.timeout))
+    return _response(ctx, responses, leaders)
+
+
+def _response(ctx: RequestContext, responses: list[dict[str, Any]], leaders: set[int]) -> Any:
     # KIP-951: the new leaders' endpoints, so the client redirects without a metadata round trip.
     image = ctx.broker.image
     endpoints = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}

@@ -292,6 +292,10 @@ class MetadataQuorum:
         self._leader_ready_offset: int | None = None  # a new leader acts once the image reaches this
         # every entry below this offset is in the image (control entries included)
         self.applied_offset = snapshot.snapshot_id.end_offset if snapshot is not None else 0
+        # A restarted follower knows its leader from the quorum-state file (the core announces only
+        # changes): brokers need it to find the active controller.
+        if self.core.leader_id != self.node_id:
+            self.leader_id = self.core.leader_id
         # One tick now: a one-voter quorum elects itself and commits what the log holds, so a single
         # node's image is complete before the broker opens a socket.
         self._execute(self.core.step(Tick(), _now_ms()))

@@ -118,11 +118,11 @@ class TxnService:
     def ensure_topic(self) -> ErrorCode:
         if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import MAX_REPLICATION_FACTOR, TopicSpec
+        from broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
-        rf = max(1, min(configured, live, MAX_REPLICATION_FACTOR))
+        rf = max(1, min(configured, live))
         spec = TopicSpec(TRANSACTION_STATE_TOPIC, self.num_partitions, rf, configs={
             "cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": str(100 * 1024 * 1024),
             "min.insync.replicas": "1"})

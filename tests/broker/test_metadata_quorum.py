@@ -165,15 +165,21 @@ def test_registration_heartbeat_and_fencing(controller: Controller) -> None:
     assert part.leader == 2 and part.leader_epoch > epoch_before
 
 
-def test_replication_factor_above_one_is_refused_until_replication_exists(controller: Controller) -> None:
+def test_replicas_are_placed_on_live_brokers_only(controller: Controller) -> None:
     now = 0.0
     for node in (1, 2):
         epoch = controller.register_broker(node, f"inc-{node}", "h", node, None, now).result()
         controller.heartbeat(node, epoch, controller.image.offset, False, False, now)
+    controller.register_broker(3, "inc-3", "h", 3, None, now).result()  # registered, still fenced
     assert controller.live_brokers() == (1, 2)
-    (result,) = controller.create_topics([TopicSpec("r", 1, 2)], validate_only=False).result()
-    assert result.error_code == ErrorCode.invalid_replication_factor
-    assert "not supported yet" in (result.error_message or "")
+    (ok,) = controller.create_topics([TopicSpec("r2", 4, 2)], validate_only=False).result()
+    assert ok.error_code == ErrorCode.none
+    for p in controller.image.topics_by_name["r2"].partitions.values():
+        assert sorted(p.replicas) == [1, 2] and p.isr == p.replicas and p.leader == p.replicas[0]
+    leaders = {p.leader for p in controller.image.topics_by_name["r2"].partitions.values()}
+    assert leaders == {1, 2}  # leadership spread over the brokers
+    (refused,) = controller.create_topics([TopicSpec("r3", 1, 3)], validate_only=False).result()
+    assert refused.error_code == ErrorCode.invalid_replication_factor
 
 
 def test_a_follower_cannot_write(tmp_path: Path) -> None:

@@ -88,6 +88,9 @@ def test_a_voter_behind_the_log_start_catches_up_from_a_snapshot(cluster_factory
         wait_for(f"{topic} on node {behind}", lambda t=topic: cluster.leaders(behind, t), 30)  # type: ignore[misc]
     print(f"node {behind} caught up {time.monotonic() - started:.2f} s after its restart")
     assert "installed the leader's metadata snapshot" in cluster.log_tail(behind, 400)
+    # a restarted follower finds the active controller from its quorum state: registered and unfenced
+    wait_for(f"node {behind} listed again", lambda: behind in (cluster.brokers(cluster.node_ids[0]) or set())
+             or None, 20)
     # and it is a voter in good standing again: its log reaches the leader's high watermark
     wait_for("node back in step", lambda: ((v := cluster.quorum_leader()) is not None
              and v.voters.get(behind, -1) >= v.high_watermark) or None, 20)
