@@ -70,6 +70,15 @@ def error_response(api_key: int, version: int, request: Any, error: ErrorCode, m
     return build(response_class(api_key, version), ERROR_RESPONSES[api_key](request, error, message))
 
 
+def _not_controller(response: Any) -> bool:
+    """The controller we reached had lost its leadership: ask the new one (the client would anyway)."""
+    for name in ("topics", "responses", "results"):
+        for entry in getattr(response, name, None) or ():
+            if getattr(entry, "error_code", None) == ErrorCode.not_controller:
+                return True
+    return False
+
+
 async def forward(broker: Broker, api_key: int, version: int, request: Any) -> Any:
     """Send `request` to the active controller and return its response (or an error response)."""
     deadline = asyncio.get_running_loop().time() + FORWARD_TIMEOUT_S
@@ -82,7 +91,10 @@ async def forward(broker: Broker, api_key: int, version: int, request: Any) -> A
         if broker.is_active_controller:
             return None  # leadership came here meanwhile: the caller handles it locally
         try:
-            return await broker.lifecycle.channel.forward(request, timeout_s=remaining)
+            response = await broker.lifecycle.channel.forward(request, timeout_s=remaining)
+            if not _not_controller(response):
+                return response
+            last = "the controller we asked is no longer active"
         except (NotControllerError, NodeUnavailableError) as e:
             last = str(e)
         except TimeoutError:

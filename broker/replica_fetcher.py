@@ -29,6 +29,7 @@ from broker.wire import build
 from kproto.errors import ErrorCode
 from kproto.messages import request_class
 from storage.errors import StorageError
+from storage.log import Log
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -175,8 +176,10 @@ class ReplicaFetcherManager:
         try:
             diverging = r.diverging_epoch
             if diverging is not None and _is_set(diverging):
-                self._truncate_to_divergence(p, int(diverging.epoch), int(diverging.end_offset),
-                                             int(r.log_start_offset))
+                target = truncate_to_divergence(log, int(diverging.epoch), int(diverging.end_offset),
+                                                int(r.log_start_offset))
+                logger.info("%s-%d: log diverges from leader %d after epoch %d; truncated to %d",
+                            p.topic, p.partition_id, p.leader_id, int(diverging.epoch), target)
                 return True
             if error == ErrorCode.offset_out_of_range:
                 leader_start = int(r.log_start_offset)
@@ -207,21 +210,22 @@ class ReplicaFetcherManager:
             logger.warning("%s-%d: follower append failed: %s", p.topic, p.partition_id, e)
             return False
 
-    def _truncate_to_divergence(self, p: Partition, epoch: int, end_offset: int, leader_start: int) -> None:
-        """Kafka's follower truncation: to the end of the last epoch both logs share."""
-        log = p.log
-        if epoch < 0 or end_offset < 0:
-            target = max(leader_start, 0)
-        else:
-            own_epoch, own_end = log.end_offset_for_epoch(epoch)
-            target = min(end_offset, own_end) if own_epoch == epoch else min(end_offset, log.log_end_offset)
-        target = min(target, log.log_end_offset)
-        logger.info("%s-%d: log diverges from leader %d after epoch %d; truncating from %d to %d",
-                    p.topic, p.partition_id, p.leader_id, epoch, log.log_end_offset, target)
-        if target < log.log_start_offset:
-            log.truncate_fully_and_start_at(max(target, leader_start))
-        else:
-            log.truncate_to(target)
+
+def truncate_to_divergence(log: Log, epoch: int, end_offset: int, leader_start: int) -> int:
+    """Kafka's follower truncation: to the end of the last epoch both logs share (the smaller of the
+    leader's and our own end of `epoch`), or to the leader's log start when nothing is shared."""
+    if epoch < 0 or end_offset < 0:
+        target = max(leader_start, 0)
+    else:
+        # our end of the largest epoch <= `epoch` (it may differ: the next fetch then narrows it down)
+        own_epoch, own_end = log.end_offset_for_epoch(epoch)
+        target = min(end_offset, own_end if own_epoch >= 0 else log.log_end_offset)
+    target = min(target, log.log_end_offset)
+    if target < log.log_start_offset:
+        log.truncate_fully_and_start_at(max(target, leader_start))
+    else:
+        log.truncate_to(target)
+    return target
 
 
 def _is_set(diverging: Any) -> bool:

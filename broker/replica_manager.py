@@ -154,6 +154,26 @@ class Partition:
             return True
         return False
 
+    def divergence(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """(epoch, end offset) where a follower's log stops agreeing with ours, or None if it agrees:
+        its last fetched epoch must end, in our history, at or after its fetch offset (Kafka's
+        Partition.validateLastFetchedEpoch)."""
+        if last_fetched_epoch < 0:
+            return None
+        log = self.log
+        epoch, end_offset = log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0:
+            latest = log.latest_epoch()
+            if latest is not None and last_fetched_epoch > latest:
+                # the follower saw an epoch we never wrote in: we agree at most up to our own end
+                epoch, end_offset = latest, log.log_end_offset
+            else:
+                # nothing in common that we know of: the follower starts again from our log start
+                epoch, end_offset = -1, log.log_start_offset
+        if epoch != last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
+
     def isr_change(self, now: int, lag_max_ms: int, live: set[int]) -> tuple[int, ...] | None:
         """The ISR this leader should ask for, or None: followers that have not caught up within
         lag_max_ms leave (Kafka's maybeShrinkIsr), followers at or past the high watermark and this

@@ -87,20 +87,11 @@ def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool
     if replica not in p.replicas:
         result["error_code"] = ErrorCode.not_leader_or_follower
         return result
-    if w.last_fetched_epoch >= 0:
-        epoch, end_offset = log.end_offset_for_epoch(w.last_fetched_epoch)
-        if epoch < 0:
-            latest = log.latest_epoch()
-            if latest is not None and w.last_fetched_epoch > latest:
-                # the follower saw an epoch we never wrote in: we agree at most up to our own end
-                epoch, end_offset = latest, log.log_end_offset
-            else:
-                # nothing in common that we know of: the follower starts again from our log start
-                epoch, end_offset = -1, log.log_start_offset
-        if epoch != w.last_fetched_epoch or end_offset < w.fetch_offset:
-            # The follower's log diverges from ours after (epoch, end_offset): it truncates there.
-            result["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
-            return result
+    diverging = p.divergence(w.last_fetched_epoch, w.fetch_offset)
+    if diverging is not None:
+        # The follower's log diverges from ours after (epoch, end_offset): it truncates there.
+        result["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+        return result
     if not log.log_start_offset <= w.fetch_offset <= log.log_end_offset:
         result["error_code"] = ErrorCode.offset_out_of_range
         return result

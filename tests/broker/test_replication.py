@@ -1,0 +1,114 @@
+"""Partition replication, in process: the leader's high watermark over the ISR, ISR shrink and expand
+decisions, and follower reconciliation by diverging epoch (the leader's check and the follower's
+truncation), on real logs in a temporary directory. Real processes: tests/cluster/test_replication.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from broker.replica_fetcher import truncate_to_divergence
+from broker.replica_manager import Partition
+from kproto.records import decode_batches, encode_batch
+from storage.config import LogConfig
+from storage.log import Log
+
+NOW = 1_000_000
+
+
+def _log(path: Path) -> Log:
+    return Log.open(path, LogConfig(), now_ms=int(time.time() * 1000))
+
+
+def _append(log: Log, epoch: int, count: int, tag: str) -> None:
+    for i in range(count):
+        log.append_as_leader(bytearray(encode_batch([(None, f"{tag}{i}".encode(), ())], timestamp_ms=NOW)),
+                             leader_epoch=epoch, now_ms=NOW)
+
+
+def _values(log: Log) -> list[tuple[int, bytes | None]]:
+    data = log.read(log.log_start_offset, max_bytes=1 << 24, max_offset=None).read_bytes()
+    return [(r.offset, r.value) for _, records in decode_batches(data, max_decompressed_bytes=1 << 24)
+            for r in records]
+
+
+def _leader(log: Log, replicas: tuple[int, ...] = (1, 2, 3), isr: tuple[int, ...] = (1, 2, 3)) -> Partition:
+    return Partition("t", 0, "id", log, 1, 5, replicas, isr, 0, node_id=1)
+
+
+def test_high_watermark_is_the_smallest_log_end_of_the_isr(tmp_path: Path) -> None:
+    p = _leader(_log(tmp_path / "t-0"))
+    for _ in range(10):
+        p.append_as_leader(bytearray(encode_batch([(None, b"v", ())], timestamp_ms=NOW)), NOW)
+    assert p.log.high_watermark == 0  # nobody else has anything yet
+    assert not p.update_follower(2, 10, NOW)  # 3 still at nothing
+    assert p.update_follower(3, 4, NOW) and p.log.high_watermark == 4
+    assert p.update_follower(3, 10, NOW) and p.log.high_watermark == 10
+    # a follower outside the ISR does not hold the high watermark back
+    q = _leader(_log(tmp_path / "t-1"), isr=(1, 2))
+    q.append_as_leader(bytearray(encode_batch([(None, b"v", ())], timestamp_ms=NOW)), NOW)
+    assert q.update_follower(2, 1, NOW) and q.log.high_watermark == 1
+    # and a sole in-sync leader commits at once
+    solo = _leader(_log(tmp_path / "t-2"), isr=(1,))
+    solo.append_as_leader(bytearray(encode_batch([(None, b"v", ())], timestamp_ms=NOW)), NOW)
+    assert solo.log.high_watermark == 1
+
+
+def test_isr_shrinks_after_the_lag_limit_and_expands_once_caught_up(tmp_path: Path) -> None:
+    p = _leader(_log(tmp_path / "t-0"))
+    _append(p.log, 5, 3, "a")
+    lag = 1000
+    assert p.isr_change(NOW, lag, {1, 2, 3}) is None  # first look: everyone gets a full period
+    p.update_follower(2, 3, NOW + 500)  # 2 is caught up; 3 never fetches
+    assert p.isr_change(NOW + 900, lag, {1, 2, 3}) is None
+    assert p.isr_change(NOW + 1500, lag, {1, 2, 3}) == (1, 2)
+    p.isr = (1, 2)  # the controller committed it
+    p.maybe_advance_high_watermark()
+    assert p.log.high_watermark == 3
+    # 3 comes back but is behind the high watermark: not yet (2 keeps fetching, caught up)
+    p.update_follower(2, 3, NOW + 1550)
+    p.update_follower(3, 1, NOW + 1600)
+    assert p.isr_change(NOW + 1600, lag, {1, 2, 3}) is None
+    # caught up to the high watermark and this epoch's start: back in
+    p.update_follower(3, 3, NOW + 1700)
+    assert p.isr_change(NOW + 1700, lag, {1, 2, 3}) == (1, 2, 3)
+    # ... unless its broker is fenced, or a change is already in flight
+    assert p.isr_change(NOW + 1700, lag, {1, 2}) is None
+    p.pending_isr = (1, 2, 3)
+    assert p.isr_change(NOW + 1700, lag, {1, 2, 3}) is None
+
+
+def test_a_follower_with_an_uncommitted_tail_from_a_deposed_leader_reconciles(tmp_path: Path) -> None:
+    # Both have epoch 1's ten records. The follower then led epoch 2 briefly and wrote three records no
+    # one else got; the new leader (epoch 3) wrote five of its own after offset 10.
+    leader_log, follower_log = _log(tmp_path / "leader" / "t-0"), _log(tmp_path / "follower" / "t-0")
+    for log in (leader_log, follower_log):
+        _append(log, 1, 10, "common")
+    _append(follower_log, 2, 3, "lost")
+    _append(leader_log, 3, 5, "new")
+    leader = _leader(leader_log)
+    # The follower fetches from its end (13) saying it last saw epoch 2; the leader never had epoch 2:
+    # its history agrees only up to the end of epoch 1, at offset 10.
+    assert leader.divergence(2, 13) == (1, 10)
+    target = truncate_to_divergence(follower_log, 1, 10, leader_log.log_start_offset)
+    assert target == 10 and follower_log.log_end_offset == 10
+    # Now it agrees (epoch 1 ends at 10 on the leader) and copies the leader's records verbatim.
+    assert leader.divergence(1, 10) is None
+    data = leader_log.read(10, max_bytes=1 << 20, max_offset=None).read_bytes()
+    follower_log.append_as_follower(data, now_ms=NOW)
+    assert _values(follower_log) == _values(leader_log)
+    assert [v for _, v in _values(follower_log)][-5:] == [f"new{i}".encode() for i in range(5)]
+    assert follower_log.epoch_entries == leader_log.epoch_entries  # epoch cache truncated and rebuilt
+
+
+def test_divergence_when_the_follower_saw_a_newer_epoch_or_none_in_common(tmp_path: Path) -> None:
+    leader = _leader(_log(tmp_path / "t-0"))
+    _append(leader.log, 1, 4, "x")
+    # last fetched epoch newer than anything we wrote: we agree at most up to our end
+    assert leader.divergence(7, 6) == (1, 4)
+    assert leader.divergence(1, 4) is None and leader.divergence(-1, 0) is None
+    empty = _leader(_log(tmp_path / "t-1"))
+    assert empty.divergence(1, 3) == (-1, 0)  # nothing in common: start from our log start
+    follower = _log(tmp_path / "f-0")
+    _append(follower, 1, 3, "y")
+    assert truncate_to_divergence(follower, -1, 0, 0) == 0 and follower.log_end_offset == 0
