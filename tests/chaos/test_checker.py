@@ -123,6 +123,15 @@ def test_acked_offset_mismatch_in_another_partition() -> None:
         "'a0' sent to partition 0, read at partition 1 offset 0"]
 
 
+def test_acked_offset_mismatch_acked_without_an_offset() -> None:
+    sends = [acked("a0", 0, 0), Send("w0", "a1", 0, Outcome.ACKED, None)]
+    h = history(sends, [], {0: [(0, "a0"), (1, "a1")]})
+    assert only(h, "acked_offset_mismatch") == ["'a1' acked at partition 0 no offset, read at partition 0 offset 1"]
+    # ... and lost when it is not there at all.
+    h = history(sends, [], {0: [(0, "a0")]})
+    assert only(h, "lost") == ["'a1' (writer w0) acked at partition 0 no offset; the drain read up to offset 0"]
+
+
 def test_nonmonotonic_polls_a_consumer_goes_back_without_a_seek() -> None:
     sends = [acked(f"a{i}", 0, i) for i in range(3)]
     polls: list[Poll | Seek] = [Seek("c1", 0, 0), Poll("c1", 0, ((0, "a0"), (1, "a1"))),

@@ -1,0 +1,848 @@
+"""One chaos run: a real 3-node cluster, idempotent acks=all writers from two clients, assign-mode
+readers, a seeded nemesis, healing, a drain from offset 0, and the checker's verdict.
+
+    result = run_chaos(ChaosConfig(seed=7, min_fault_s=10.0, max_fault_s=30.0), tmp_path)
+    print(result.report())
+
+Who does what (threads in this process; the cluster's nodes are `samsa serve` processes):
+  * writers   confluent-kafka (`enable.idempotence`, `acks=all`) and kafka-python (`enable_idempotence`,
+              `acks='all'`), each at a steady rate, sending unique values "w<writer>-<seq>" to partitions
+              in turn and recording each outcome: the acked offset, or an error;
+  * readers   confluent-kafka and kafka-python consumers in assign mode from offset 0, recording each
+              poll and each seek (offset resets are errors, not silent: `auto.offset.reset=error`/`none`);
+  * watcher   Metadata every few hundred ms, counting leader epochs and leader moves per partition;
+  * nemesis   this (the main) thread: every few seconds one fault, chosen by `random.Random(seed)`, then
+              healed before the next. Main thread, because a node restarted from another thread would
+              get PR_SET_PDEATHSIG when that thread ends (see cluster_cli.start_node).
+
+What a send's outcome means, and why almost every error is indeterminate: both clients retry
+retriable errors until their delivery timeout, so the error a send finally reports says nothing of
+the earlier attempts, any of which may have been appended. Only a send the client refused before it
+left (`produce()` raised) is FAILED, known not written.
+
+A seed replays the nemesis's choices (which fault, for how long, which partition it goes for), not
+the cluster's timing: which node leads a partition at that moment is the cluster's doing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import threading
+import time
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cluster.cluster_harness import Cluster
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from kafka import KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
+from kafka import TopicPartition as KpTopicPartition
+from kafka import errors as kp_errors
+
+from broker.client import Connection, KafkaClientError
+from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
+from kproto.errors import ErrorCode
+
+# --- bounds (every wait has one) ---------------------------------------------------------------------------
+
+ISR_FULL_BOUND_S = 30.0  # the issue's target: the ISR is full again within 30 s of healing
+RESTART_BOUND_S = 30.0  # a restarted node listens on its port within this
+DELIVERY_TIMEOUT_MS = 10_000  # both producers: give up on a send (then it is indeterminate)
+CLIENT_REQUEST_TIMEOUT_MS = 4_000  # below the delivery timeout, so a paused broker costs a retry, not a send
+RECONNECT_BACKOFF_MAX_MS = 1_000  # kafka-python's default 30 s would outlast a restarted node's downtime
+FLUSH_BOUND_S = DELIVERY_TIMEOUT_MS / 1000 + 10.0
+CATCH_UP_BOUND_S = 15.0  # readers reach the high watermarks after the writers stop
+DRAIN_BOUND_S = 60.0
+WATCH_INTERVAL_S = 0.25
+PROBE_TIMEOUT_S = 2.0
+QUIET_WRITES_S = 1.0  # writes after healing, before the writers stop: the healed cluster must take them
+READ_BATCH_COUNT = 500
+CLIENT_LOG_LINES = 40
+
+# Short liveness timeouts so that faults of a few seconds move leadership and shrink the ISR. Kafka's
+# defaults are 9000/2000 and 30000 ms; replica.lag.time.max.ms is read once replication lands.
+CLUSTER_OVERRIDES = ("broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500",
+                     "replica.lag.time.max.ms=2000")
+
+FAULT_KINDS = ("kill-leader", "pause", "kill-controller")
+
+
+@dataclass(frozen=True, slots=True)
+class ChaosConfig:
+    seed: int
+    # The nemesis starts faults for at least min_fault_s, then until every partition's leader has moved
+    # at least once (the issue's target), but not past max_fault_s.
+    min_fault_s: float = 10.0
+    max_fault_s: float = 30.0
+    partitions: int = 3
+    nodes: int = 3
+    write_rate_per_s: float = 60.0  # per writer
+    fault_gap_s: tuple[float, float] = (0.5, 2.0)  # quiet time between one fault's heal and the next
+    kill_downtime_s: tuple[float, float] = (0.5, 3.0)
+    pause_s: tuple[float, float] = (2.0, 5.0)
+    replication_factor: int = 3  # wanted; 1 when the cluster refuses it
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    kind: str
+    node: int | None  # None: skipped (see note)
+    partition: int | None  # the partition a kill-leader went for
+    start_s: float  # since the run's writes started
+    end_s: float
+    note: str = ""
+
+    def describe(self) -> str:
+        what = self.kind if self.node is None else f"{self.kind} node {self.node}"
+        if self.partition is not None:
+            what += f" (leader of partition {self.partition})"
+        return f"{self.start_s:6.1f}-{self.end_s:6.1f} s  {what}" + (f"  [{self.note}]" if self.note else "")
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    seed: int
+    replication_factor: int
+    rf_note: str  # why the replication factor is what it is
+    partitions: int
+    faults: tuple[Fault, ...]
+    leader_moves: dict[int, int]  # partition -> times the leader became another broker
+    leader_epoch_bumps: dict[int, int]  # partition -> leader epochs advanced (a restart of the sole replica counts)
+    isr_full_s: float | None  # after healing; None: not within ISR_FULL_BOUND_S
+    drain_complete: bool  # the drain read every partition to its high watermark
+    drain_end: dict[int, int]
+    check: CheckResult
+    writer_figures: dict[str, str]
+    reader_figures: dict[str, str]
+    reader_resets: int  # positions a broker declared out of range, or below a truncation (see Reader)
+    isolation_note: str
+    elapsed_s: float
+    errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
+    client_log_dir: Path | None = None
+
+    @property
+    def fault_counts(self) -> dict[str, int]:
+        return dict(Counter(f.kind for f in self.faults if f.node is not None))
+
+    def report(self) -> str:
+        lines = [
+            f"chaos seed {self.seed}: {self.partitions} partitions, replication factor {self.replication_factor}"
+            f" ({self.rf_note}), {self.elapsed_s:.1f} s",
+            f"faults: {len([f for f in self.faults if f.node is not None])} "
+            + str(self.fault_counts) + f"; isolation: {self.isolation_note}",
+            *(f"  {f.describe()}" for f in self.faults),
+            "leader moves per partition: " + str(self.leader_moves)
+            + "; leader epochs per partition: " + str(self.leader_epoch_bumps),
+            "ISR full " + (f"{self.isr_full_s:.1f} s after healing" if self.isr_full_s is not None
+                           else f"NOT within {ISR_FULL_BOUND_S:.0f} s of healing"),
+            f"drain: {'complete' if self.drain_complete else 'INCOMPLETE'} to high watermarks {self.drain_end}",
+            *(f"writer {name}: {text}" for name, text in self.writer_figures.items()),
+            *(f"reader {name}: {text}" for name, text in self.reader_figures.items()),
+            self.check.summary(),
+            *(f"harness error: {e}" for e in self.errors),
+        ]
+        if self.client_log_dir is not None:
+            lines.append(f"client logs: {self.client_log_dir}")
+        return "\n".join(lines)
+
+
+class ClientLogs:
+    """Every client's own log (librdkafka's and kafka-python's) in DIR/<name>.log instead of on stderr.
+    SAMSA_CHAOS_CLIENT_DEBUG=fetch,consumer,... turns on librdkafka's debug contexts."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.handlers: list[logging.Handler] = []
+        self.loggers: dict[str, logging.Logger] = {}
+        self.debug = os.environ.get("SAMSA_CHAOS_CLIENT_DEBUG", "")
+
+    def logger(self, name: str, logger_name: str | None = None) -> logging.Logger:
+        if name in self.loggers:
+            return self.loggers[name]
+        handler = logging.FileHandler(self.directory / f"{name}.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger = logging.getLogger(logger_name or f"chaos.client.{name}")
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG if self.debug else logging.INFO)
+        logger.handlers[:] = [handler]
+        self.handlers.append(handler)
+        self.loggers[name] = logger
+        return logger
+
+    def librdkafka(self, name: str) -> dict[str, Any]:
+        """The config entries that send a confluent-kafka client's log to its file."""
+        return {"logger": self.logger(name), **({"debug": self.debug} if self.debug else {})}
+
+    def close(self) -> None:
+        for handler in self.handlers:
+            handler.close()
+
+
+def log(t0: float, message: str) -> None:
+    print(f"[{time.monotonic() - t0:6.1f} s] {message}", flush=True)
+
+
+# --- writers -------------------------------------------------------------------------------------------------
+
+
+class Writer(threading.Thread):
+    """Sends "w<index>-<seq>" at a steady rate to partition seq % partitions until stopped, then flushes."""
+
+    client = ""
+
+    def __init__(self, index: int, bootstrap: str, topic: str, partitions: int, rate_per_s: float,
+                 logs: ClientLogs) -> None:
+        super().__init__(name=f"writer-w{index}", daemon=True)
+        self.name_ = f"w{index}"
+        self.logs = logs
+        self.bootstrap, self.topic, self.partitions, self.rate_per_s = bootstrap, topic, partitions, rate_per_s
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.pending: dict[str, int] = {}  # value -> partition, sent and not yet resolved
+        self.sends: list[Send] = []
+        self.error_counts: Counter[str] = Counter()
+        self.restarts = 0
+        self.crash: str | None = None
+
+    def resolve(self, value: str, partition: int, outcome: Outcome, offset: int | None = None,
+                error: str | None = None) -> None:
+        with self.lock:
+            self.pending.pop(value, None)
+            self.sends.append(Send(self.name_, value, partition, outcome, offset, error))
+            if error is not None:
+                self.error_counts[error] += 1
+
+    def run(self) -> None:
+        try:
+            self.open()
+            seq = 0
+            next_at = time.monotonic()
+            while not self.stop_event.is_set():
+                now = time.monotonic()
+                if now < next_at:
+                    self.idle(min(next_at - now, 0.05))
+                    continue
+                next_at = max(next_at + 1 / self.rate_per_s, now - 1.0)  # no burst after a long stall
+                value = f"{self.name_}-{seq}"
+                partition = seq % self.partitions
+                seq += 1
+                with self.lock:
+                    self.pending[value] = partition
+                self.send(value, partition)
+            self.close(FLUSH_BOUND_S)
+        except Exception:
+            self.crash = traceback.format_exc()
+        finally:
+            with self.lock:
+                for value, partition in list(self.pending.items()):
+                    self.sends.append(Send(self.name_, value, partition, Outcome.INDETERMINATE,
+                                           error="unresolved when the writer stopped"))
+                self.pending.clear()
+
+    def figures(self) -> str:
+        outcomes = Counter(s.outcome.value for s in self.sends)
+        errors = ", ".join(f"{e} x{n}" for e, n in self.error_counts.most_common(4))
+        return (f"{self.client}: {len(self.sends)} sends, " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items()))
+                + (f"; producer restarts {self.restarts}" if self.restarts else "")
+                + (f"; errors: {errors}" if errors else ""))
+
+    # the client-specific part
+    def open(self) -> None: raise NotImplementedError
+    def idle(self, seconds: float) -> None: raise NotImplementedError
+    def send(self, value: str, partition: int) -> None: raise NotImplementedError
+    def close(self, timeout_s: float) -> None: raise NotImplementedError
+
+
+class ConfluentWriter(Writer):
+    client = "confluent-kafka"
+
+    def open(self) -> None:
+        self.producer = Producer({
+            "bootstrap.servers": self.bootstrap, "client.id": f"chaos-{self.name_}",
+            "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+            "message.timeout.ms": DELIVERY_TIMEOUT_MS, "request.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS,
+            "socket.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS + 1000,
+            "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
+            "error_cb": self.on_error, **self.logs.librdkafka(self.name_),
+        })
+
+    def on_error(self, err: KafkaError) -> None:
+        # A callback must not raise: confluent-kafka turns that into a SystemError from a later call.
+        with contextlib.suppress(Exception):
+            self.logs.logger(self.name_).warning(f"error_cb: {err}")
+            if err.fatal():
+                self.error_counts[f"fatal {err.name()}"] += 1
+
+    def idle(self, seconds: float) -> None:
+        self.producer.poll(seconds)
+
+    def send(self, value: str, partition: int) -> None:
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            try:
+                if err is None:
+                    offset = msg.offset()
+                    if offset is None or offset < 0:
+                        offset = None
+                        self.error_counts["acked without an offset"] += 1
+                        self.logs.logger(self.name_).warning(f"{value} to partition {partition}: delivered "
+                                                             f"without an offset after {msg.latency()} s")
+                    self.resolve(value, partition, Outcome.ACKED, offset)
+                else:
+                    self.resolve(value, partition, Outcome.INDETERMINATE, error=err.name())
+            except Exception:
+                self.logs.logger(self.name_).error(f"delivery callback raised: {traceback.format_exc()}")
+
+        try:
+            self.producer.produce(self.topic, value.encode(), partition=partition, on_delivery=delivered)
+        except BufferError:
+            self.resolve(value, partition, Outcome.FAILED, error="local queue full")
+        except KafkaException as e:
+            err = e.args[0]
+            self.resolve(value, partition, Outcome.FAILED, error=f"produce() raised {err.name()}")
+            if err.fatal():  # the idempotent producer is unusable: its queued sends fail (indeterminate)
+                self.producer.flush(FLUSH_BOUND_S)
+                self.restarts += 1
+                self.open()
+        self.producer.poll(0)
+
+    def close(self, timeout_s: float) -> None:
+        self.producer.flush(timeout_s)
+
+
+class KafkaPythonWriter(Writer):
+    client = "kafka-python"
+
+    def open(self) -> None:
+        self.producer = KafkaProducer(
+            bootstrap_servers=self.bootstrap, client_id=f"chaos-{self.name_}", enable_idempotence=True,
+            acks="all", linger_ms=5, delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
+            request_timeout_ms=CLIENT_REQUEST_TIMEOUT_MS, reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
+            metadata_max_age_ms=5000)
+
+    def idle(self, seconds: float) -> None:
+        self.stop_event.wait(seconds)
+
+    def send(self, value: str, partition: int) -> None:
+        try:
+            future = self.producer.send(self.topic, value.encode(), partition=partition)
+        except kp_errors.KafkaError as e:
+            self.resolve(value, partition, Outcome.FAILED, error=f"send() raised {type(e).__name__}")
+            return
+        future.add_callback(lambda md: self.resolve(value, partition, Outcome.ACKED, int(md.offset)))
+        future.add_errback(lambda e: self.resolve(value, partition, Outcome.INDETERMINATE, error=type(e).__name__))
+
+    def close(self, timeout_s: float) -> None:
+        with contextlib.suppress(kp_errors.KafkaError):
+            self.producer.flush(timeout=timeout_s)
+        self.producer.close(timeout=5)
+
+
+# --- readers -------------------------------------------------------------------------------------------------
+
+
+class Reader(threading.Thread):
+    """An assign-mode consumer of every partition from offset 0, recording polls and seeks."""
+
+    client = ""
+
+    def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, logs: ClientLogs) -> None:
+        super().__init__(name=f"reader-{name}", daemon=True)
+        self.logs = logs
+        self.name_, self.bootstrap, self.topic, self.partitions = name, bootstrap, topic, partitions
+        self.stop_event = threading.Event()
+        self.events: list[Poll | Seek] = []
+        self.position: dict[int, int] = dict.fromkeys(range(partitions), 0)  # next offset per partition
+        self.resets = 0
+        self.reset_details: list[str] = []
+        self.error_counts: Counter[str] = Counter()
+        self.crash: str | None = None
+
+    def record(self, by_partition: dict[int, list[tuple[int, str]]]) -> None:
+        for partition, records in by_partition.items():
+            self.events.append(Poll(self.name_, partition, tuple(records)))
+            self.position[partition] = records[-1][0] + 1
+
+    def seek(self, partition: int, offset: int) -> None:
+        self.events.append(Seek(self.name_, partition, offset))
+        self.position[partition] = offset
+
+    def run(self) -> None:
+        try:
+            self.open()
+            while not self.stop_event.is_set():
+                self.poll_once()
+            self.close()
+        except Exception:
+            self.crash = traceback.format_exc()
+
+    def figures(self) -> str:
+        read = sum(len(e.records) for e in self.events if isinstance(e, Poll))
+        errors = ", ".join(f"{e} x{n}" for e, n in self.error_counts.most_common(4))
+        return (f"{self.client}: {read} records read, offset resets {self.resets}"
+                + (f" ({'; '.join(self.reset_details[:3])})" if self.reset_details else "")
+                + (f"; errors: {errors}" if errors else ""))
+
+    def open(self) -> None: raise NotImplementedError
+    def poll_once(self) -> None: raise NotImplementedError
+    def close(self) -> None: raise NotImplementedError
+
+
+def unpack(m: Message) -> tuple[int, int, str, int]:
+    """(partition, offset, value, leader epoch or -1) of a record confluent-kafka returned."""
+    partition, offset, value, epoch = m.partition(), m.offset(), m.value(), m.leader_epoch()
+    assert partition is not None and offset is not None and value is not None, m
+    return partition, offset, value.decode(), -1 if epoch is None else epoch
+
+
+class ConfluentReader(Reader):
+    client = "confluent-kafka"
+
+    def open(self) -> None:
+        # librdkafka wants a group.id even in assign mode; the group is never joined.
+        self.consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": f"chaos-unused-{self.name_}",
+            "client.id": f"chaos-{self.name_}", "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "auto.offset.reset": "error", "fetch.wait.max.ms": 100, "socket.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS,
+            "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
+            **self.logs.librdkafka(self.name_),
+        })
+        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
+        for p in range(self.partitions):
+            self.seek(p, 0)  # OFFSET_BEGINNING: the log start offset, 0 (nothing is ever deleted here)
+
+    def poll_once(self) -> None:
+        by_partition: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        epochs: dict[int, set[int]] = defaultdict(set)
+        reset: dict[int, str] = {}
+        for m in self.consumer.consume(num_messages=READ_BATCH_COUNT, timeout=0.2):
+            err = m.error()
+            if err is None:
+                partition, offset, value, epoch = unpack(m)
+                by_partition[partition].append((offset, value))
+                epochs[partition].add(epoch)
+            else:
+                self.error_counts[err.name()] += 1
+                partition_or_none = m.partition()
+                if err.code() == KafkaError._AUTO_OFFSET_RESET and partition_or_none is not None:
+                    reset[partition_or_none] = err.str()
+        self.record(dict(by_partition))
+        if by_partition:  # for reading the client log next to the broker logs when a check fails
+            self.logs.logger(self.name_).info("read " + "; ".join(
+                f"p{p} {r[0][0]}-{r[-1][0]} leader epochs {sorted(epochs[p])}"
+                for p, r in sorted(by_partition.items())))
+        if reset:
+            # The broker said our position is out of range (or the log was truncated below it). Start
+            # those partitions over from 0, a seek the checker knows of. Only an assign clears the error
+            # state; it restarts every partition at the position given, so after the whole batch is recorded.
+            for p, why in reset.items():
+                self.resets += 1
+                self.reset_details.append(f"partition {p} at offset {self.position[p]}: {why}")
+                self.logs.logger(self.name_).warning(f"reset partition {p} at {self.position[p]} to 0: {why}")
+                self.seek(p, 0)
+            self.consumer.assign([TopicPartition(self.topic, q, self.position[q]) for q in range(self.partitions)])
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class KafkaPythonReader(Reader):
+    client = "kafka-python"
+
+    def open(self) -> None:
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, client_id=f"chaos-{self.name_}", group_id=None,
+            enable_auto_commit=False, auto_offset_reset="none", fetch_max_wait_ms=100,
+            request_timeout_ms=CLIENT_REQUEST_TIMEOUT_MS + 1000, reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
+            metadata_max_age_ms=5000)
+        self.tps = [KpTopicPartition(self.topic, p) for p in range(self.partitions)]
+        self.consumer.assign(self.tps)
+        self.consumer.seek_to_beginning(*self.tps)
+        for p in range(self.partitions):
+            self.seek(p, 0)
+
+    def poll_once(self) -> None:
+        try:
+            polled = self.consumer.poll(timeout_ms=200, max_records=READ_BATCH_COUNT)
+        except kp_errors.OffsetOutOfRangeError as e:
+            self.error_counts["OffsetOutOfRangeError"] += 1
+            bad = e.args[0] if e.args and isinstance(e.args[0], dict) else {tp: None for tp in self.tps}
+            for tp, offset in bad.items():
+                self.resets += 1
+                self.reset_details.append(f"partition {tp.partition} at offset {offset}: OffsetOutOfRangeError")
+                self.consumer.seek(tp, 0)
+                self.seek(tp.partition, 0)
+            return
+        except kp_errors.KafkaError as e:
+            self.error_counts[type(e).__name__] += 1
+            time.sleep(0.1)
+            return
+        self.record({tp.partition: [(int(r.offset), bytes(r.value).decode()) for r in records]
+                     for tp, records in polled.items() if records})
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+# --- the leader watcher ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PartitionView:
+    leader: int = -1
+    leader_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+
+
+def topic_metadata(cluster: Cluster, node_id: int, topic: str) -> dict[int, PartitionView] | None:
+    try:
+        with Connection("127.0.0.1", cluster.port(node_id), client_id="chaos-watch", timeout_s=PROBE_TIMEOUT_S) as c:
+            r = c.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                              "include_topic_authorized_operations": False})
+    except (OSError, KafkaClientError):
+        return None
+    if not r.topics or r.topics[0].error_code != ErrorCode.none:
+        return None
+    return {int(p.partition_index): PartitionView(int(p.leader_id), int(p.leader_epoch), tuple(p.replica_nodes),
+                                                  tuple(p.isr_nodes))
+            for p in r.topics[0].partitions if p.error_code in (ErrorCode.none, ErrorCode.leader_not_available)}
+
+
+class LeaderWatch(threading.Thread):
+    """Counts, per partition, leader epochs and leader moves (the leader became another broker), from
+    Metadata of the running nodes in turn. A node may answer from an older image: only a higher leader
+    epoch than the last one seen counts. A move and back between two looks is a missed move; a fault
+    every few seconds and a look every 250 ms make that rare, and it only undercounts."""
+
+    def __init__(self, cluster: Cluster, topic: str, partitions: int) -> None:
+        super().__init__(name="leader-watch", daemon=True)
+        self.cluster, self.topic = cluster, topic
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.views: dict[int, PartitionView] = {p: PartitionView() for p in range(partitions)}
+        self.last_leader: dict[int, int] = dict.fromkeys(range(partitions), -1)
+        self.moves: dict[int, int] = dict.fromkeys(range(partitions), 0)
+        self.bumps: dict[int, int] = dict.fromkeys(range(partitions), 0)
+        self.crash: str | None = None
+
+    def run(self) -> None:
+        try:
+            turn = 0
+            while not self.stop_event.wait(WATCH_INTERVAL_S):
+                nodes = [n for n in self.cluster.node_ids
+                         if self.cluster.running(n) and n not in self.cluster.paused]
+                if nodes:
+                    turn += 1
+                    self.look(nodes[turn % len(nodes)])
+        except Exception:
+            self.crash = traceback.format_exc()
+
+    def look(self, node_id: int) -> None:
+        views = topic_metadata(self.cluster, node_id, self.topic)
+        if views is None:
+            return
+        with self.lock:
+            for p, view in views.items():
+                old = self.views.get(p)
+                if old is None or view.leader_epoch <= old.leader_epoch:
+                    continue
+                if old.leader_epoch >= 0:
+                    self.bumps[p] += view.leader_epoch - old.leader_epoch
+                if view.leader >= 0:
+                    if self.last_leader[p] >= 0 and view.leader != self.last_leader[p]:
+                        self.moves[p] += 1
+                    self.last_leader[p] = view.leader
+                self.views[p] = view
+
+    def leader_of(self, partition: int) -> int:
+        with self.lock:
+            return self.views[partition].leader
+
+
+# --- the run -------------------------------------------------------------------------------------------------
+
+
+def create_topic(cluster: Cluster, topic: str, partitions: int, rf: int) -> tuple[int, str]:
+    """Create `topic` with replication factor `rf` (min.insync.replicas 2 when rf >= 3) or, when the cluster
+    refuses it with INVALID_REPLICATION_FACTOR, with 1. Returns the factor and why."""
+    def attempt(factor: int) -> tuple[ErrorCode, str | None]:
+        configs = [{"name": "min.insync.replicas", "value": "2"}] if factor >= 3 else []
+        with cluster.connect(cluster.node_ids[0], 30.0) as conn:
+            r = conn.request(19, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": factor,
+                                              "assignments": (), "configs": configs}],
+                                  "timeout": 30_000, "validate_only": False})
+        return ErrorCode(r.topics[0].error_code), r.topics[0].error_message
+
+    error, message = attempt(rf)
+    if error == ErrorCode.none:
+        return rf, f"as asked, min.insync.replicas {2 if rf >= 3 else 1}"
+    if error != ErrorCode.invalid_replication_factor or rf == 1:
+        raise AssertionError(f"CreateTopics {topic}: {error.name} {message}")
+    error1, message1 = attempt(1)
+    if error1 != ErrorCode.none:
+        raise AssertionError(f"CreateTopics {topic} with replication factor 1: {error1.name} {message1}")
+    return 1, f"the cluster refused {rf}: {error.name} {message}"
+
+
+def wait_isr_full(cluster: Cluster, topic: str, partitions: int, bound_s: float) -> float | None:
+    """Seconds until every node's Metadata shows a leader and isr == replicas for every partition."""
+    started = time.monotonic()
+    while time.monotonic() - started < bound_s:
+        full = True
+        for node_id in cluster.node_ids:
+            views = topic_metadata(cluster, node_id, topic)
+            if views is None or len(views) != partitions or not all(
+                    v.leader >= 0 and set(v.isr) == set(v.replicas) for v in views.values()):
+                full = False
+                break
+        if full:
+            return time.monotonic() - started
+        time.sleep(0.2)
+    return None
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLogs) -> dict[int, int] | None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-watermarks",
+                         **logs.librdkafka("watermarks"),
+                         "enable.auto.commit": False})
+    try:
+        return {p: int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
+                for p in range(partitions)}
+    except KafkaException:
+        return None
+    finally:
+        consumer.close()
+
+
+def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float,
+          logs: ClientLogs) -> tuple[dict[int, list[tuple[int, str]]], bool]:
+    """Every partition from offset 0 up to `ends` (exclusive), with a fresh consumer."""
+    out: dict[int, list[tuple[int, str]]] = {p: [] for p in ends}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-drain", "client.id": "chaos-drain",
+                         **logs.librdkafka("drain"),
+                         "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error"})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        deadline = time.monotonic() + bound_s
+        def done(p: int) -> bool:
+            return ends[p] == 0 or (bool(out[p]) and out[p][-1][0] >= ends[p] - 1)
+        while not all(done(p) for p in ends) and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=READ_BATCH_COUNT, timeout=0.5):
+                if m.error() is None:
+                    partition, offset, value, _epoch = unpack(m)
+                    out[partition].append((offset, value))
+        return out, all(done(p) for p in ends)
+    finally:
+        consumer.close()
+
+
+def isolation_support() -> tuple[bool, str]:
+    return False, ("skipped: every node listens on the one loopback interface; cutting one node off needs "
+                   "per-node network namespaces, which this harness does not set up yet")
+
+
+class Nemesis:
+    """Faults on `cluster`, one at a time, each healed before the next; every choice from `rng`."""
+
+    def __init__(self, cluster: Cluster, watch: LeaderWatch, config: ChaosConfig, t0: float) -> None:
+        self.cluster, self.watch, self.config, self.t0 = cluster, watch, config, t0
+        self.rng = random.Random(config.seed)
+        self.faults: list[Fault] = []
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def run(self, min_s: float, max_s: float) -> None:
+        begin = self.now()
+        while True:
+            gap = self.rng.uniform(*self.config.fault_gap_s)
+            kind = self.rng.choice(FAULT_KINDS)
+            elapsed = self.now() - begin + gap
+            if elapsed >= max_s or (elapsed >= min_s and not self.unmoved()):
+                return
+            time.sleep(gap)
+            self.one(kind)
+
+    def unmoved(self) -> list[int]:
+        """Partitions whose leader has not moved yet."""
+        with self.watch.lock:
+            moves = dict(self.watch.moves)
+        return [p for p, n in sorted(moves.items()) if n == 0]
+
+    def target_partition(self) -> int:
+        """A partition the nemesis goes for: one whose leader has moved least, ties broken by the seed."""
+        with self.watch.lock:
+            moves = dict(self.watch.moves)
+        fewest = min(moves.values())
+        return self.rng.choice([p for p, n in sorted(moves.items()) if n == fewest])
+
+    def one(self, kind: str) -> None:
+        start = self.now()
+        if kind == "pause":
+            # Half the time the leader of a partition that moved least, else any node.
+            leader = self.watch.leader_of(self.target_partition())
+            any_node = self.rng.choice(self.cluster.node_ids)
+            node = leader if self.rng.random() < 0.5 and leader >= 0 else any_node
+            seconds = self.rng.uniform(*self.config.pause_s)
+            log(self.t0, f"nemesis: SIGSTOP node {node} for {seconds:.1f} s")
+            self.cluster.pause(node)
+            try:
+                time.sleep(seconds)
+            finally:
+                self.cluster.resume(node)
+            self.faults.append(Fault(kind, node, None, start, self.now()))
+            return
+        downtime = self.rng.uniform(*self.config.kill_downtime_s)
+        partition: int | None = None
+        if kind == "kill-leader":
+            partition = self.target_partition()
+            node = self.watch.leader_of(partition)
+            if node < 0:
+                self.faults.append(Fault(kind, None, partition, start, self.now(), "no leader known, skipped"))
+                return
+        else:
+            view = self.cluster.quorum_leader()
+            if view is None:
+                self.faults.append(Fault(kind, None, None, start, self.now(), "no quorum leader, skipped"))
+                return
+            node = view.leader_id
+        log(self.t0, f"nemesis: SIGKILL node {node} ({kind}{'' if partition is None else f' p{partition}'}), "
+                     f"restart in {downtime:.1f} s")
+        self.cluster.kill(node)
+        time.sleep(downtime)
+        self.cluster.start(node)
+        self.faults.append(Fault(kind, node, partition, start, self.now()))
+
+    def heal(self) -> None:
+        for node in list(self.cluster.paused):
+            self.cluster.resume(node)
+        for node in self.cluster.node_ids:
+            if not self.cluster.running(node):
+                self.cluster.start(node)
+
+
+def run_chaos(config: ChaosConfig, directory: Path,
+              cluster_factory: Callable[[Path], Cluster] | None = None) -> RunResult:
+    """One run; every process it starts is stopped (by PID, paused ones resumed first) before it returns."""
+    started = time.monotonic()
+    print(f"chaos seed {config.seed} (rerun with SAMSA_CHAOS_SEED={config.seed})", flush=True)
+    cluster = (cluster_factory or (lambda d: Cluster(d, config.nodes, CLUSTER_OVERRIDES)))(directory)
+    errors: list[str] = []
+    threads: list[Writer | Reader | LeaderWatch] = []
+    logs = ClientLogs(directory / "clients")
+    try:
+        cluster.up()
+        topic = f"chaos-{config.seed}"
+        rf, rf_note = create_topic(cluster, topic, config.partitions, config.replication_factor)
+        t0 = time.monotonic()
+        log(t0, f"cluster {cluster.bootstrap_servers} up in {t0 - started:.1f} s; topic {topic}: "
+                f"{config.partitions} partitions, replication factor {rf} ({rf_note})")
+        if not wait_for_leaders(cluster, topic, config.partitions, 30.0):
+            raise AssertionError(f"{topic} has no leader for some partition after 30 s")
+        bootstrap = cluster.bootstrap_servers
+        watch = LeaderWatch(cluster, topic, config.partitions)
+        logs.logger("kafka-python", "kafka")  # w1's and c1's: kafka-python logs to the one "kafka" logger
+        rate = config.write_rate_per_s
+        writers: list[Writer] = [ConfluentWriter(0, bootstrap, topic, config.partitions, rate, logs),
+                                 KafkaPythonWriter(1, bootstrap, topic, config.partitions, rate, logs)]
+        readers: list[Reader] = [ConfluentReader("c0", bootstrap, topic, config.partitions, logs),
+                                 KafkaPythonReader("c1", bootstrap, topic, config.partitions, logs)]
+        threads = [watch, *writers, *readers]
+        for t in threads:
+            t.start()
+        watch.look(cluster.node_ids[0])
+
+        nemesis = Nemesis(cluster, watch, config, t0)
+        _isolation_on, isolation_note = isolation_support()
+        try:
+            nemesis.run(config.min_fault_s, config.max_fault_s)
+        finally:
+            nemesis.heal()
+        healed_at = time.monotonic()
+        log(t0, f"healed after {len(nemesis.faults)} faults; waiting for the ISR to be full")
+        isr_full_s = wait_isr_full(cluster, topic, config.partitions, ISR_FULL_BOUND_S)
+        log(t0, "ISR full " + (f"{isr_full_s:.1f} s after healing" if isr_full_s is not None else
+                               f"NOT within {ISR_FULL_BOUND_S:.0f} s of healing"))
+        time.sleep(max(0.0, QUIET_WRITES_S - (time.monotonic() - healed_at)))
+        for w in writers:
+            w.stop_event.set()
+        for w in writers:
+            w.join(FLUSH_BOUND_S + 10)
+            if w.is_alive():
+                errors.append(f"writer {w.name_} did not stop within {FLUSH_BOUND_S + 10:.0f} s")
+        log(t0, "writers stopped: " + "; ".join(f"{w.name_} {w.figures()}" for w in writers))
+
+        ends = high_watermarks(bootstrap, topic, config.partitions, logs)
+        if ends is None:
+            errors.append("no high watermarks (ListOffsets failed)")
+            ends = {}
+        catch_up_deadline = time.monotonic() + CATCH_UP_BOUND_S
+        while time.monotonic() < catch_up_deadline and not all(
+                r.position.get(p, 0) >= end for r in readers for p, end in ends.items()):
+            time.sleep(0.1)
+        for r in readers:
+            r.stop_event.set()
+        for r in readers:
+            r.join(15)
+        watch.stop_event.set()
+        watch.join(5)
+        drained, complete = drain(bootstrap, topic, ends, DRAIN_BOUND_S, logs) if ends else ({}, False)
+        log(t0, f"drained {sum(len(v) for v in drained.values())} records to {ends}"
+                + ("" if complete else " (INCOMPLETE)"))
+
+        for t in threads:
+            if t.crash:
+                errors.append(f"{t.name} crashed:\n{t.crash}")
+        sends = [s for w in writers for s in w.sends]
+        polls = [e for r in readers for e in r.events]
+        result = check(History(sends, polls, drained, ends))
+        return RunResult(
+            seed=config.seed, replication_factor=rf, rf_note=rf_note, partitions=config.partitions,
+            faults=tuple(nemesis.faults), leader_moves=dict(watch.moves), leader_epoch_bumps=dict(watch.bumps),
+            isr_full_s=isr_full_s, drain_complete=complete, drain_end=dict(ends), check=result,
+            writer_figures={w.name_: w.figures() for w in writers},
+            reader_figures={r.name_: r.figures() for r in readers}, reader_resets=sum(r.resets for r in readers),
+            isolation_note=isolation_note,
+            elapsed_s=time.monotonic() - started, errors=tuple(errors),
+            client_log_dir=logs.directory)
+    finally:
+        for t in threads:
+            t.stop_event.set()
+        cluster.stop()
+        for t in threads:
+            t.join(2)
+        logs.close()
+
+
+def wait_for_leaders(cluster: Cluster, topic: str, partitions: int, bound_s: float) -> bool:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        views = topic_metadata(cluster, cluster.node_ids[0], topic)
+        if views is not None and len(views) == partitions and all(v.leader >= 0 for v in views.values()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def seeds(count: int, base: int | None = None) -> list[int]:
+    """`count` seeds from `base` (SAMSA_CHAOS_SEED) or, without one, from the clock (printed by each run)."""
+    if base is None:
+        env = os.environ.get("SAMSA_CHAOS_SEED")
+        base = int(env) if env else int(time.time()) % 1_000_000 * 1000
+    return [base + i for i in range(count)]
+

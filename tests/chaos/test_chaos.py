@@ -1,0 +1,110 @@
+"""Jepsen-style runs against a real 3-node cluster (see harness.py): faults, heal, drain, check.
+
+    .venv/bin/pytest -s tests/chaos/test_chaos.py                 # the short runs (CI)
+    SAMSA_CHAOS_SEED=1234 SAMSA_CHAOS_RUNS=1 .venv/bin/pytest -s tests/chaos/test_chaos.py   # one seed again
+    make chaos                                                     # the long runs (--chaos-long)
+
+Knobs (environment): SAMSA_CHAOS_RUNS (how many runs), SAMSA_CHAOS_SECONDS (the least fault time of a
+run; the nemesis goes on, up to three times as long, until every partition's leader has moved),
+SAMSA_CHAOS_SEED (the first seed; default from the clock, printed), SAMSA_CHAOS_RF (the replication
+factor to ask for, default 3).
+
+Why the short default is SHORT_RUNS and not the issue's 20: on this 2-core machine a run costs about
+5 s to start three Python brokers, SHORT_SECONDS or more of faults (three partitions must each see
+their leader move, and a SIGKILL'd node takes about a second to restart, a pause 2-5 s), and 4-6 s to
+heal, flush, drain and stop: 20-25 s a run, so 12 runs fill the 5 minutes. `SAMSA_CHAOS_RUNS=20` gives
+the issue's count in about 8 minutes.
+
+Each run must show: zero violations, at least MIN_ACKED acknowledged writes, at least one leader move
+per partition, the ISR full within 30 s of healing, a complete drain, no reader whose position the
+broker reset, and no harness trouble. While the cluster refuses replication factor 3 (the topic had
+to be created with 1), a run still has to pass its checks, then skips: with one replica a leader
+cannot move and acknowledged writes of a killed node are unavailable until it returns, so the run
+proves the harness, not replication.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from chaos.harness import ISR_FULL_BOUND_S, ChaosConfig, RunResult, run_chaos, seeds
+
+SHORT_RUNS = 12
+SHORT_SECONDS = 8.0
+LONG_RUNS = 100
+LONG_SECONDS = 40.0
+MIN_ACKED = 1000
+# Everything after the faults is bounded in the harness (start 60 s, restart 30 s, ISR 30 s, flush 20 s,
+# catch-up 15 s, drain 60 s, stop 20 s): the test's own bound is the fault time plus all of those.
+FIXED_BOUND_S = 240
+
+
+def _long(config: pytest.Config) -> bool:
+    return bool(config.getoption("--chaos-long", default=False))
+
+
+def _runs(config: pytest.Config) -> int:
+    return int(os.environ.get("SAMSA_CHAOS_RUNS", LONG_RUNS if _long(config) else SHORT_RUNS))
+
+
+def _min_fault_s(config: pytest.Config) -> float:
+    return float(os.environ.get("SAMSA_CHAOS_SECONDS", LONG_SECONDS if _long(config) else SHORT_SECONDS))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "seed" in metafunc.fixturenames:
+        metafunc.parametrize("seed", seeds(_runs(metafunc.config)), ids=lambda s: f"seed{s}")
+
+
+def _timeout_s() -> float:
+    # pytest-timeout reads the marker at collection, before the config is at hand: bound by the longest mode.
+    return 3 * float(os.environ.get("SAMSA_CHAOS_SECONDS", LONG_SECONDS)) + FIXED_BOUND_S
+
+
+@pytest.mark.timeout(_timeout_s())
+def test_chaos_run(seed: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    min_s = _min_fault_s(request.config)
+    config = ChaosConfig(seed=seed, min_fault_s=min_s, max_fault_s=3 * min_s,
+                         replication_factor=int(os.environ.get("SAMSA_CHAOS_RF", "3")))
+    mode = "long" if _long(request.config) else "short"
+    print(f"\n{mode} chaos run, seed {seed}: faults for {min_s:.0f}-{3 * min_s:.0f} s, data in {tmp_path}")
+    if mode == "short" and "SAMSA_CHAOS_RUNS" not in os.environ:
+        print(f"{SHORT_RUNS} short runs, not the issue's 20: a run takes 20-25 s on 2 cores and the file must fit "
+              "in 5 minutes (SAMSA_CHAOS_RUNS=20 runs 20; see the module docstring)")
+    started = time.monotonic()
+    result = run_chaos(config, tmp_path)
+    print(result.report())
+    print(f"seed {seed}: {time.monotonic() - started:.1f} s in all")
+    assert_harness_worked(result)
+    if result.replication_factor < 3:
+        pytest.skip(f"seed {seed}: the topic has replication factor {result.replication_factor} "
+                    f"({result.rf_note}); the harness ran and found no violation among "
+                    f"{result.check.acked_count} acknowledged writes, but without replicas no leader can move "
+                    "and nothing here tests replication")
+    assert_replication_held(result)
+
+
+def assert_harness_worked(result: RunResult) -> None:
+    """What must hold whatever the replication factor: the run completed and nothing acknowledged went wrong."""
+    seed = result.seed
+    assert not result.errors, f"seed {seed}: the harness had trouble:\n" + "\n".join(result.errors)
+    assert result.drain_complete, f"seed {seed}: the drain did not reach the high watermarks {result.drain_end}"
+    assert result.check.ok, f"seed {seed}: {result.check.violation_count} violations\n{result.check.summary()}"
+    assert result.faults, f"seed {seed}: the nemesis made no fault"
+
+
+def assert_replication_held(result: RunResult) -> None:
+    seed = result.seed
+    assert result.check.acked_count >= MIN_ACKED, (
+        f"seed {seed}: only {result.check.acked_count} acknowledged writes (want >= {MIN_ACKED})")
+    unmoved = [p for p, n in result.leader_moves.items() if n < 1]
+    assert not unmoved, f"seed {seed}: the leader of partitions {unmoved} never moved ({result.leader_moves})"
+    assert result.isr_full_s is not None, f"seed {seed}: the ISR was not full within {ISR_FULL_BOUND_S:.0f} s"
+    # A reader's position reset means the broker said offsets a reader had read, or stood at, do not exist
+    # (OFFSET_OUT_OF_RANGE, or OffsetForLeaderEpoch ending the reader's epoch below its position). With
+    # no unclean election and nothing deleted, a correct cluster never says so.
+    assert result.reader_resets == 0, f"seed {seed}: reader positions were reset: {result.reader_figures}"
