@@ -300,6 +300,14 @@ class GroupCoordinator:
 
     # --- plumbing ------------------------------------------------------------------------------
 
+    def unload(self, owned: Callable[[str], bool]) -> int:
+        """Forget the groups `owned` picks (their partition moved to another broker: Kafka's
+        onResignation); that broker replays them from the log. Returns how many went."""
+        gone = [g for g in self.groups if owned(g)]
+        for group_id in gone:
+            del self.groups[group_id]
+        return len(gone)
+
     def drain_records(self) -> list[GroupRecord]:
         """Records the shell must append to `__consumer_offsets` (in order) before answering."""
         records, self._records = self._records, []

@@ -177,7 +177,19 @@ class GroupService:
                     OFFSETS_TOPIC, time.monotonic() - started)
 
     def on_metadata(self, image: MetadataImage) -> None:
-        """Replay __consumer_offsets partitions this broker has come to lead (Kafka: onElection)."""
+        """Replay __consumer_offsets partitions this broker has come to lead (Kafka: onElection) and
+        forget the groups of those it no longer leads (onResignation), so that a later return of the
+        leadership replays the log rather than trusting state another coordinator has moved on from."""
+        lost = set()
+        for index in self._loaded:
+            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+            if partition is None or partition.leader_id != self.broker.node_id:
+                lost.add(index)
+        if lost:
+            self._loaded -= lost
+            count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
+            logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
+                        sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
             self.load()
 
@@ -187,7 +199,7 @@ class GroupService:
 
         assert isinstance(log, Log)
         offset = log.log_start_offset
-        end = log.high_watermark
+        end = log.log_end_offset  # Kafka loads to the log end: a new leader's HW lags its log
         count = 0
         while offset < end:
             info = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end)

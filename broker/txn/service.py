@@ -182,7 +182,18 @@ class TxnService:
         return error
 
     def on_metadata(self, image: MetadataImage) -> None:
-        """Replay __transaction_state partitions this broker has come to lead (Kafka: onElection)."""
+        """Replay __transaction_state partitions this broker has come to lead (Kafka: onElection) and
+        forget the transactions of those it no longer leads (onResignation)."""
+        lost = set()
+        for index in self._loaded:
+            partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
+            if partition is None or partition.leader_id != self.broker.node_id:
+                lost.add(index)
+        if lost:
+            self._loaded -= lost
+            count = self.coordinator.unload(lambda tid: self.partition_for(tid) in lost)
+            logger.info("unloaded %d transactional ids of %s partitions %s: led elsewhere now", count,
+                        TRANSACTION_STATE_TOPIC, sorted(lost))
         if TRANSACTION_STATE_TOPIC in image.topics_by_name:
             self.load()
 
@@ -200,7 +211,7 @@ class TxnService:
             self._loaded.add(index)
             loaded += 1
             log = partition.log
-            offset, end = log.log_start_offset, log.high_watermark
+            offset, end = log.log_start_offset, log.log_end_offset
             while offset < end:
                 data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
                 last = offset - 1
@@ -245,7 +256,7 @@ class TxnService:
             if partition is None:
                 continue
             log = partition.log
-            offset, end = log.log_start_offset, log.high_watermark
+            offset, end = log.log_start_offset, log.log_end_offset
             while offset < end:
                 data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
                 last = offset - 1

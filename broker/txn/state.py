@@ -125,6 +125,15 @@ class TransactionCoordinator:
         if md.transactional_id not in self.changed:
             self.changed.append(md.transactional_id)
 
+    def unload(self, owned: Callable[[str], bool]) -> int:
+        """Forget the transactional ids `owned` picks (their partition moved to another broker)."""
+        gone = [t for t in self.transactions if owned(t)]
+        for transactional_id in gone:
+            md = self.transactions.pop(transactional_id)
+            if self._by_producer_id.get(md.producer_id) is md:
+                del self._by_producer_id[md.producer_id]
+        return len(gone)
+
     def drain_changed(self) -> list[str]:
         changed, self.changed = self.changed, []
         return changed

@@ -112,3 +112,21 @@ def test_divergence_when_the_follower_saw_a_newer_epoch_or_none_in_common(tmp_pa
     follower = _log(tmp_path / "f-0")
     _append(follower, 1, 3, "y")
     assert truncate_to_divergence(follower, -1, 0, 0) == 0 and follower.log_end_offset == 0
+
+
+def test_a_retry_after_failover_is_recognised_by_the_new_leader(tmp_path: Path) -> None:
+    """The follower's producer state comes from the batches it copies, so when it leads, a producer's
+    retry of a batch the old leader had acknowledged is answered with the original offset."""
+    old, new = _log(tmp_path / "old" / "t-0"), _log(tmp_path / "new" / "t-0")
+
+    def batch(seq: int, value: bytes) -> bytearray:
+        return bytearray(encode_batch([(None, value, ())], timestamp_ms=NOW, producer_id=42, producer_epoch=0,
+                                      base_sequence=seq))
+
+    for seq in range(3):
+        old.append_as_leader(batch(seq, f"v{seq}".encode()), leader_epoch=1, now_ms=NOW)
+    new.append_as_follower(old.read(0, max_bytes=1 << 20, max_offset=None).read_bytes(), now_ms=NOW)
+    retry = new.append_as_leader(batch(2, b"v2"), leader_epoch=2, now_ms=NOW)
+    assert retry.duplicate and retry.first_offset == 2 and new.log_end_offset == 3
+    fresh = new.append_as_leader(batch(3, b"v3"), leader_epoch=2, now_ms=NOW)
+    assert not fresh.duplicate and fresh.first_offset == 3

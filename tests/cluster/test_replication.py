@@ -161,3 +161,46 @@ def test_min_insync_replicas_refuses_acks_all_once_the_isr_is_too_small(
     cluster.start(follower)
     wait_for("ISR full again", lambda: _isr_full(cluster, leader, topic), 30)
     assert produce(-1) == ErrorCode.none
+
+
+def _coordinator(cluster: Cluster, node: int, group: str) -> int | None:
+    try:
+        with cluster.connect(node, 10) as conn:
+            r = conn.request(10, {"key": group, "key_type": 0}, version=3)
+    except OSError:
+        return None
+    return int(r.node_id) if r.error_code == ErrorCode.none else None
+
+
+@pytest.mark.timeout(180)
+def test_committed_offsets_survive_the_loss_of_their_coordinator(cluster_factory: Callable[..., Cluster]) -> None:
+    cluster = cluster_factory(overrides=FAST)
+    topic, group = unique("offs"), unique("group")
+    wait_for(f"{topic} created", lambda: _create(cluster, 1, topic, 2, 3, {}), 20)
+    wait_for("ISR full", lambda: _isr_full(cluster, 1, topic), 20)
+    coordinator = wait_for("a coordinator", lambda: _coordinator(cluster, 1, group), 30)[0]
+    wait_for("__consumer_offsets fully in sync", lambda: _isr_full(cluster, 1, "__consumer_offsets"), 30)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(topic, 0, 17), TopicPartition(topic, 1, 42)], asynchronous=False)
+    c.close()
+    survivor = next(n for n in cluster.node_ids if n != coordinator)
+    wait_for("the commit replicated", lambda: _isr_full(cluster, survivor, "__consumer_offsets"), 10)
+    time.sleep(1)  # followers fetch continuously; give the last batch a moment to reach them
+    cluster.kill(coordinator)
+    new = wait_for("a new coordinator", lambda: ((n := _coordinator(cluster, survivor, group)) is not None
+                   and n != coordinator and n) or None, 30)[0]
+    print(f"coordinator moved from {coordinator} to {new}")
+
+    def committed() -> list[int] | None:
+        c2 = Consumer({"bootstrap.servers": ",".join(cluster.plan.node(n).bootstrap for n in cluster.node_ids
+                                                      if n != coordinator), "group.id": group})
+        try:
+            got = c2.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+        except Exception:
+            return None
+        finally:
+            c2.close()
+        offsets = [tp.offset for tp in got]
+        return offsets if all(o >= 0 for o in offsets) else None
+
+    assert wait_for("the committed offsets from the new coordinator", committed, 30)[0] == [17, 42]
