@@ -33,6 +33,8 @@ class PartitionImage:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    removing_replicas: tuple[int, ...] = ()  # an ongoing reassignment (broker.reassignment)
+    adding_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ class MetadataImage:
                     parts[record.partition_id] = PartitionImage(
                         record.partition_id, record.replicas, record.isr, record.leader,
                         record.leader_epoch, record.partition_epoch,
+                        record.removing_replicas, record.adding_replicas,
                     )
                     topic = replace(topic, partitions=MappingProxyType(parts))
                     by_name[topic.name] = topic
@@ -113,6 +116,10 @@ class MetadataImage:
                         replicas=record.replicas if record.replicas is not None else old.replicas,
                         leader_epoch=old.leader_epoch + 1 if leader_changed else old.leader_epoch,
                         partition_epoch=old.partition_epoch + 1,
+                        removing_replicas=(old.removing_replicas if record.removing_replicas is None
+                                           else record.removing_replicas),
+                        adding_replicas=(old.adding_replicas if record.adding_replicas is None
+                                         else record.adding_replicas),
                     )
                     parts = dict(topic.partitions)
                     parts[record.partition_id] = new
@@ -179,7 +186,8 @@ class MetadataImage:
             records.append(TopicRecord(topic.name, topic.topic_id))
             for p in topic.partitions.values():
                 records.append(PartitionRecord(topic.topic_id, p.partition_id, p.replicas, p.isr, p.leader,
-                                               p.leader_epoch, p.partition_epoch))
+                                               p.leader_epoch, p.partition_epoch, p.removing_replicas,
+                                               p.adding_replicas))
         for (resource_type, resource_name), values in self.configs.items():
             records += [ConfigRecord(resource_type, resource_name, k, v) for k, v in values.items()]
         if self.next_producer_id:

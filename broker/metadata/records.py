@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 TOPIC_RESOURCE = 2
@@ -31,6 +31,10 @@ class PartitionRecord:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    # An ongoing reassignment (Kafka's removingReplicas/addingReplicas; `replicas` is then the target
+    # followed by the replicas being removed). Absent from records written before reassignments.
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,8 @@ class PartitionChangeRecord:
     isr: tuple[int, ...] | None
     leader: int | None
     replicas: tuple[int, ...] | None
+    removing_replicas: tuple[int, ...] | None = None  # None: unchanged; (): the reassignment ended
+    adding_replicas: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +108,21 @@ _TYPES: dict[str, type[Any]] = {
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
                 ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord)
 }
-_TUPLE_FIELDS = {"replicas", "isr"}
+_TUPLE_FIELDS = {"replicas", "isr", "removing_replicas", "adding_replicas"}
+# Fields added later, left out of the JSON at their default (PartitionRecord's (), PartitionChangeRecord's
+# None; a change's () is kept) so that records which do not use them encode exactly as before.
+_OMITTED_AT_DEFAULT = {
+    (cls, f.name): f.default for cls in (PartitionRecord, PartitionChangeRecord) for f in fields(cls)
+    if f.name in ("removing_replicas", "adding_replicas")
+}
 RECORD_VERSION = 0
 
 
 def encode_record(record: MetadataRecord) -> bytes:
     body = {"type": type(record).__name__, "version": RECORD_VERSION, **asdict(record)}
+    for (cls, key), default in _OMITTED_AT_DEFAULT.items():
+        if type(record) is cls and body[key] == default:
+            del body[key]
     return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
 
 
