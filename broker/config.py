@@ -167,6 +167,10 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "replica.lag.time.max.ms": (ConfigType.LONG, "30000"),
     # Entries between metadata snapshots (Kafka counts bytes: metadata.log.max.record.bytes.between.snapshots).
     "samsa.metadata.snapshot.interval.entries": (ConfigType.INT, "10000"),
+    # The active controller moves leadership back to preferred replicas (broker.reassignment).
+    "auto.leader.rebalance.enable": (ConfigType.BOOLEAN, "true"),
+    "leader.imbalance.check.interval.seconds": (ConfigType.LONG, "300"),
+    "leader.imbalance.per.broker.percentage": (ConfigType.INT, "10"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

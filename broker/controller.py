@@ -32,6 +32,7 @@ from broker.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from broker.reassignment import ReassignmentControl, isr_change
 from kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -134,6 +135,8 @@ class Controller:
         # broker id -> when its session ends (monotonic ms), kept by the active controller only
         self._sessions: dict[int, float] = {}
         self.unclean_elections = 0
+        # ElectLeaders, partition reassignments and the leader balancer (broker.reassignment)
+        self.reassignments = ReassignmentControl(self)
 
     @property
     def image(self) -> MetadataImage:
@@ -346,13 +349,19 @@ class Controller:
                 results.append(AlterPartitionResult(change, error, p.leader, p.leader_epoch, p.isr,
                                                     p.partition_epoch))
                 continue
-            if tuple(change.new_isr) != p.isr:
-                records.append(PartitionChangeRecord(topic.topic_id, p.partition_id, tuple(change.new_isr), None, None))
+            new_isr = tuple(change.new_isr)
+            if new_isr != p.isr:
+                # a reassignment under way may complete in the same record (broker.reassignment)
+                record = isr_change(image, topic.topic_id, p, new_isr)
+                records.append(record)
                 epoch = p.partition_epoch + 1
+                if record.leader is not None and record.leader != broker_id:
+                    results.append(AlterPartitionResult(change, ErrorCode.new_leader_elected))  # as Kafka
+                    continue
+                new_isr = record.isr if record.isr is not None else p.isr
             else:
                 epoch = p.partition_epoch
-            results.append(AlterPartitionResult(change, ErrorCode.none, p.leader, p.leader_epoch,
-                                                tuple(change.new_isr), epoch))
+            results.append(AlterPartitionResult(change, ErrorCode.none, p.leader, p.leader_epoch, new_isr, epoch))
         return ErrorCode.none, self._commit(results, records)
 
     # --- topics --------------------------------------------------------------------------------------

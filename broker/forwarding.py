@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 ZERO_UUID = uuid.UUID(int=0)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44
+ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -56,12 +57,33 @@ def _alter_configs_error(request: Any, error: ErrorCode, message: str) -> dict[s
          "resource_name": r.resource_name} for r in request.resources]}
 
 
+def _elect_leaders_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": error, "replica_election_results": [
+        {"topic": t.topic, "partition_result": [
+            {"partition_id": p, "error_code": error, "error_message": message} for p in t.partitions]}
+        for t in request.topic_partitions or ()]}
+
+
+def _alter_reassignments_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": error, "error_message": message, "responses": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": error, "error_message": message}
+            for p in t.partitions]} for t in request.topics]}
+
+
+def _list_reassignments_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": error, "error_message": message, "topics": ()}
+
+
 ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     CREATE_TOPICS: _create_topics_error,
     DELETE_TOPICS: _delete_topics_error,
     CREATE_PARTITIONS: _create_partitions_error,
     ALTER_CONFIGS: _alter_configs_error,
     INCREMENTAL_ALTER_CONFIGS: _alter_configs_error,
+    ELECT_LEADERS: _elect_leaders_error,
+    ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments_error,
+    LIST_PARTITION_REASSIGNMENTS: _list_reassignments_error,
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 
@@ -72,6 +94,8 @@ def error_response(api_key: int, version: int, request: Any, error: ErrorCode, m
 
 def _not_controller(response: Any) -> bool:
     """The controller we reached had lost its leadership: ask the new one (the client would anyway)."""
+    if getattr(response, "error_code", None) == ErrorCode.not_controller:
+        return True  # APIs with a top-level error code (ElectLeaders v1+, the reassignment APIs)
     for name in ("topics", "responses", "results"):
         for entry in getattr(response, name, None) or ():
             if getattr(entry, "error_code", None) == ErrorCode.not_controller:

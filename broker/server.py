@@ -24,6 +24,7 @@ from broker.context import RequestContext
 from broker.forwarding import FORWARDED_APIS, error_response, forward
 from broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
 from broker.metadata.quorum import NotControllerError
+from broker.reassignment import TICK_INTERVAL_S
 from kproto.errors import ErrorCode, ProtocolError
 from kproto.framing import FrameReader
 from kproto.messages import API_VERSIONS_KEY, decode_request, encode_response, parse_request_header
@@ -170,6 +171,7 @@ async def serve(
         tg.start_soon(broker.replica_fetchers.run)  # followers fetch from their leaders
         tg.start_soon(_every, ISR_CHECK_INTERVAL_S, broker.maybe_change_isr, "ISR changes")
         tg.start_soon(_every, 0.5, fence_expired, "broker session expiry")
+        tg.start_soon(_every, TICK_INTERVAL_S, broker.controller.reassignments.run_periodic, "reassignments, balance")
         if controller_listener is not None:
             async def controller_handler(stream: anyio.abc.SocketStream) -> None:
                 await serve_connection(broker, stream, controller_plane=True)

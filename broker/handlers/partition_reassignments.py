@@ -1,0 +1,40 @@
+"""AlterPartitionReassignments (key 45), v0, and ListPartitionReassignments (key 46), v0 (KIP-455):
+kafka-reassign-partitions.sh --execute / --cancel / --verify and --list.
+
+Alter sets a partition's target replicas (null replicas cancels its reassignment); errors are per
+partition. Kafka 4.1 also speaks Alter v1 (KIP-860's allow_replication_factor_change, default true,
+which v0 means). List answers the ongoing reassignments, all of them when topics is null.
+Controller-only: other brokers forward both to the active controller (broker.forwarding); the
+decisions are broker.reassignment's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.wire import build
+from kproto.errors import ErrorCode
+from kproto.messages import response_class
+
+
+async def handle_alter_partition_reassignments(request: Any, ctx: RequestContext) -> Any:
+    topics = [(str(t.name), [(int(p.partition_index), None if p.replicas is None else [int(b) for b in p.replicas])
+                             for p in t.partitions]) for t in request.topics]
+    results = await ctx.broker.controller.reassignments.alter(topics)
+    return build(response_class(45, ctx.version), {
+        "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "responses": [
+            {"name": r.topic, "partitions": [
+                {"partition_index": p.partition_id, "error_code": p.error_code, "error_message": p.error_message}
+                for p in r.partitions]} for r in results]})
+
+
+def handle_list_partition_reassignments(request: Any, ctx: RequestContext) -> Any:
+    topics = None if request.topics is None else [(str(t.name), [int(p) for p in t.partition_indexes])
+                                                  for t in request.topics]
+    ongoing = ctx.broker.controller.reassignments.list_ongoing(topics)
+    return build(response_class(46, ctx.version), {
+        "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": [
+            {"name": name, "partitions": [
+                {"partition_index": o.partition_id, "replicas": o.replicas, "adding_replicas": o.adding_replicas,
+                 "removing_replicas": o.removing_replicas} for o in rows]} for name, rows in ongoing]})
