@@ -39,7 +39,7 @@ bench: $(TEST_STAMP) compat-deps
 	$(PY) -m bench
 
 chaos: $(TEST_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider tests/chaos --chaos-long
+	$(PY) -m pytest -q -s -p no:cacheprovider tests/chaos --chaos-long
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -27,7 +27,7 @@ The violation kinds (Jepsen's names where there is one):
   unseen                acked, absent from the drain, and the drain read nothing at or past its acked offset
   duplicates            one value at two or more (partition, offset) positions
   inconsistent_offsets  two different values at one (partition, offset), across every reader and every ack
-  acked_offset_mismatch acked at (p, o), but read at another position; or acked with no offset at all
+  acked_offset_mismatch acked at (p, o), but read at another position
   nonmonotonic_polls    a consumer read offset b <= a after reading a of the same partition, without a seek
   poll_skips            see above
   log_gaps              offsets below drain_end that the drain did not return
@@ -58,8 +58,8 @@ class Send:
     partition: int
     outcome: Outcome
     # The offset the broker acknowledged; only for ACKED, and None there when the client reported success
-    # without one (librdkafka does when a broker answers a retry with DUPLICATE_SEQUENCE_NUMBER or with
-    # base offset -1 instead of the original batch's offsets, as Kafka does since 1.0).
+    # without one: librdkafka acks a batch whose own answer it lost "implicitly" once a later batch of
+    # the same partition succeeds (rd_kafka_dr_implicit_ack), and on DUPLICATE_SEQUENCE_NUMBER.
     offset: int | None = None
     error: str | None = None
 
@@ -107,6 +107,7 @@ class CheckResult:
     indeterminate_count: int
     read_count: int  # distinct values in the drain
     indeterminate_found_count: int  # indeterminate sends that did land (in the drain)
+    acked_without_offset_count: int  # acked, the client told no offset (see Send.offset)
     violations: Mapping[str, tuple[Violation, ...]] = field(default_factory=dict)
 
     @property
@@ -121,8 +122,9 @@ class CheckResult:
         return {kind: len(self.violations.get(kind, ())) for kind in KINDS}
 
     def summary(self, examples: int = 5) -> str:
-        lines = [f"acked {self.acked_count}, failed {self.failed_count}, indeterminate {self.indeterminate_count} "
-                 f"({self.indeterminate_found_count} of them landed), {self.read_count} values in the drain",
+        lines = [f"acked {self.acked_count} ({self.acked_without_offset_count} without an offset), failed "
+                 f"{self.failed_count}, indeterminate {self.indeterminate_count} ({self.indeterminate_found_count} "
+                 f"of them landed), {self.read_count} values in the drain",
                  "violations: " + ", ".join(f"{k} {n}" for k, n in self.counts().items())]
         for kind in KINDS:
             for v in self.violations.get(kind, ())[:examples]:
@@ -174,7 +176,7 @@ def check(history: History) -> CheckResult:
             else:
                 v["unseen"].append(Violation("unseen", f"{where}; the drain read only up to offset {last}"))
         elsewhere = sorted(found.get(s.value, set()) - {(s.partition, s.offset)})
-        if elsewhere:
+        if elsewhere and s.offset is not None:  # without an offset, anywhere in its partition will do
             v["acked_offset_mismatch"].append(Violation(
                 "acked_offset_mismatch",
                 f"{s.value!r} acked at partition {s.partition} {told}, read at "
@@ -216,6 +218,7 @@ def check(history: History) -> CheckResult:
         indeterminate_count=counts[Outcome.INDETERMINATE], read_count=len(in_drain),
         indeterminate_found_count=sum(1 for s in history.sends
                                       if s.outcome is Outcome.INDETERMINATE and s.value in in_drain),
+        acked_without_offset_count=sum(1 for s in history.sends if s.outcome is Outcome.ACKED and s.offset is None),
         violations={kind: tuple(found_) for kind, found_ in v.items() if found_})
 
 

@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import random
+import shutil
 import threading
 import time
 import traceback
@@ -37,7 +38,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cluster.cluster_harness import Cluster
 from confluent_kafka import (
@@ -53,9 +54,12 @@ from kafka import KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
+from broker import cluster_cli
 from broker.client import Connection, KafkaClientError
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
 from kproto.errors import ErrorCode
+
+T = TypeVar("T")
 
 # --- bounds (every wait has one) ---------------------------------------------------------------------------
 
@@ -78,7 +82,9 @@ CLIENT_LOG_LINES = 40
 CLUSTER_OVERRIDES = ("broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500",
                      "replica.lag.time.max.ms=2000")
 
-FAULT_KINDS = ("kill-leader", "pause", "kill-controller")
+# Each fault's weight: a leader kill moves the partition it aims at, so it weighs most (every partition's
+# leader must move in a short run); a pause moves leaders only when it outlasts the broker session.
+FAULT_WEIGHTS = {"kill-leader": 2, "pause": 1, "kill-controller": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,7 @@ class ChaosConfig:
     max_fault_s: float = 30.0
     partitions: int = 3
     nodes: int = 3
-    write_rate_per_s: float = 60.0  # per writer
+    write_rate_per_s: float = 75.0  # per writer
     fault_gap_s: tuple[float, float] = (0.5, 2.0)  # quiet time between one fault's heal and the next
     kill_downtime_s: tuple[float, float] = (0.5, 3.0)
     pause_s: tuple[float, float] = (2.0, 5.0)
@@ -101,15 +107,15 @@ class ChaosConfig:
 class Fault:
     kind: str
     node: int | None  # None: skipped (see note)
-    partition: int | None  # the partition a kill-leader went for
+    partitions: tuple[int, ...]  # the partitions a kill-leader went for (the node led them)
     start_s: float  # since the run's writes started
     end_s: float
     note: str = ""
 
     def describe(self) -> str:
         what = self.kind if self.node is None else f"{self.kind} node {self.node}"
-        if self.partition is not None:
-            what += f" (leader of partition {self.partition})"
+        if self.partitions:
+            what += f" (leader of {', '.join(f'p{p}' for p in self.partitions)})"
         return f"{self.start_s:6.1f}-{self.end_s:6.1f} s  {what}" + (f"  [{self.note}]" if self.note else "")
 
 
@@ -129,6 +135,7 @@ class RunResult:
     writer_figures: dict[str, str]
     reader_figures: dict[str, str]
     reader_resets: int  # positions a broker declared out of range, or below a truncation (see Reader)
+    producer_fatal_errors: tuple[str, ...]  # each one replaced its producer (see ConfluentWriter.guarded)
     isolation_note: str
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
@@ -153,6 +160,7 @@ class RunResult:
             *(f"writer {name}: {text}" for name, text in self.writer_figures.items()),
             *(f"reader {name}: {text}" for name, text in self.reader_figures.items()),
             self.check.summary(),
+            *(f"producer fatal error (the producer was replaced): {e}" for e in self.producer_fatal_errors),
             *(f"harness error: {e}" for e in self.errors),
         ]
         if self.client_log_dir is not None:
@@ -217,12 +225,18 @@ class Writer(threading.Thread):
         self.sends: list[Send] = []
         self.error_counts: Counter[str] = Counter()
         self.restarts = 0
+        self.fatal_errors: list[str] = []  # the client's fatal errors (idempotence broken), each replaced it
+        self.stuck = False  # sends still unresolved FLUSH_BOUND_S after the writer was told to stop
         self.crash: str | None = None
 
     def resolve(self, value: str, partition: int, outcome: Outcome, offset: int | None = None,
                 error: str | None = None) -> None:
         with self.lock:
-            self.pending.pop(value, None)
+            if self.pending.pop(value, None) is None:
+                # Resolved already: a callback after the writer gave up on it (kafka-python's force_close),
+                # or a client calling back twice. The first outcome stands.
+                self.error_counts[f"late {outcome.value}"] += 1
+                return
             self.sends.append(Send(self.name_, value, partition, outcome, offset, error))
             if error is not None:
                 self.error_counts[error] += 1
@@ -258,7 +272,8 @@ class Writer(threading.Thread):
         outcomes = Counter(s.outcome.value for s in self.sends)
         errors = ", ".join(f"{e} x{n}" for e, n in self.error_counts.most_common(4))
         return (f"{self.client}: {len(self.sends)} sends, " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items()))
-                + (f"; producer restarts {self.restarts}" if self.restarts else "")
+                + (f"; producer replaced after fatal errors {self.restarts}x" if self.restarts else "")
+                + ("; STUCK: sends unresolved after the flush bound" if self.stuck else "")
                 + (f"; errors: {errors}" if errors else ""))
 
     # the client-specific part
@@ -289,39 +304,58 @@ class ConfluentWriter(Writer):
                 self.error_counts[f"fatal {err.name()}"] += 1
 
     def idle(self, seconds: float) -> None:
-        self.producer.poll(seconds)
+        self.guarded(lambda: self.producer.poll(seconds))
+
+    def guarded(self, call: Callable[[], T]) -> T | None:
+        """Run a producer call; after a fatal error (the idempotent producer is unusable: librdkafka
+        raises it from the next call) replace the producer. The old one's unresolved sends stay
+        pending and end as indeterminate."""
+        try:
+            return call()
+        except KafkaException as e:
+            err = e.args[0]
+            if not err.fatal():
+                raise
+            self.fatal_errors.append(err.str())
+            self.logs.logger(self.name_).error(f"fatal, replacing the producer: {err}")
+            with contextlib.suppress(KafkaException):
+                self.producer.flush(1.0)
+            self.restarts += 1
+            self.open()
+            return None
 
     def send(self, value: str, partition: int) -> None:
         def delivered(err: KafkaError | None, msg: Any) -> None:
             try:
                 if err is None:
                     offset = msg.offset()
-                    if offset is None or offset < 0:
+                    if offset is None or offset < 0:  # librdkafka's implicit ack (see checker.Send)
                         offset = None
-                        self.error_counts["acked without an offset"] += 1
-                        self.logs.logger(self.name_).warning(f"{value} to partition {partition}: delivered "
-                                                             f"without an offset after {msg.latency()} s")
                     self.resolve(value, partition, Outcome.ACKED, offset)
                 else:
                     self.resolve(value, partition, Outcome.INDETERMINATE, error=err.name())
             except Exception:
                 self.logs.logger(self.name_).error(f"delivery callback raised: {traceback.format_exc()}")
 
-        try:
-            self.producer.produce(self.topic, value.encode(), partition=partition, on_delivery=delivered)
-        except BufferError:
-            self.resolve(value, partition, Outcome.FAILED, error="local queue full")
-        except KafkaException as e:
-            err = e.args[0]
-            self.resolve(value, partition, Outcome.FAILED, error=f"produce() raised {err.name()}")
-            if err.fatal():  # the idempotent producer is unusable: its queued sends fail (indeterminate)
-                self.producer.flush(FLUSH_BOUND_S)
-                self.restarts += 1
-                self.open()
-        self.producer.poll(0)
+        def produce() -> None:
+            try:
+                self.producer.produce(self.topic, value.encode(), partition=partition, on_delivery=delivered)
+            except BufferError:
+                self.resolve(value, partition, Outcome.FAILED, error="local queue full")
+            except KafkaException as e:
+                # Refused before it left the client: known not written.
+                self.resolve(value, partition, Outcome.FAILED, error=f"produce() raised {e.args[0].name()}")
+                raise
+
+        self.guarded(produce)
+        self.guarded(lambda: self.producer.poll(0))
 
     def close(self, timeout_s: float) -> None:
-        self.producer.flush(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        remaining = 1
+        while remaining and time.monotonic() < deadline:
+            remaining = self.guarded(lambda: self.producer.flush(max(0.0, deadline - time.monotonic()))) or 0
+        self.stuck = remaining > 0
 
 
 class KafkaPythonWriter(Writer):
@@ -347,8 +381,14 @@ class KafkaPythonWriter(Writer):
         future.add_errback(lambda e: self.resolve(value, partition, Outcome.INDETERMINATE, error=type(e).__name__))
 
     def close(self, timeout_s: float) -> None:
-        with contextlib.suppress(kp_errors.KafkaError):
+        try:
             self.producer.flush(timeout=timeout_s)
+        except kp_errors.KafkaTimeoutError:
+            # kafka-python's close() flushes again and raises: force the sender down instead, which
+            # fails the outstanding batches (their sends end as indeterminate).
+            self.stuck = True
+            self.producer._sender.force_close()
+            return
         self.producer.close(timeout=5)
 
 
@@ -657,12 +697,17 @@ def isolation_support() -> tuple[bool, str]:
 
 
 class Nemesis:
-    """Faults on `cluster`, one at a time, each healed before the next; every choice from `rng`."""
+    """Faults on `cluster`, one at a time, each healed before the next; every choice from `rng`.
+
+    A killed node is restarted without waiting for it to listen (Python takes 2-5 s to boot here): the
+    gap before the next fault overlaps the boot, and the next fault waits only for what is left of it.
+    """
 
     def __init__(self, cluster: Cluster, watch: LeaderWatch, config: ChaosConfig, t0: float) -> None:
         self.cluster, self.watch, self.config, self.t0 = cluster, watch, config, t0
         self.rng = random.Random(config.seed)
         self.faults: list[Fault] = []
+        self.booting: set[int] = set()
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -671,12 +716,39 @@ class Nemesis:
         begin = self.now()
         while True:
             gap = self.rng.uniform(*self.config.fault_gap_s)
-            kind = self.rng.choice(FAULT_KINDS)
+            kind = self.rng.choices(list(FAULT_WEIGHTS), weights=list(FAULT_WEIGHTS.values()))[0]
             elapsed = self.now() - begin + gap
             if elapsed >= max_s or (elapsed >= min_s and not self.unmoved()):
                 return
             time.sleep(gap)
+            self.wait_booted()
             self.one(kind)
+
+    def restart(self, node: int) -> None:
+        """Start `node` again with its data (what Cluster.start does, less the wait for its port)."""
+        assert not self.cluster.running(node), f"node {node} is running"
+        # Cluster decided in the main thread whether its children may die with us (PR_SET_PDEATHSIG);
+        # the nemesis runs in the main thread, so the same holds here.
+        proc = cluster_cli.start_node(self.cluster.plan, self.cluster.plan.node(node),
+                                      die_with_parent=self.cluster._die_with_parent)
+        self.cluster.processes[node] = proc
+        cluster_cli.write_state(self.cluster.plan, self.cluster.processes)
+        self.booting.add(node)
+
+    def wait_booted(self) -> None:
+        """Until every restarted node listens on its broker port (bounded; a node that exits or never
+        listens fails the run with its log tail)."""
+        deadline = time.monotonic() + RESTART_BOUND_S
+        for node in sorted(self.booting):
+            port = self.cluster.port(node)
+            while not cluster_cli.port_open(port):
+                proc = self.cluster.processes[node]
+                assert proc.poll() is None, (f"node {node} exited with {proc.returncode} after its restart\n"
+                                             f"{self.cluster.log_tail(node)}")
+                assert time.monotonic() < deadline, (f"node {node} did not listen within {RESTART_BOUND_S:.0f} s "
+                                                     f"of its restart\n{self.cluster.log_tail(node)}")
+                time.sleep(0.05)
+        self.booting.clear()
 
     def unmoved(self) -> list[int]:
         """Partitions whose leader has not moved yet."""
@@ -684,20 +756,30 @@ class Nemesis:
             moves = dict(self.watch.moves)
         return [p for p, n in sorted(moves.items()) if n == 0]
 
-    def target_partition(self) -> int:
-        """A partition the nemesis goes for: one whose leader has moved least, ties broken by the seed."""
+    def target(self) -> tuple[int, tuple[int, ...]]:
+        """The node to go for and the partitions it leads among those whose leader moved least: the
+        node leading most of them, ties broken by the seed. (-1, ()) when no leader is known."""
         with self.watch.lock:
             moves = dict(self.watch.moves)
+            leaders = {p: v.leader for p, v in self.watch.views.items()}
         fewest = min(moves.values())
-        return self.rng.choice([p for p, n in sorted(moves.items()) if n == fewest])
+        led: dict[int, list[int]] = defaultdict(list)
+        for p, n in sorted(moves.items()):
+            if n == fewest and leaders[p] >= 0:
+                led[leaders[p]].append(p)
+        if not led:
+            return -1, ()
+        most = max(len(ps) for ps in led.values())
+        node = self.rng.choice(sorted(n for n, ps in led.items() if len(ps) == most))
+        return node, tuple(led[node])
 
     def one(self, kind: str) -> None:
         start = self.now()
         if kind == "pause":
-            # Half the time the leader of a partition that moved least, else any node.
-            leader = self.watch.leader_of(self.target_partition())
+            # Half the time the node a leader kill would go for, else any node.
+            aimed, _ = self.target()
             any_node = self.rng.choice(self.cluster.node_ids)
-            node = leader if self.rng.random() < 0.5 and leader >= 0 else any_node
+            node = aimed if self.rng.random() < 0.5 and aimed >= 0 else any_node
             seconds = self.rng.uniform(*self.config.pause_s)
             log(self.t0, f"nemesis: SIGSTOP node {node} for {seconds:.1f} s")
             self.cluster.pause(node)
@@ -705,35 +787,35 @@ class Nemesis:
                 time.sleep(seconds)
             finally:
                 self.cluster.resume(node)
-            self.faults.append(Fault(kind, node, None, start, self.now()))
+            self.faults.append(Fault(kind, node, (), start, self.now()))
             return
         downtime = self.rng.uniform(*self.config.kill_downtime_s)
-        partition: int | None = None
+        partitions: tuple[int, ...] = ()
         if kind == "kill-leader":
-            partition = self.target_partition()
-            node = self.watch.leader_of(partition)
+            node, partitions = self.target()
             if node < 0:
-                self.faults.append(Fault(kind, None, partition, start, self.now(), "no leader known, skipped"))
+                self.faults.append(Fault(kind, None, (), start, self.now(), "no leader known, skipped"))
                 return
         else:
             view = self.cluster.quorum_leader()
             if view is None:
-                self.faults.append(Fault(kind, None, None, start, self.now(), "no quorum leader, skipped"))
+                self.faults.append(Fault(kind, None, (), start, self.now(), "no quorum leader, skipped"))
                 return
             node = view.leader_id
-        log(self.t0, f"nemesis: SIGKILL node {node} ({kind}{'' if partition is None else f' p{partition}'}), "
-                     f"restart in {downtime:.1f} s")
+        led = f", leader of {', '.join(f'p{p}' for p in partitions)}" if partitions else ""
+        log(self.t0, f"nemesis: SIGKILL node {node} ({kind}{led}), restart in {downtime:.1f} s")
         self.cluster.kill(node)
         time.sleep(downtime)
-        self.cluster.start(node)
-        self.faults.append(Fault(kind, node, partition, start, self.now()))
+        self.restart(node)
+        self.faults.append(Fault(kind, node, partitions, start, self.now()))
 
     def heal(self) -> None:
         for node in list(self.cluster.paused):
             self.cluster.resume(node)
         for node in self.cluster.node_ids:
             if not self.cluster.running(node):
-                self.cluster.start(node)
+                self.restart(node)
+        self.wait_booted()
 
 
 def run_chaos(config: ChaosConfig, directory: Path,
@@ -817,12 +899,20 @@ def run_chaos(config: ChaosConfig, directory: Path,
             isr_full_s=isr_full_s, drain_complete=complete, drain_end=dict(ends), check=result,
             writer_figures={w.name_: w.figures() for w in writers},
             reader_figures={r.name_: r.figures() for r in readers}, reader_resets=sum(r.resets for r in readers),
+            producer_fatal_errors=tuple(e for w in writers for e in w.fatal_errors),
             isolation_note=isolation_note,
             elapsed_s=time.monotonic() - started, errors=tuple(errors),
             client_log_dir=logs.directory)
     finally:
         for t in threads:
             t.stop_event.set()
+        # The data is thrown away: kill -9 rather than wait for graceful shutdowns, 1-3 s a run. Paused
+        # nodes get SIGCONT first (cluster.stop), and stop() reaps whatever is left.
+        for node in list(cluster.paused):
+            cluster.resume(node)
+        for node in cluster.node_ids:
+            if cluster.running(node):
+                cluster.kill(node)
         cluster.stop()
         for t in threads:
             t.join(2)
@@ -837,6 +927,14 @@ def wait_for_leaders(cluster: Cluster, topic: str, partitions: int, bound_s: flo
             return True
         time.sleep(0.1)
     return False
+
+
+def keep_evidence(directory: Path, seed: int) -> Path:
+    """Copy a failed run's directory (node data and logs, client logs: a few MB) to SAMSA_CHAOS_KEEP
+    (default /tmp/samsa-chaos), out of pytest's tmp dirs, which only the last three sessions keep."""
+    keep = Path(os.environ.get("SAMSA_CHAOS_KEEP", "/tmp/samsa-chaos")) / f"seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    shutil.copytree(directory, keep, dirs_exist_ok=True)
+    return keep
 
 
 def seeds(count: int, base: int | None = None) -> list[int]:

@@ -123,13 +123,14 @@ def test_acked_offset_mismatch_in_another_partition() -> None:
         "'a0' sent to partition 0, read at partition 1 offset 0"]
 
 
-def test_acked_offset_mismatch_acked_without_an_offset() -> None:
+def test_acked_without_an_offset_must_be_in_its_partition() -> None:
     sends = [acked("a0", 0, 0), Send("w0", "a1", 0, Outcome.ACKED, None)]
-    h = history(sends, [], {0: [(0, "a0"), (1, "a1")]})
-    assert only(h, "acked_offset_mismatch") == ["'a1' acked at partition 0 no offset, read at partition 0 offset 1"]
-    # ... and lost when it is not there at all.
+    result = check(history(sends, [], {0: [(0, "a0"), (1, "a1")]}))
+    assert result.ok and result.acked_without_offset_count == 1
     h = history(sends, [], {0: [(0, "a0")]})
     assert only(h, "lost") == ["'a1' (writer w0) acked at partition 0 no offset; the drain read up to offset 0"]
+    h = history(sends, [], {0: [(0, "a0")], 1: [(0, "a1")]})
+    assert only(h, "unexpected") == ["'a1' sent to partition 0, read at partition 1 offset 0"]
 
 
 def test_nonmonotonic_polls_a_consumer_goes_back_without_a_seek() -> None:
