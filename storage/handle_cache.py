@@ -33,8 +33,7 @@ class HandleCache:
     def __len__(self) -> int:
         return len(self._open)
 
-    def get(self, path: Path | str, *, write: bool = False) -> int:
-        """The fd of `path` (a Path or its str(), which hot callers keep to save the conversion)."""
+    def get(self, path: Path, *, write: bool = False) -> int:
         key = str(path)
         entry = self._open.get(key)
         if entry is not None and (entry[1] or not write):
@@ -57,7 +56,7 @@ class HandleCache:
                 _, (old_fd, _) = self._open.popitem(last=False)
                 self.releases += 1
                 self.file_io.close(old_fd)
-            fd = self.file_io.open(Path(path), write=write)
+            fd = self.file_io.open(path, write=write)
             self.opens_count += 1
             self._open[key] = (fd, write)
             return fd

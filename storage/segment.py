@@ -31,7 +31,6 @@ class LogSegment:
         "_cache",
         "_index_room",
         "_io",
-        "_log_key",
         "_raw_pwrite",
         "_rolling_timestamp_ms",
         "_time_index_last_ts",
@@ -57,7 +56,6 @@ class LogSegment:
         stem = segment_stem(base_offset)
         self.base_offset = base_offset
         self.log_path = directory / f"{stem}.log"
-        self._log_key = str(self.log_path)  # for the handle cache: str(Path) is a Python-level call
         self._write_fd = -1  # from the handle cache, still open while its `releases` equals the stamp
         self._write_fd_stamp = -1
         self.offset_index = OffsetIndex(directory / f"{stem}.index", base_offset, config.segment_index_bytes, cache)
@@ -176,7 +174,7 @@ class LogSegment:
         if cache.releases == self._write_fd_stamp:
             fd = self._write_fd  # no fd has left the cache since we got it: still open
         else:
-            fd = self._write_fd = cache.get(self._log_key, write=True)
+            fd = self._write_fd = cache.get(self.log_path, write=True)
             self._write_fd_stamp = cache.releases
         pwrite = self._raw_pwrite
         try:
