@@ -372,10 +372,11 @@ class Log:
     def append_as_leader(self, records: bytes | bytearray, *, leader_epoch: int, now_ms: int) -> LogAppendInfo:
         """Assign offsets, stamp the leader epoch (and LogAppendTime), check producer state, write.
 
-        Framing is checked here (each batch's length, magic v2, lastOffsetDelta against the record count),
-        so offsets and indexes stay right whatever the caller passes; the CRC and the records themselves
-        are not: that is the caller's job (the produce handler validates client batches before calling,
-        coordinators append batches they encoded).  The bytes are handed to the OS before this returns.
+        Framing is checked here (each batch's length and magic v2, and lastOffsetDelta against the record
+        count except in control batches), so offsets and indexes stay right whatever the caller passes; the
+        CRC and the records themselves are not: that is the caller's job (the produce handler validates
+        client batches before calling, coordinators append batches they encoded).  The bytes are handed to
+        the OS (written) before this returns.
 
         Only batch headers are touched: a bytearray is rewritten in place; small `bytes` are copied once
         into a bytearray, large ones are written with pwritev (new header + the caller's body, no copy).
