@@ -383,7 +383,8 @@ def isr_change(image: MetadataImage, topic_id: str, p: PartitionImage,
     record = build_change(topic_id, p, acceptable_leaders(image), isr=new_isr)
     assert record is not None, "an ISR change always changes something"
     if record.replicas is not None:
-        logger.info("reassignment of %s-%d complete: replicas %s", topic_id, p.partition_id, list(record.replicas))
+        logger.info("reassignment of %s-%d complete: replicas %s, leader %d", image.topics_by_id[topic_id].name,
+                    p.partition_id, list(record.replicas), p.leader if record.leader is None else record.leader)
     return record
 
 
