@@ -251,6 +251,9 @@ class Controller:
                 records.append(BrokerRegistrationChangeRecord(broker.broker_id, broker.broker_epoch, True))
                 records += self._move_leaders_away(image, broker.broker_id)
                 fenced.append(broker.broker_id)
+                # Until the commit shows it fenced, do not propose the same again every pass; if the
+                # write is lost (leadership changed) the next session timeout proposes it again.
+                self._sessions[broker.broker_id] = now_ms + self._session_timeout_ms()
         if not records:
             return None
         return self._commit(fenced, records)
