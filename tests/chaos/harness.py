@@ -27,6 +27,7 @@ the cluster's timing: which node leads a partition at that moment is the cluster
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import random
@@ -65,8 +66,13 @@ T = TypeVar("T")
 
 ISR_FULL_BOUND_S = 30.0  # the issue's target: the ISR is full again within 30 s of healing
 RESTART_BOUND_S = 30.0  # a restarted node listens on its port within this
-DELIVERY_TIMEOUT_MS = 10_000  # both producers: give up on a send (then it is indeterminate)
-CLIENT_REQUEST_TIMEOUT_MS = 4_000  # below the delivery timeout, so a paused broker costs a retry, not a send
+# Client timeouts near Kafka's defaults (request.timeout.ms 30 s; delivery.timeout.ms 120 s, halved to bound a
+# run). Short ones make the clients give up on requests a broker is still answering (an acks=all wait while
+# the ISR shrinks): librdkafka then times messages out, bumps its producer epoch and sends the rest again
+# under new sequence numbers, which no broker can deduplicate, and kafka-python treats a timed-out
+# InitProducerId as fatal. Both are the client's doing; the test is of the broker.
+DELIVERY_TIMEOUT_MS = 60_000  # both producers: give up on a send (then it is indeterminate)
+CLIENT_REQUEST_TIMEOUT_MS = 30_000
 RECONNECT_BACKOFF_MAX_MS = 1_000  # kafka-python's default 30 s would outlast a restarted node's downtime
 FLUSH_BOUND_S = DELIVERY_TIMEOUT_MS / 1000 + 10.0
 CATCH_UP_BOUND_S = 15.0  # readers reach the high watermarks after the writers stop
@@ -136,6 +142,7 @@ class RunResult:
     reader_figures: dict[str, str]
     reader_resets: int  # positions a broker declared out of range, or below a truncation (see Reader)
     producer_fatal_errors: tuple[str, ...]  # each one replaced its producer (see ConfluentWriter.guarded)
+    stuck_writers: tuple[str, ...]  # writers with sends still unresolved FLUSH_BOUND_S after healing
     isolation_note: str
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
@@ -164,7 +171,7 @@ class RunResult:
             *(f"harness error: {e}" for e in self.errors),
         ]
         if self.client_log_dir is not None:
-            lines.append(f"client logs: {self.client_log_dir}")
+            lines.append(f"client logs: {self.client_log_dir}; history: {self.client_log_dir.parent / 'history.json'}")
         return "\n".join(lines)
 
 
@@ -192,9 +199,11 @@ class ClientLogs:
         self.loggers[name] = logger
         return logger
 
-    def librdkafka(self, name: str) -> dict[str, Any]:
-        """The config entries that send a confluent-kafka client's log to its file."""
-        return {"logger": self.logger(name), **({"debug": self.debug} if self.debug else {})}
+    def librdkafka(self, name: str, debug: str = "") -> dict[str, Any]:
+        """The config entries that send a confluent-kafka client's log to its file (with `debug`, or
+        SAMSA_CHAOS_CLIENT_DEBUG when set)."""
+        contexts = self.debug or debug
+        return {"logger": self.logger(name), **({"debug": contexts} if contexts else {})}
 
     def close(self) -> None:
         for handler in self.handlers:
@@ -291,9 +300,9 @@ class ConfluentWriter(Writer):
             "bootstrap.servers": self.bootstrap, "client.id": f"chaos-{self.name_}",
             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
             "message.timeout.ms": DELIVERY_TIMEOUT_MS, "request.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS,
-            "socket.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS + 1000,
             "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
-            "error_cb": self.on_error, **self.logs.librdkafka(self.name_),
+            # eos: the idempotence state machine (PID, epoch bumps, sequence errors), a few lines per fault
+            "error_cb": self.on_error, **self.logs.librdkafka(self.name_, debug="eos"),
         })
 
     def on_error(self, err: KafkaError) -> None:
@@ -372,6 +381,14 @@ class KafkaPythonWriter(Writer):
         self.stop_event.wait(seconds)
 
     def send(self, value: str, partition: int) -> None:
+        manager = self.producer._transaction_manager
+        if manager is not None and manager.has_fatal_error():
+            # kafka-python's idempotent producer is dead after a fatal error: every batch is aborted
+            # (their sends end as indeterminate). Replace it, as ConfluentWriter.guarded does.
+            self.fatal_errors.append(f"kafka-python: {manager.last_error}")
+            self.producer._sender.force_close()
+            self.restarts += 1
+            self.open()
         try:
             future = self.producer.send(self.topic, value.encode(), partition=partition)
         except kp_errors.KafkaError as e:
@@ -457,7 +474,7 @@ class ConfluentReader(Reader):
         self.consumer = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": f"chaos-unused-{self.name_}",
             "client.id": f"chaos-{self.name_}", "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "error", "fetch.wait.max.ms": 100, "socket.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS,
+            "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
             **self.logs.librdkafka(self.name_),
         })
@@ -578,6 +595,10 @@ class LeaderWatch(threading.Thread):
         self.last_leader: dict[int, int] = dict.fromkeys(range(partitions), -1)
         self.moves: dict[int, int] = dict.fromkeys(range(partitions), 0)
         self.bumps: dict[int, int] = dict.fromkeys(range(partitions), 0)
+        # (seconds, node asked, partition, leader, leader epoch, isr) whenever a node's answer changed
+        self.timeline: list[tuple[float, int, int, int, int, tuple[int, ...]]] = []
+        self.last_seen: dict[tuple[int, int], tuple[int, int, tuple[int, ...]]] = {}
+        self.t0 = time.monotonic()
         self.crash: str | None = None
 
     def run(self) -> None:
@@ -598,6 +619,10 @@ class LeaderWatch(threading.Thread):
             return
         with self.lock:
             for p, view in views.items():
+                seen = (view.leader, view.leader_epoch, view.isr)
+                if self.last_seen.get((node_id, p)) != seen:
+                    self.last_seen[(node_id, p)] = seen
+                    self.timeline.append((round(time.monotonic() - self.t0, 2), node_id, p, *seen))
                 old = self.views.get(p)
                 if old is None or view.leader_epoch <= old.leader_epoch:
                     continue
@@ -692,8 +717,13 @@ def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float,
 
 
 def isolation_support() -> tuple[bool, str]:
-    return False, ("skipped: every node listens on the one loopback interface; cutting one node off needs "
-                   "per-node network namespaces, which this harness does not set up yet")
+    """Cutting one node off from the others is not done: cluster_cli binds every node to 127.0.0.1, and
+    on one loopback interface only a packet filter that knows the owning process could isolate a node
+    (its outbound connections come from ephemeral ports like everyone's). This machine has neither
+    iptables nor nft, and tc cannot tell whose packet it is. Per-node network namespaces would work but
+    move the nodes off loopback, away from cluster_cli. SIGSTOP stands in for "alive but unreachable"."""
+    return False, ("skipped: all nodes share 127.0.0.1 and this machine has no iptables/nft to cut one "
+                   "node's traffic (SIGSTOP stands in; see isolation_support)")
 
 
 class Nemesis:
@@ -838,6 +868,7 @@ def run_chaos(config: ChaosConfig, directory: Path,
             raise AssertionError(f"{topic} has no leader for some partition after 30 s")
         bootstrap = cluster.bootstrap_servers
         watch = LeaderWatch(cluster, topic, config.partitions)
+        watch.t0 = t0
         logs.logger("kafka-python", "kafka")  # w1's and c1's: kafka-python logs to the one "kafka" logger
         rate = config.write_rate_per_s
         writers: list[Writer] = [ConfluentWriter(0, bootstrap, topic, config.partitions, rate, logs),
@@ -892,7 +923,9 @@ def run_chaos(config: ChaosConfig, directory: Path,
                 errors.append(f"{t.name} crashed:\n{t.crash}")
         sends = [s for w in writers for s in w.sends]
         polls = [e for r in readers for e in r.events]
-        result = check(History(sends, polls, drained, ends))
+        history = History(sends, polls, drained, ends)
+        result = check(history)
+        save_history(directory / "history.json", history, nemesis.faults, watch.timeline)
         return RunResult(
             seed=config.seed, replication_factor=rf, rf_note=rf_note, partitions=config.partitions,
             faults=tuple(nemesis.faults), leader_moves=dict(watch.moves), leader_epoch_bumps=dict(watch.bumps),
@@ -900,6 +933,7 @@ def run_chaos(config: ChaosConfig, directory: Path,
             writer_figures={w.name_: w.figures() for w in writers},
             reader_figures={r.name_: r.figures() for r in readers}, reader_resets=sum(r.resets for r in readers),
             producer_fatal_errors=tuple(e for w in writers for e in w.fatal_errors),
+            stuck_writers=tuple(f"{w.name_} ({w.client})" for w in writers if w.stuck),
             isolation_note=isolation_note,
             elapsed_s=time.monotonic() - started, errors=tuple(errors),
             client_log_dir=logs.directory)
@@ -927,6 +961,21 @@ def wait_for_leaders(cluster: Cluster, topic: str, partitions: int, bound_s: flo
             return True
         time.sleep(0.1)
     return False
+
+
+def save_history(path: Path, history: History, faults: list[Fault],
+                 timeline: list[tuple[float, int, int, int, int, tuple[int, ...]]]) -> None:
+    """The run's history as JSON, for reading a failed check by hand (checker.check(History(...)) again)."""
+    path.write_text(json.dumps({
+        "sends": [[s.writer, s.value, s.partition, s.outcome.value, s.offset, s.error] for s in history.sends],
+        "events": [["seek", e.consumer, e.partition, e.offset] if isinstance(e, Seek)
+                   else ["poll", e.consumer, e.partition, e.records] for e in history.polls],
+        "drain": {str(p): records for p, records in history.drain.items()},
+        "drain_end": {str(p): end for p, end in history.drain_end.items()},
+        "faults": [[f.kind, f.node, list(f.partitions), round(f.start_s, 2), round(f.end_s, 2), f.note]
+                   for f in faults],
+        "metadata": [[t, node, p, leader, epoch, list(isr)] for t, node, p, leader, epoch, isr in timeline],
+    }))
 
 
 def keep_evidence(directory: Path, seed: int) -> Path:

@@ -31,16 +31,16 @@ from pathlib import Path
 
 import pytest
 
-from chaos.harness import ISR_FULL_BOUND_S, ChaosConfig, RunResult, keep_evidence, run_chaos, seeds
+from chaos.harness import FLUSH_BOUND_S, ISR_FULL_BOUND_S, ChaosConfig, RunResult, keep_evidence, run_chaos, seeds
 
 SHORT_RUNS = 12
 SHORT_SECONDS = 8.0
 LONG_RUNS = 100
 LONG_SECONDS = 40.0
 MIN_ACKED = 1000
-# Everything after the faults is bounded in the harness (start 60 s, restart 30 s, ISR 30 s, flush 20 s,
+# Everything after the faults is bounded in the harness (start 60 s, restart 30 s, ISR 30 s, flush 70 s,
 # catch-up 15 s, drain 60 s, stop 20 s): the test's own bound is the fault time plus all of those.
-FIXED_BOUND_S = 240
+FIXED_BOUND_S = 300
 
 
 def _long(config: pytest.Config) -> bool:
@@ -104,6 +104,11 @@ def assert_harness_worked(result: RunResult) -> None:
     assert result.faults, f"seed {seed}: the nemesis made no fault"
     # A fatal error of an idempotent producer (OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch) means the
     # broker broke the producer's sequence bookkeeping; with acks=all and no unclean election it must not.
+    # After healing every send must resolve (acked or failed) within the flush bound; a producer still
+    # waiting then is one the cluster stopped answering, or one a broker answer broke (see the client log).
+    assert not result.stuck_writers, (
+        f"seed {seed}: writers {result.stuck_writers} still had unresolved sends {FLUSH_BOUND_S:.0f} s after "
+        f"the cluster healed; their logs are in {result.client_log_dir}")
     assert not result.producer_fatal_errors, (
         f"seed {seed}: idempotent producers hit fatal errors:\n" + "\n".join(result.producer_fatal_errors))
 
