@@ -1,7 +1,8 @@
 """Partition replication figures, Samsa vs Apache Kafka 4.1.2 KRaft, three combined nodes each, one run.
 
-    .venv/bin/python bench/replication/replication_bench.py [--records 200000] [--rate R] [--rate-seconds 30]
-        [--reps 3] [--broker-session-timeout-ms 9000] [--replica-lag-time-max-ms 30000] [--skip-kafka] [--out F]
+    .venv/bin/python bench/replication/replication_bench.py [--records 200000] [--warmup-records 0] [--rate R]
+        [--rate-seconds 30] [--reps 3] [--broker-session-timeout-ms 9000] [--replica-lag-time-max-ms 30000]
+        [--skip-kafka] [--out F]
 
 Every topic has 3 partitions, replication.factor=3 and min.insync.replicas=2 (CreateTopics with the
 same request on both systems); both clusters get the same replica.lag.time.max.ms and
@@ -10,6 +11,8 @@ broker.session.timeout.ms (Kafka's defaults, 30000 and 9000, unless told otherwi
 - throughput: Kafka's own ProducerPerformance (kafka-tools 4.1.2), --records records of 1 KiB,
   unthrottled, acks=all, enable.idempotence=true, the Java client's defaults otherwise (linger.ms 5,
   batch.size 16384) -> records/s, MiB/s, and the CPU the three brokers used meanwhile.
+  --warmup-records first runs the tool unmeasured (JVMs start cold: in one run on a loaded 2-core
+  machine Kafka's acks=all rate went from 916 to 2,383 records/s between a first and a second run).
 - latency: the same tool at a fixed rate -> p50/p99/p99.9 (send() to acknowledgement, as the tool
   measures it). The rates are --rate, or else 50% of Kafka's unthrottled rate and, when lower, 50% of
   the slower system's, so that one point is a rate both systems sustain (a rate above a system's
@@ -239,7 +242,13 @@ def producer_perf(cluster: Cluster, topic: str, records: int, throughput: int) -
     return out
 
 
-def throughput(cluster: Cluster, records: int) -> dict[str, Any]:
+def throughput(cluster: Cluster, records: int, warmup_records: int) -> dict[str, Any]:
+    if warmup_records > 0:  # lets the JVMs compile their hot paths first; not measured
+        topic = unique("repl-warmup")
+        create_topic(cluster, topic)
+        warm = producer_perf(cluster, topic, warmup_records, -1)
+        print(f"  {cluster.label} warm-up ({warmup_records:,} records, not counted): "
+              f"{warm['records_per_s']:,.0f} records/s", flush=True)
     topic = unique("repl-tput")
     create_topic(cluster, topic)
     out = producer_perf(cluster, topic, records, -1)
@@ -432,6 +441,8 @@ RATIOS: list[tuple[str, tuple[str, ...], str]] = [
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000, help="records in the unthrottled run")
+    parser.add_argument("--warmup-records", type=int, default=0,
+                        help="an unmeasured unthrottled run before the measured one (0: none, the brokers start cold)")
     parser.add_argument("--rate", type=int, default=None, help="one fixed rate for the latency runs (records/s)")
     parser.add_argument("--rate-seconds", type=float, default=30.0, help="at most this long per latency run")
     parser.add_argument("--reps", type=int, default=3, help="failover repetitions")
@@ -475,14 +486,14 @@ def main(argv: list[str] | None = None) -> int:
     print("samsa: starting 3 nodes", flush=True)
     with samsa_nodes(overrides) as cluster:
         wait_ready(cluster)
-        samsa["throughput"] = throughput(cluster, args.records)
+        samsa["throughput"] = throughput(cluster, args.records, args.warmup_records)
         if args.skip_kafka:
             finish(cluster, samsa, None)
     if not args.skip_kafka:
         print("kafka: starting 3 nodes", flush=True)
         with kafka_nodes(overrides) as cluster:
             wait_ready(cluster)
-            kafka["throughput"] = throughput(cluster, args.records)
+            kafka["throughput"] = throughput(cluster, args.records, args.warmup_records)
             finish(cluster, kafka, kafka["throughput"]["records_per_s"])
         print("samsa: starting 3 fresh nodes for the latency and failover runs", flush=True)
         with samsa_nodes(overrides) as cluster:
