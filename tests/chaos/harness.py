@@ -143,6 +143,7 @@ class RunResult:
     reader_resets: int  # positions a broker declared out of range, or below a truncation (see Reader)
     producer_fatal_errors: tuple[str, ...]  # each one replaced its producer (see ConfluentWriter.guarded)
     stuck_writers: tuple[str, ...]  # writers with sends still unresolved FLUSH_BOUND_S after healing
+    unlisted_leaders: tuple[str, ...]  # Metadata answers whose partition leader is not in their broker list
     isolation_note: str
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
@@ -168,6 +169,8 @@ class RunResult:
             *(f"reader {name}: {text}" for name, text in self.reader_figures.items()),
             self.check.summary(),
             *(f"producer fatal error (the producer was replaced): {e}" for e in self.producer_fatal_errors),
+            *([f"Metadata named a leader it did not list {len(self.unlisted_leaders)}x, e.g. "
+               f"{self.unlisted_leaders[0]}"] if self.unlisted_leaders else []),
             *(f"harness error: {e}" for e in self.errors),
         ]
         if self.client_log_dir is not None:
@@ -567,6 +570,14 @@ class PartitionView:
 
 
 def topic_metadata(cluster: Cluster, node_id: int, topic: str) -> dict[int, PartitionView] | None:
+    answer = topic_metadata_and_brokers(cluster, node_id, topic)
+    return None if answer is None else answer[0]
+
+
+def topic_metadata_and_brokers(cluster: Cluster, node_id: int,
+                               topic: str) -> tuple[dict[int, PartitionView], tuple[int, ...]] | None:
+    """The partitions of `topic` as node `node_id` answers Metadata, and the brokers it lists; None when
+    it does not answer or does not know the topic."""
     try:
         with Connection("127.0.0.1", cluster.port(node_id), client_id="chaos-watch", timeout_s=PROBE_TIMEOUT_S) as c:
             r = c.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
@@ -575,9 +586,10 @@ def topic_metadata(cluster: Cluster, node_id: int, topic: str) -> dict[int, Part
         return None
     if not r.topics or r.topics[0].error_code != ErrorCode.none:
         return None
-    return {int(p.partition_index): PartitionView(int(p.leader_id), int(p.leader_epoch), tuple(p.replica_nodes),
-                                                  tuple(p.isr_nodes))
-            for p in r.topics[0].partitions if p.error_code in (ErrorCode.none, ErrorCode.leader_not_available)}
+    views = {int(p.partition_index): PartitionView(int(p.leader_id), int(p.leader_epoch), tuple(p.replica_nodes),
+                                                   tuple(p.isr_nodes))
+             for p in r.topics[0].partitions if p.error_code in (ErrorCode.none, ErrorCode.leader_not_available)}
+    return views, tuple(sorted(int(b.node_id) for b in r.brokers))
 
 
 class LeaderWatch(threading.Thread):
@@ -598,6 +610,7 @@ class LeaderWatch(threading.Thread):
         # (seconds, node asked, partition, leader, leader epoch, isr) whenever a node's answer changed
         self.timeline: list[tuple[float, int, int, int, int, tuple[int, ...]]] = []
         self.last_seen: dict[tuple[int, int], tuple[int, int, tuple[int, ...]]] = {}
+        self.unlisted_leaders: list[str] = []  # Metadata answers naming a leader they do not list
         self.t0 = time.monotonic()
         self.crash: str | None = None
 
@@ -614,11 +627,17 @@ class LeaderWatch(threading.Thread):
             self.crash = traceback.format_exc()
 
     def look(self, node_id: int) -> None:
-        views = topic_metadata(self.cluster, node_id, self.topic)
-        if views is None:
+        answer = topic_metadata_and_brokers(self.cluster, node_id, self.topic)
+        if answer is None:
             return
+        views, brokers = answer
         with self.lock:
             for p, view in views.items():
+                if view.leader >= 0 and view.leader not in brokers:
+                    # Kafka answers LEADER_NOT_AVAILABLE and leader -1 for a leader it does not list
+                    # (KRaftMetadataCache); kafka-python's producer crash-loops on it (UnknownBrokerIdError).
+                    self.unlisted_leaders.append(f"{time.monotonic() - self.t0:.1f} s: node {node_id} named "
+                                                 f"broker {view.leader} leader of p{p} but listed brokers {brokers}")
                 seen = (view.leader, view.leader_epoch, view.isr)
                 if self.last_seen.get((node_id, p)) != seen:
                     self.last_seen[(node_id, p)] = seen
@@ -883,7 +902,8 @@ def run_chaos(config: ChaosConfig, directory: Path,
         nemesis = Nemesis(cluster, watch, config, t0)
         _isolation_on, isolation_note = isolation_support()
         try:
-            nemesis.run(config.min_fault_s, config.max_fault_s)
+            # With one replica no leader can move: do not chase moves past the least fault time.
+            nemesis.run(config.min_fault_s, config.max_fault_s if rf > 1 else config.min_fault_s)
         finally:
             nemesis.heal()
         healed_at = time.monotonic()
@@ -934,6 +954,7 @@ def run_chaos(config: ChaosConfig, directory: Path,
             reader_figures={r.name_: r.figures() for r in readers}, reader_resets=sum(r.resets for r in readers),
             producer_fatal_errors=tuple(e for w in writers for e in w.fatal_errors),
             stuck_writers=tuple(f"{w.name_} ({w.client})" for w in writers if w.stuck),
+            unlisted_leaders=tuple(watch.unlisted_leaders),
             isolation_note=isolation_note,
             elapsed_s=time.monotonic() - started, errors=tuple(errors),
             client_log_dir=logs.directory)
