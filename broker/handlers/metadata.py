@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from broker.config import is_valid_topic_name
 from broker.context import RequestContext
 from broker.controller import TopicSpec
-from broker.metadata.image import TopicImage
+from broker.metadata.image import PartitionImage, TopicImage
 from broker.wire import build, field
 from kproto.errors import ErrorCode
 from kproto.messages import response_class
@@ -31,7 +31,15 @@ if TYPE_CHECKING:
     from broker.broker import Broker
 
 
-def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
+def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | None = None) -> dict[str, Any]:
+    """`live`: the brokers the response lists. A leader among them is named; one that is not (fenced,
+    stopping, gone) is answered LEADER_NOT_AVAILABLE with leader -1, as Kafka's KRaft metadata cache
+    does, and replicas on unlisted brokers are offline_replicas. (Clients index leaders by the listed
+    brokers: kafka-python fails on a leader it cannot find there.)"""
+
+    def leader(p: PartitionImage) -> int:
+        return p.leader if p.leader >= 0 and (live is None or p.leader in live) else -1
+
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
@@ -39,13 +47,13 @@ def topic_entry(topic: TopicImage, *, include_ops: bool) -> dict[str, Any]:
         "is_internal": topic.name in INTERNAL_TOPICS,
         "partitions": [
             {
-                "error_code": ErrorCode.none if p.leader >= 0 else ErrorCode.leader_not_available,
+                "error_code": ErrorCode.none if leader(p) >= 0 else ErrorCode.leader_not_available,
                 "partition_index": p.partition_id,
-                "leader_id": p.leader,
+                "leader_id": leader(p),
                 "leader_epoch": p.leader_epoch,
                 "replica_nodes": p.replicas,
                 "isr_nodes": p.isr,
-                "offline_replicas": (),
+                "offline_replicas": tuple(r for r in p.replicas if live is not None and r not in live),
             }
             for p in sorted(topic.partitions.values(), key=lambda p: p.partition_id)
         ],
@@ -71,6 +79,8 @@ def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode)
 def handle_metadata(request: Any, ctx: RequestContext) -> Any:
     broker = ctx.broker
     version = ctx.version
+    brokers = broker_entries(broker)
+    live = frozenset(b["node_id"] for b in brokers)
     include_ops = bool(field(request, "include_topic_authorized_operations", False))
     allow_auto_create = bool(field(request, "allow_auto_topic_creation", True)) and broker.config.get_bool(
         "auto.create.topics.enable"
@@ -79,7 +89,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
     topics: list[dict[str, Any]] = []
     if requested is None or (version == 0 and not requested):
         image = broker.image
-        topics = [topic_entry(t, include_ops=include_ops) for t in image.topics_by_name.values()]
+        topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()]
     else:
         to_create: list[str] = []
         for t in requested:
@@ -90,7 +100,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 if found is None:
                     topics.append(_error_entry(None, topic_id, ErrorCode.unknown_topic_id))
                 else:
-                    topics.append(topic_entry(found, include_ops=include_ops))
+                    topics.append(topic_entry(found, include_ops=include_ops, live=live))
                 continue
             if name is None:
                 topics.append(_error_entry(None, topic_id, ErrorCode.invalid_request))
@@ -111,7 +121,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 continue
             found = image.topics_by_name.get(name)
             if found is not None:
-                topics.append(topic_entry(found, include_ops=include_ops))
+                topics.append(topic_entry(found, include_ops=include_ops, live=live))
             elif not is_valid_topic_name(name):
                 topics.append(_error_entry(name, None, ErrorCode.invalid_topic_exception))
             elif name in creating:
@@ -122,7 +132,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
         response_class(3, version),
         {
             "throttle_time": 0,
-            "brokers": broker_entries(broker),
+            "brokers": brokers,
             "cluster_id": broker.cluster_id,
             "controller_id": broker.node_id,
             "topics": topics,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from cluster_harness import Cluster, unique, wait_for
@@ -84,3 +85,35 @@ def test_graceful_shutdown_of_the_leader_hands_over_at_once(cluster_factory: Cal
     print(f"new leader {new.leader_id} in epoch {new.leader_epoch}, {took:.2f} s after the old one stopped")
     assert new.leader_id != old.leader_id and new.leader_epoch > old.leader_epoch
     assert "shut down cleanly" in cluster.log_tail(old.leader_id, 200)
+
+
+@pytest.mark.timeout(120)
+def test_metadata_never_names_a_leader_it_does_not_list(cluster: Cluster) -> None:
+    """A broker that stopped (SIGTERM) keeps the leadership of partitions no one else has in sync until
+    it returns; Metadata must still answer LEADER_NOT_AVAILABLE for them (clients look leaders up among
+    the listed brokers), with the replica offline."""
+    quorum_leader = wait_for("a leader", cluster.quorum_leader, 20)[0].leader_id
+    victim = next(n for n in cluster.node_ids if n != quorum_leader)
+    topic = unique("alone")
+    with cluster.connect(quorum_leader) as conn:
+        r = conn.request(19, {"timeout": 15000, "validate_only": False, "topics": [{
+            "name": topic, "num_partitions": -1, "replication_factor": -1,
+            "assignments": [{"partition_index": 0, "broker_ids": [victim]}], "configs": ()}]})
+    assert r.topics[0].error_code == ErrorCode.none, r
+    wait_for(f"{topic} led by {victim}", lambda: (cluster.leaders(quorum_leader, topic) or {}).get(0) == (victim, 0)
+             or None, 20)
+    process = cluster.processes[victim]
+    process.terminate()
+    process.wait(30)
+
+    def answer() -> Any | None:
+        m = cluster.metadata(quorum_leader, [topic])
+        listed = {b.node_id for b in m.brokers}
+        return m if victim not in listed else None
+
+    m = wait_for(f"broker {victim} unlisted", answer, 30)[0]
+    p = m.topics[0].partitions[0]
+    assert (p.error_code, p.leader_id, list(p.offline_replicas)) == (ErrorCode.leader_not_available, -1, [victim])
+    cluster.start(victim)
+    wait_for(f"{topic} led by {victim} again", lambda: (cluster.leaders(quorum_leader, topic) or {}).get(0)
+             == (victim, 0) or None, 30)
