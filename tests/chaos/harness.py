@@ -29,8 +29,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import logging.handlers
 import os
 import random
+import re
 import shutil
 import threading
 import time
@@ -81,6 +83,8 @@ WATCH_INTERVAL_S = 0.25
 PROBE_TIMEOUT_S = 2.0
 QUIET_WRITES_S = 1.0  # writes after healing, before the writers stop: the healed cluster must take them
 READ_BATCH_COUNT = 500
+CLIENT_LOG_MAX_BYTES = 4 << 20  # per client log file, and one rotated file
+KEPT_RUNS_MAX_COUNT = 20  # failed runs kept in SAMSA_CHAOS_KEEP; later ones are not copied
 
 # Short liveness timeouts so that faults of a few seconds move leadership and shrink the ISR (Kafka's
 # defaults: 9000, 2000 and 30000 ms).
@@ -143,6 +147,8 @@ class RunResult:
     producer_fatal_errors: tuple[str, ...]  # each one replaced its producer (see ConfluentWriter.guarded)
     stuck_writers: tuple[str, ...]  # writers with sends still unresolved FLUSH_BOUND_S after healing
     unlisted_leaders: tuple[str, ...]  # Metadata answers whose partition leader is not in their broker list
+    producer_ids: dict[str, tuple[tuple[int, int], ...]]  # writer -> (producer id, epoch) pairs it was given
+    pid_collisions: tuple[str, ...]  # producer ids two writers were both given
     isolation_note: str
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
@@ -167,6 +173,8 @@ class RunResult:
             *(f"writer {name}: {text}" for name, text in self.writer_figures.items()),
             *(f"reader {name}: {text}" for name, text in self.reader_figures.items()),
             self.check.summary(),
+            "producer ids: " + "; ".join(f"{name} {list(got)}" for name, got in self.producer_ids.items()),
+            *(f"PRODUCER ID COLLISION: {c}" for c in self.pid_collisions),
             *(f"producer fatal error (the producer was replaced): {e}" for e in self.producer_fatal_errors),
             *([f"Metadata named a leader it did not list {len(self.unlisted_leaders)}x, e.g. "
                f"{self.unlisted_leaders[0]}"] if self.unlisted_leaders else []),
@@ -175,6 +183,9 @@ class RunResult:
         if self.client_log_dir is not None:
             lines.append(f"client logs: {self.client_log_dir}; history: {self.client_log_dir.parent / 'history.json'}")
         return "\n".join(lines)
+
+
+_PID_LINE = re.compile(r"Acquired PID\{Id:(-?\d+),Epoch:(-?\d+)\}|ProducerId set to (-?\d+) with epoch (-?\d+)")
 
 
 class ClientLogs:
@@ -191,7 +202,9 @@ class ClientLogs:
     def logger(self, name: str, logger_name: str | None = None) -> logging.Logger:
         if name in self.loggers:
             return self.loggers[name]
-        handler = logging.FileHandler(self.directory / f"{name}.log")
+        # Bounded: kafka-python logs a traceback per loop when its sender crash-loops (60 MB in a minute).
+        handler = logging.handlers.RotatingFileHandler(self.directory / f"{name}.log", maxBytes=CLIENT_LOG_MAX_BYTES,
+                                                       backupCount=1)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger = logging.getLogger(logger_name or f"chaos.client.{name}")
         logger.propagate = False
@@ -205,7 +218,23 @@ class ClientLogs:
         """The config entries that send a confluent-kafka client's log to its file (with `debug`, or
         SAMSA_CHAOS_CLIENT_DEBUG when set)."""
         contexts = self.debug or debug
-        return {"logger": self.logger(name), **({"debug": contexts} if contexts else {})}
+        logger = self.logger(name)
+        if contexts:
+            logger.setLevel(logging.DEBUG)  # librdkafka's debug lines arrive at level 7, logging's DEBUG
+        return {"logger": logger, **({"debug": contexts} if contexts else {})}
+
+    def producer_ids(self, name: str) -> set[tuple[int, int]]:
+        """The (producer id, epoch) pairs a producer's log says it got: librdkafka's eos debug line
+        "Acquired PID{Id:N,Epoch:E}" and kafka-python's "ProducerId set to N with epoch E"."""
+        found: set[tuple[int, int]] = set()
+        for path in (self.directory / f"{name}.log", self.directory / f"{name}.log.1"):
+            with contextlib.suppress(OSError):
+                text = path.read_text(errors="replace")
+                for m in _PID_LINE.finditer(text):
+                    pid, epoch = int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4))
+                    if pid >= 0:
+                        found.add((pid, epoch))
+        return found
 
     def close(self) -> None:
         for logger in self.loggers.values():  # a client thread that logs late must not reopen the file
@@ -944,6 +973,13 @@ def run_chaos(config: ChaosConfig, directory: Path,
                 errors.append(f"{t.name} crashed:\n{t.crash}")
         sends = [s for w in writers for s in w.sends]
         polls = [e for r in readers for e in r.events]
+        # Every producer must get its own producer id: two sharing one corrupt each other's sequences.
+        pids = {w.name_: logs.producer_ids(w.name_ if isinstance(w, ConfluentWriter) else "kafka-python")
+                for w in writers}
+        shared = set.intersection(*({pid for pid, _ in got} for got in pids.values())) if pids else set()
+        pid_collisions = tuple(f"producer id {pid} given to " + " and ".join(
+            f"{name} (epochs {sorted(e for p, e in got if p == pid)})" for name, got in sorted(pids.items()))
+            for pid in sorted(shared))
         history = History(sends, polls, drained, ends)
         result = check(history)
         save_history(directory / "history.json", history, nemesis.faults, watch.timeline)
@@ -956,6 +992,7 @@ def run_chaos(config: ChaosConfig, directory: Path,
             producer_fatal_errors=tuple(e for w in writers for e in w.fatal_errors),
             stuck_writers=tuple(f"{w.name_} ({w.client})" for w in writers if w.stuck),
             unlisted_leaders=tuple(watch.unlisted_leaders),
+            producer_ids={name: tuple(sorted(got)) for name, got in pids.items()}, pid_collisions=pid_collisions,
             isolation_note=isolation_note,
             elapsed_s=time.monotonic() - started, errors=tuple(errors),
             client_log_dir=logs.directory)
@@ -1002,8 +1039,12 @@ def save_history(path: Path, history: History, faults: list[Fault],
 
 def keep_evidence(directory: Path, seed: int) -> Path:
     """Copy a failed run's directory (node data and logs, client logs: a few MB) to SAMSA_CHAOS_KEEP
-    (default /tmp/samsa-chaos), out of pytest's tmp dirs, which only the last three sessions keep."""
-    keep = Path(os.environ.get("SAMSA_CHAOS_KEEP", "/tmp/samsa-chaos")) / f"seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    (default /tmp/samsa-chaos), out of pytest's tmp dirs, which only the last three sessions keep.
+    Returns where the run's files are."""
+    root = Path(os.environ.get("SAMSA_CHAOS_KEEP", "/tmp/samsa-chaos"))
+    if root.is_dir() and len(list(root.glob("seed*"))) >= KEPT_RUNS_MAX_COUNT:
+        return directory  # full: the run stays where pytest put it (its last three sessions are kept)
+    keep = root / f"seed{seed}-{time.strftime('%Y%m%d-%H%M%S')}"
     shutil.copytree(directory, keep, dirs_exist_ok=True)
     return keep
 

@@ -20,8 +20,8 @@ take 1-2.5 minutes each, 2-4 hours in all.
 
 Each run must show: zero violations, at least MIN_ACKED acknowledged writes, at least one leader move
 per partition, the ISR full within 30 s of healing, a complete drain, no reader whose position the
-broker reset, no fatal error of an idempotent producer, every send resolved after healing, and no
-harness trouble. While the cluster refuses replication factor 3 (the topic had
+broker reset, no producer id given to two producers, no fatal error of an idempotent producer, every
+send resolved after healing, and no harness trouble. While the cluster refuses replication factor 3 (the topic had
 to be created with 1), a run still has to pass its checks, then skips: with one replica a leader
 cannot move and acknowledged writes of a killed node are unavailable until it returns, so the run
 proves the harness, not replication.
@@ -111,6 +111,8 @@ def assert_harness_worked(result: RunResult) -> None:
     assert not result.stuck_writers, (
         f"seed {seed}: writers {result.stuck_writers} still had unresolved sends {FLUSH_BOUND_S:.0f} s after "
         f"the cluster healed (see their logs)")
+    assert not result.pid_collisions, (
+        f"seed {seed}: InitProducerId gave one producer id to two producers: " + "; ".join(result.pid_collisions))
     # A fatal error of an idempotent producer (OUT_OF_ORDER_SEQUENCE_NUMBER, a fenced epoch) means the
     # broker broke the producer's sequence bookkeeping; with acks=all and no unclean election it must not.
     assert not result.producer_fatal_errors, (
