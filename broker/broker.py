@@ -139,6 +139,7 @@ class Broker:
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.replica_manager.on_followers_changed = self.replica_fetchers.update
         self._published = False
+        self.ready = asyncio.Event()  # the image has caught up: clients may be served
         self._creating: set[str] = set()  # topics being created in the background
         self._background: set[asyncio.Task[None]] = set()
         self.controller = Controller(config, self.quorum)
@@ -200,6 +201,7 @@ class Broker:
                 logger.warning("deleting log %s-%d: its topic no longer exists", topic, partition)
                 self.log_manager.delete_log(topic, partition)
         self._published = True
+        self.ready.set()
         self.replica_manager.apply_image(image)
         groups = getattr(self, "groups", None)
         if groups is not None:

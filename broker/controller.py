@@ -135,11 +135,20 @@ class Controller:
         # broker id -> when its session ends (monotonic ms), kept by the active controller only
         self._sessions: dict[int, float] = {}
         self.unclean_elections = 0
+        self._working: MetadataImage | None = None  # committed image + uncommitted own writes
+        self._working_epoch = -1
+        self._uncommitted = 0
         # ElectLeaders, partition reassignments and the leader balancer (broker.reassignment)
         self.reassignments = ReassignmentControl(self)
 
     @property
     def image(self) -> MetadataImage:
+        """What the controller decides on: the committed image plus its own writes still waiting for
+        their commit (Kafka's controller keeps uncommitted state the same way), so two requests in
+        flight together cannot both take the same producer-id block or create the same topic."""
+        working = self._working
+        if working is not None and self._working_epoch == self._quorum.epoch and self._quorum.is_leader:
+            return working
         return self._quorum.image
 
     @property
@@ -149,7 +158,21 @@ class Controller:
     def _write(self, records: Sequence[MetadataRecord]) -> asyncio.Future[int] | int | None:
         if not records:
             return None
-        return self._quorum.write_nowait(records)
+        base = self.image
+        result = self._quorum.write_nowait(records)
+        if isinstance(result, int):
+            return result  # committed at once (one voter): the quorum's image has it
+        self._working = base.apply(records, base.offset + 1)
+        self._working_epoch = self._quorum.epoch
+        self._uncommitted += 1
+        result.add_done_callback(self._committed)
+        return result
+
+    def _committed(self, _future: asyncio.Future[int]) -> None:
+        self._uncommitted -= 1
+        if self._uncommitted == 0 or _future.cancelled() or _future.exception() is not None:
+            # all in: the committed image is the whole truth again (or leadership was lost with it)
+            self._working = None
 
     def _commit(self, value: T, records: Sequence[MetadataRecord]) -> Pending[T]:
         return Pending(value, self._write(records))

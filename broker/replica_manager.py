@@ -296,8 +296,10 @@ class ReplicaManager:
             existing.followers.clear()
             existing.pending_isr = None
             if p.leader == node:
-                # Kafka's makeLeader: followers' positions are unknown until they fetch in this epoch.
+                # Kafka's makeLeader: followers' positions are unknown until they fetch in this epoch,
+                # and the epoch starts at our log end.
                 existing.leader_epoch_start_offset = existing.log.log_end_offset
+                existing.log.assign_epoch_start_offset(p.leader_epoch)
             existing.wake_waiters()  # long polls and acks=all waits re-check their leadership
         if p.leader == node and existing.maybe_advance_high_watermark():
             existing.wake_waiters()  # a smaller ISR may let the high watermark move
@@ -307,6 +309,8 @@ class ReplicaManager:
                               p.partition_epoch, self._node_id)
         if p.leader == self._node_id:
             partition.leader_epoch_start_offset = log.log_end_offset
+            if p.leader_epoch > 0:  # epoch 0 of a new topic needs no entry (or a file) before data
+                log.assign_epoch_start_offset(p.leader_epoch)
             partition.maybe_advance_high_watermark()  # a sole in-sync replica: everything is committed
         return partition
 

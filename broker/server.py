@@ -138,9 +138,11 @@ async def serve(
     *,
     started: Callable[[int], Awaitable[None] | None] | None = None,
 ) -> None:
-    """Serve until cancelled. `started` is called with the bound port once the listener is up."""
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port, reuse_port=False)
-    bound_port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    """Serve until cancelled. `started` is called with the bound port once the listener is up.
+
+    A cluster member opens its client listener only once its metadata image has caught up with the
+    quorum (Kafka's brokers wait the same way): before that it would answer Metadata from an image
+    that lacks topics which exist. Its controller listener opens at once: the quorum needs it."""
     retention_interval_s = broker.config.get_int("log.retention.check.interval.ms") / 1000
 
     # Checkpoints and flushes fsync: they run on a worker thread so the event loop never waits on
@@ -165,7 +167,7 @@ async def serve(
     def fence_expired() -> None:
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)
 
-    async with listener, anyio.create_task_group() as tg:
+    async with anyio.create_task_group() as tg:
         tg.start_soon(broker.quorum.run)  # Raft timers and requests to the other voters
         tg.start_soon(broker.lifecycle.run)  # registration and heartbeats to the active controller
         tg.start_soon(broker.replica_fetchers.run)  # followers fetch from their leaders
@@ -186,14 +188,20 @@ async def serve(
         tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
         tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
         tg.start_soon(broker.txn.run)  # transaction timeouts, unwritten markers, transactional id expiry
-        logger.info("listening on %s:%d", host, bound_port)
-        if started is not None:
-            r = started(bound_port)
-            if inspect.isawaitable(r):
-                await r
+        if not broker.ready.is_set():
+            logger.info("catching up with the metadata quorum before listening on %s:%d", host, port)
+            await broker.ready.wait()
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port, reuse_port=False)
+        bound_port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with listener:
+            logger.info("listening on %s:%d", host, bound_port)
+            if started is not None:
+                r = started(bound_port)
+                if inspect.isawaitable(r):
+                    await r
 
-        async def handler(stream: anyio.abc.SocketStream) -> None:
-            await serve_connection(broker, stream)
+            async def handler(stream: anyio.abc.SocketStream) -> None:
+                await serve_connection(broker, stream)
 
-        await listener.serve(handler, task_group=tg)
+            await listener.serve(handler, task_group=tg)
 

@@ -324,6 +324,13 @@ class Log:
     def latest_epoch(self) -> int | None:
         return self._epochs.latest_epoch()
 
+    def assign_epoch_start_offset(self, epoch: int) -> None:
+        """A new leader records that `epoch` starts at the log end (Kafka's maybeAssignEpochStartOffset),
+        so OffsetForLeaderEpoch answers for it before its first append. Not fsynced here: until a
+        batch of that epoch exists, recovery has nothing to lose by not knowing it."""
+        self._check_online()
+        self._epochs.assign(epoch, self.log_end_offset, flush=False)
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self._epochs.end_offset_for_epoch(epoch, self.log_end_offset)
 

@@ -95,6 +95,8 @@ class MetadataImage:
                     by_name[name] = topic
                     by_id[topic_id] = topic
                 case PartitionRecord():
+                    if record.topic_id not in by_id:
+                        continue  # never written by a correct controller; a replay must not die on it
                     topic = by_id[record.topic_id]
                     parts = dict(topic.partitions)
                     parts[record.partition_id] = PartitionImage(
@@ -106,6 +108,8 @@ class MetadataImage:
                     by_name[topic.name] = topic
                     by_id[topic.topic_id] = topic
                 case PartitionChangeRecord():
+                    if record.topic_id not in by_id or record.partition_id not in by_id[record.topic_id].partitions:
+                        continue
                     topic = by_id[record.topic_id]
                     old = topic.partitions[record.partition_id]
                     leader_changed = record.leader is not None and record.leader != old.leader
@@ -127,6 +131,8 @@ class MetadataImage:
                     by_name[topic.name] = topic
                     by_id[topic.topic_id] = topic
                 case RemoveTopicRecord(topic_id=topic_id):
+                    if topic_id not in by_id:
+                        continue
                     topic = by_id.pop(topic_id)
                     by_name.pop(topic.name, None)
                     configs.pop((TOPIC_RESOURCE, topic.name), None)

@@ -130,3 +130,17 @@ def test_a_retry_after_failover_is_recognised_by_the_new_leader(tmp_path: Path) 
     assert retry.duplicate and retry.first_offset == 2 and new.log_end_offset == 3
     fresh = new.append_as_leader(batch(3, b"v3"), leader_epoch=2, now_ms=NOW)
     assert not fresh.duplicate and fresh.first_offset == 3
+
+
+def test_a_new_leader_answers_offset_for_leader_epoch_for_its_epoch_before_any_append(tmp_path: Path) -> None:
+    """Kafka's maybeAssignEpochStartOffset: without it a new leader of an empty (or quiet) partition
+    answered OffsetForLeaderEpoch with -1, which consumers read as truncation and reset on."""
+    log = _log(tmp_path / "t-0")
+    _append(log, 0, 3, "a")
+    assert log.end_offset_for_epoch(1) == (-1, -1)
+    log.assign_epoch_start_offset(1)
+    assert log.end_offset_for_epoch(1) == (1, 3)
+    assert log.end_offset_for_epoch(0) == (0, 3)
+    empty = _log(tmp_path / "t-1")
+    empty.assign_epoch_start_offset(2)
+    assert empty.end_offset_for_epoch(2) == (2, 0)

@@ -84,13 +84,21 @@ class Cluster:
                                                    ready_timeout_s=ready_timeout_s)
         return time.monotonic() - started
 
-    def start(self, node_id: int) -> None:
-        """(Re)start one node with its data directory; returns once its broker port accepts connections."""
+    def start(self, node_id: int, *, wait: bool = True) -> None:
+        """(Re)start one node with its data directory; returns once its broker port accepts connections
+        (`wait`; a member opens it only after catching up with the quorum, so restarting a whole
+        cluster must start every node before waiting for any: see wait_listening)."""
         assert not self.running(node_id), f"node {node_id} is running"
         node = self.plan.node(node_id)
         proc = cluster_cli.start_node(self.plan, node, die_with_parent=self._die_with_parent)
         self.processes[node_id] = proc
         cluster_cli.write_state(self.plan, self.processes)
+        if wait:
+            self.wait_listening(node_id)
+
+    def wait_listening(self, node_id: int) -> None:
+        node = self.plan.node(node_id)
+        proc = self.processes[node_id]
         deadline = time.monotonic() + 30
         while not cluster_cli.port_open(node.broker_port):
             assert proc.poll() is None, f"node {node_id} exited with {proc.returncode}\n{self.log_tail(node_id)}"

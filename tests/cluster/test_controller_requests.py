@@ -4,6 +4,7 @@ wrong broker (redirected, KIP-951), and a graceful shutdown of the quorum leader
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,10 +31,19 @@ def _producer_id(cluster: Cluster, node_id: int) -> int | None:
 @pytest.mark.timeout(120)
 def test_producer_ids_configs_and_redirects_through_any_broker(cluster: Cluster) -> None:
     wait_for("a leader", cluster.quorum_leader, 20)
-    # InitProducerId on every broker: blocks come from the one controller, so ids never collide.
-    ids = [wait_for(f"a producer id from node {n}", lambda n=n: _producer_id(cluster, n), 20)[0]  # type: ignore[misc]
-           for n in cluster.node_ids for _ in range(3)]
-    assert len(set(ids)) == len(ids), ids
+    # InitProducerId on every broker at the same moment: each broker's first block is asked for
+    # together, and the controller must not hand the same block out twice before the first commits.
+    ids: list[int] = []
+    threads = [threading.Thread(target=lambda n=n: ids.append(  # type: ignore[misc]
+        wait_for(f"a producer id from node {n}", lambda: _producer_id(cluster, n), 20)[0]))
+        for n in cluster.node_ids for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    ids += [wait_for(f"a producer id from node {n}", lambda n=n: _producer_id(cluster, n), 20)[0]  # type: ignore[misc]
+            for n in cluster.node_ids]
+    assert len(ids) == 9 and len(set(ids)) == len(ids), ids
 
     topic = unique("cfg")
     wait_for(f"{topic} created", lambda: cluster.create_topic(1, topic, 3)[0] == ErrorCode.none or None, 20)

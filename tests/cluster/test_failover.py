@@ -175,7 +175,9 @@ def test_a_new_leader_never_answers_from_a_stale_image(cluster: Cluster) -> None
     for node_id in cluster.node_ids:
         cluster.kill(node_id)
     for node_id in cluster.node_ids:
-        cluster.start(node_id)
+        cluster.start(node_id, wait=False)  # none can serve before a majority is back
+    for node_id in cluster.node_ids:
+        cluster.wait_listening(node_id)
     retriable = {ErrorCode.not_controller, ErrorCode.request_timed_out}
     answers: dict[int, list[tuple[ErrorCode, str | None]]] = {n: [] for n in cluster.node_ids}
     stop = threading.Event()
