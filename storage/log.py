@@ -819,6 +819,10 @@ class Log:
         if offset < 0:
             raise StorageError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # Nothing to cut, but an epoch entry at the log end goes (Kafka does the same): a broker
+            # that led briefly recorded its epoch's start and was deposed before appending; kept, it
+            # would be this follower's last fetched epoch and its leader would see divergence forever.
+            self._epochs.truncate_from_end(self.log_end_offset)
             return
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)

@@ -144,3 +144,21 @@ def test_a_new_leader_answers_offset_for_leader_epoch_for_its_epoch_before_any_a
     empty = _log(tmp_path / "t-1")
     empty.assign_epoch_start_offset(2)
     assert empty.end_offset_for_epoch(2) == (2, 0)
+
+
+def test_an_epoch_a_deposed_leader_never_wrote_in_does_not_make_it_diverge_forever(tmp_path: Path) -> None:
+    """A broker led briefly (recording its epoch's start at its log end) and was deposed before
+    appending. As a follower its last fetched epoch must not be that phantom epoch after the
+    truncation the leader asks for, or every fetch is answered with the same divergence (seen in a
+    chaos run: 'diverges ... truncated to 17' twice a second until the run ended)."""
+    leader_log, follower_log = _log(tmp_path / "leader" / "t-0"), _log(tmp_path / "follower" / "t-0")
+    for log in (leader_log, follower_log):
+        _append(log, 0, 17, "common")
+    _append(leader_log, 3, 5, "new")
+    follower_log.assign_epoch_start_offset(2)  # it led in epoch 2 without writing
+    leader = _leader(leader_log)
+    diverging = leader.divergence(follower_log.latest_epoch() or -1, follower_log.log_end_offset)
+    assert diverging == (0, 17)
+    truncate_to_divergence(follower_log, *diverging, leader_log.log_start_offset)
+    assert follower_log.log_end_offset == 17 and follower_log.latest_epoch() == 0
+    assert leader.divergence(0, 17) is None  # the next fetch proceeds
