@@ -19,16 +19,22 @@ class LeaderEpochCache:
         self._epochs: list[int] = [e for e, _ in entries or []]
         self._offsets: list[int] = [o for _, o in entries or []]
         self.latest: int | None = None  # latest_epoch(), as an attribute for the append path; read-only
+        # `latest` once the checkpoint file holds every entry, None while it lags (after assign(flush=False)):
+        # the append path compares the batch's epoch with this, so the first append of an epoch recorded
+        # without a flush writes the file.  Read-only outside this class.
+        self.latest_written: int | None = None
         self._changed()
 
     def _changed(self) -> None:
         self.latest = self._epochs[-1] if self._epochs else None
+        self.latest_written = None
 
     def reset(self, entries: list[tuple[int, int]]) -> None:
         """Replace the in-memory entries (on load); does not write the file."""
         self._epochs = [e for e, _ in entries]
         self._offsets = [o for _, o in entries]
         self._changed()
+        self.latest_written = self.latest  # the entries are the file's (or none yet)
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -39,16 +45,20 @@ class LeaderEpochCache:
 
     def flush(self) -> None:
         write_epoch_checkpoint(self._file_io, self._path, self.entries)
+        self.latest_written = self.latest
 
     def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Record that `epoch` starts at `start_offset`; returns True if the cache changed.
 
         Like Kafka's assign(): entries that would break monotonicity (epoch >= the new one, or start
-        offset >= the new one) are removed first; a repeat of the latest epoch is a no-op.
+        offset >= the new one) are removed first; a repeat of the latest epoch changes nothing (but writes
+        the file if `flush` and an earlier assign(flush=False) left it behind).
         """
         if epoch < 0:
             return False
         if self._epochs and self._epochs[-1] == epoch and self._offsets[-1] <= start_offset:
+            if flush and self.latest_written != epoch:
+                self.flush()
             return False
         while self._epochs and (self._epochs[-1] >= epoch or self._offsets[-1] >= start_offset):
             self._epochs.pop()

@@ -445,7 +445,7 @@ class Log:
         except OSError as e:
             raise self._write_failed(seg, e) from e
         epochs = self._epochs
-        if leader_epoch != epochs.latest:
+        if leader_epoch != epochs.latest_written:  # a new epoch, or one recorded without writing the file
             epochs.assign(leader_epoch, first_offset)
         if h is not None:
             # h with the offsets, epoch and max timestamp as written (h._replace, at a third of its cost)
@@ -523,7 +523,7 @@ class Log:
         if buf is not None:
             buffers = [buf]
         position = self._write(buffers, total, meta)
-        if leader_epoch != self._epochs.latest_epoch():
+        if leader_epoch != self._epochs.latest_written:
             self._epochs.assign(leader_epoch, first_offset)
         for h in stamped:
             producers.update(h)

@@ -115,3 +115,17 @@ def test_check_append_is_check_duplicate_then_validate() -> None:
             h = header(rng.choice((-1, 1, 2, 3)))
             expected = _outcome(lambda: state.check_duplicate(h) or state.validate((h,)))  # noqa: B023
             assert _outcome(lambda: state.check_append(h)) == expected  # noqa: B023
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_epoch_recorded_without_flush_is_written_by_its_first_append(log_dir: Path, general: bool) -> None:
+    """assign_epoch_start_offset (a new leader) does not write the checkpoint; the append path skips the
+    epoch cache when the batch's epoch is already the latest, but not while the file lags behind it."""
+    log = open_log(log_dir)
+    log.append_as_leader(make_batch([b"a"]), leader_epoch=1, now_ms=NOW_MS)
+    log.assign_epoch_start_offset(2)
+    _append(log, make_batch([b"b", b"c"]), 2, NOW_MS, general)
+    _append(log, make_batch([b"d"]), 2, NOW_MS, general)
+    assert log.epoch_entries == [(1, 0), (2, 1)]
+    log.close()
+    assert open_log(log_dir).epoch_entries == [(1, 0), (2, 1)]
