@@ -312,7 +312,7 @@ class Broker:
                 if r.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
                     logger.warning("could not create topic %s: %s %s", r.name, r.error_code.name, r.error_message)
         except NotControllerError:
-            pass
+            pass  # leadership moved: the caller's retriable error makes the client ask again
         finally:
             self._creating.difference_update(s.name for s in specs)
 

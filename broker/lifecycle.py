@@ -182,7 +182,7 @@ class BrokerLifecycle:
             try:
                 await asyncio.wait_for(self._wake.wait(), delay)
             except TimeoutError:
-                pass
+                pass  # the interval passed without a wake-up: heartbeat again
 
     async def controlled_shutdown(self, timeout_s: float) -> None:
         """Ask the controller to move leadership away before we stop (best effort, bounded)."""
@@ -192,7 +192,7 @@ class BrokerLifecycle:
                 if await asyncio.wait_for(self._heartbeat(want_shut_down=True), max(0.1, deadline - time.monotonic())):
                     return
             except (TimeoutError, NotControllerError, NodeUnavailableError):
-                pass
+                pass  # no controller to hear it right now: try again until the deadline
             await asyncio.sleep(0.1)
 
 
@@ -262,7 +262,7 @@ class ProducerIdManager:
             start, length = await pending
             self._got(start, length)
         except NotControllerError:
-            pass
+            pass  # the next generate() asks the new controller
         finally:
             self._fetching = False
 

@@ -83,7 +83,7 @@ class NodeClient:
         except (OSError, ProtocolError) as e:
             error = NodeUnavailableError(f"connection to {self.host}:{self.port} failed: {e}")
         except asyncio.CancelledError:
-            pass
+            pass  # close(): fail what waits, in finally
         finally:
             if self._writer is writer:
                 self._writer = None
@@ -122,6 +122,6 @@ class NodeClient:
             try:
                 await self._reader_task
             except (asyncio.CancelledError, Exception):
-                pass
+                pass  # the reader's own end is of no interest once we close
         if self._writer is not None:
             self._writer.close()

@@ -139,7 +139,7 @@ class ReplicaFetcherManager:
         try:
             await asyncio.wait_for(event.wait(), BACKOFF_S)
         except TimeoutError:
-            pass
+            pass  # backoff over without a metadata change: fetch again
 
     def _request(self, partitions: list[Partition]) -> object:
         by_topic: dict[str, list[dict[str, Any]]] = {}

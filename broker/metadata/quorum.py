@@ -537,7 +537,7 @@ class MetadataQuorum:
                     try:
                         await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
                     except TimeoutError:
-                        pass
+                        pass  # the core's deadline came: tick below
                 self._execute(self.core.step(Tick(), _now_ms()))
         finally:
             for task in list(self._tasks):
