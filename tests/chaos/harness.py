@@ -318,7 +318,7 @@ class Writer(threading.Thread):
                 + ("; STUCK: sends unresolved after the flush bound" if self.stuck else "")
                 + (f"; errors: {errors}" if errors else ""))
 
-    # the client-specific part
+    # the client-specific part: ConfluentWriter and KafkaPythonWriter implement these (Writer is never run itself)
     def open(self) -> None: raise NotImplementedError
     def idle(self, seconds: float) -> None: raise NotImplementedError
     def send(self, value: str, partition: int) -> None: raise NotImplementedError
@@ -487,6 +487,7 @@ class Reader(threading.Thread):
                 + (f" ({'; '.join(self.reset_details[:3])})" if self.reset_details else "")
                 + (f"; errors: {errors}" if errors else ""))
 
+    # the client-specific part: ConfluentReader and KafkaPythonReader implement these (Reader is never run itself)
     def open(self) -> None: raise NotImplementedError
     def poll_once(self) -> None: raise NotImplementedError
     def close(self) -> None: raise NotImplementedError
