@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from oracle_fixture import kafka_cluster  # noqa: E402
 
+from bench.cluster_probes import connect, quorum_leader_and_epoch, wait_for  # noqa: E402
 from bench.machine import describe  # noqa: E402
 from broker.client import Connection, KafkaClientError  # noqa: E402
 
@@ -52,24 +53,10 @@ class Node:
 
 
 def _conn(bootstrap: str) -> Connection:
-    host, _, port = bootstrap.rpartition(":")
-    return Connection(host, int(port), timeout_s=REQUEST_TIMEOUT_S)
+    return connect(bootstrap, "quorum-bench")
 
 
-def leader_and_epoch(bootstrap: str) -> tuple[int, int] | None:
-    """DescribeQuorum through a broker listener: (leader id, epoch), or None if unknown/unreachable."""
-    try:
-        with _conn(bootstrap) as c:
-            r = c.request(55, {"topics": [{"topic_name": "__cluster_metadata",
-                                           "partitions": [{"partition_index": 0}]}]})
-    except (OSError, KafkaClientError):
-        return None
-    if r.error_code.value != 0 or not r.topics:
-        return None
-    p = r.topics[0].partitions[0]
-    if p.error_code.value != 0 or p.leader_id < 0:
-        return None
-    return int(p.leader_id), int(p.leader_epoch)
+leader_and_epoch = quorum_leader_and_epoch
 
 
 def create_topic(bootstrap: str, name: str) -> int:
@@ -91,15 +78,6 @@ def visible(bootstrap: str, name: str) -> bool:
         return False
     t = r.topics[0]
     return t.error_code.value == 0 and bool(t.partitions) and all(p.leader_id >= 0 for p in t.partitions)
-
-
-def wait_for(what: Callable[[], bool], timeout_s: float) -> float | None:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        if what():
-            return time.monotonic() - start
-        time.sleep(POLL_S)
-    return None
 
 
 def metadata_latency(nodes: list[Node], changes: int) -> list[float]:

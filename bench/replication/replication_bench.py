@@ -56,6 +56,8 @@ sys.path.insert(0, str(REPO))
 
 import oracle_fixture  # noqa: E402
 
+from bench import cluster_probes  # noqa: E402
+from bench.cluster_probes import connect  # noqa: E402
 from bench.compare.perf_tools import RECORD_SIZE, parse_producer, tool_timeout  # noqa: E402
 from bench.machine import cpu_seconds, describe  # noqa: E402
 from broker.client import Connection, KafkaClientError  # noqa: E402
@@ -146,17 +148,11 @@ def samsa_nodes(overrides: dict[str, str]) -> Iterator[Cluster]:
 
 
 def _conn(bootstrap: str) -> Connection:
-    host, _, port = bootstrap.rpartition(":")
-    return Connection(host, int(port), client_id="replication-bench", timeout_s=REQUEST_TIMEOUT_S)
+    return connect(bootstrap, "replication-bench")
 
 
 def wait_for(what: Callable[[], bool], timeout_s: float) -> float | None:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout_s:
-        if what():
-            return time.monotonic() - start
-        time.sleep(POLL_S)
-    return None
+    return cluster_probes.wait_for(what, timeout_s, POLL_S)
 
 
 def brokers_listed(bootstrap: str) -> set[int]:
@@ -190,16 +186,8 @@ def isr_full(bootstrap: str, topic: str) -> bool:
 
 def quorum_leader(bootstrap: str) -> int | None:
     """The active controller (the metadata quorum's leader) as DescribeQuorum tells it."""
-    try:
-        with _conn(bootstrap) as c:
-            r = c.request(55, {"topics": [{"topic_name": "__cluster_metadata",
-                                           "partitions": [{"partition_index": 0}]}]})
-    except (OSError, KafkaClientError):
-        return None
-    if r.error_code.value != 0 or not r.topics:
-        return None
-    p = r.topics[0].partitions[0]
-    return int(p.leader_id) if p.error_code.value == 0 and p.leader_id >= 0 else None
+    found = cluster_probes.quorum_leader_and_epoch(bootstrap)
+    return None if found is None else found[0]
 
 
 def create_topic(cluster: Cluster, topic: str) -> None:
