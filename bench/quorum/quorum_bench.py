@@ -40,9 +40,6 @@ from bench.cluster_probes import connect, quorum_leader_and_epoch, wait_for  # n
 from bench.machine import describe  # noqa: E402
 from broker.client import Connection, KafkaClientError  # noqa: E402
 
-POLL_S = 0.02
-REQUEST_TIMEOUT_S = 5.0
-
 
 @dataclass
 class Node:
