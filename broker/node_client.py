@@ -36,8 +36,8 @@ class NodeClient:
         self._reader_task: asyncio.Task[None] | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
         self._correlation_id = 0
-        # correlation id -> (api key, api version, future of the response)
-        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        # correlation id -> (api key, api version, future of the response, the connection it went out on)
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any], asyncio.StreamWriter]] = {}
         self._closed = False
 
     async def _connect(self) -> asyncio.StreamWriter:
@@ -71,7 +71,7 @@ class NodeClient:
                 waiting = self._pending.pop(correlation_id, None)
                 if waiting is None:
                     continue  # the caller gave up (timeout); drop the late response
-                api_key, api_version, future = waiting
+                api_key, api_version, future, _sent_on = waiting
                 try:
                     _cid, response = decode_response(api_key, api_version, payload)
                 except Exception as e:  # a response we cannot decode poisons only its request
@@ -88,8 +88,10 @@ class NodeClient:
             if self._writer is writer:
                 self._writer = None
             writer.close()
-            pending, self._pending = self._pending, {}
-            for _key, _version, future in pending.values():
+            # Only the requests sent on this connection: a newer one may already carry others.
+            lost = [cid for cid, (_k, _v, _f, sent_on) in self._pending.items() if sent_on is writer]
+            for cid in lost:
+                future = self._pending.pop(cid)[2]
                 if not future.done():
                     future.set_exception(error)
 
@@ -106,10 +108,20 @@ class NodeClient:
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         cid = self._correlation_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[cid] = (int(cls.__api_key__), int(cls.__version__), future)
+        self._pending[cid] = (int(cls.__api_key__), int(cls.__version__), future, writer)
         try:
             writer.write(encode_request(request, correlation_id=cid, client_id=self._client_id))
             return await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:  # before OSError, of which it is a subclass
+            # Like Kafka's NetworkClient: a request that times out takes its connection down, and the
+            # next request connects afresh. After a network partition heals, a new connection works at
+            # once, where the old one waits out TCP's retransmission back-off (seconds, doubling); the
+            # requests still waiting on it fail with NodeUnavailableError and are retried by their callers.
+            if self._writer is writer:
+                logger.info("no answer from %s:%d within %.1f s; reconnecting", self.host, self.port, timeout_s)
+                self._writer = None
+                writer.close()
+            raise
         except OSError as e:
             raise NodeUnavailableError(f"sending to {self.host}:{self.port} failed: {e}") from e
         finally:
