@@ -57,10 +57,14 @@ class NodeSpec:
     controller_port: int
     data_dir: Path
     log_path: Path
+    host: str = HOST  # the address both listeners bind to and advertise
+    # A network namespace (`ip netns`) to run the node in, or None: the caller's. Tests that cut nodes
+    # off from each other give each node its own (tests/chaos/netns.py); `samsa cluster up` does not.
+    netns: str | None = None
 
     @property
     def bootstrap(self) -> str:
-        return f"{HOST}:{self.broker_port}"
+        return f"{self.host}:{self.broker_port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,7 @@ class ClusterPlan:
 
     @property
     def quorum(self) -> str:
-        return ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes)
+        return ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -123,9 +127,12 @@ def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, o
 
 
 def serve_command(plan: ClusterPlan, node: NodeSpec) -> list[str]:
-    command = [sys.executable, "-m", "broker.cli", "serve",
+    # `ip netns exec` execs the command in place: the PID we get is the broker's.
+    command = [] if node.netns is None else ["ip", "netns", "exec", node.netns]
+    command += [sys.executable, "-m", "broker.cli", "serve",
                "--node-id", str(node.node_id),
                "--controller-quorum", plan.quorum,
+               "--controller-listen", f"{node.host}:{node.controller_port}",
                "--listen", node.bootstrap,
                "--advertise", node.bootstrap,
                "--data-dir", str(node.data_dir),
@@ -237,26 +244,27 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 # --- readiness -----------------------------------------------------------------------------------------
 
 
-def port_open(port: int, timeout_s: float = 0.2) -> bool:
+def port_open(port: int, timeout_s: float = 0.2, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout_s):
+        with socket.create_connection((host, port), timeout=timeout_s):
             return True
     except OSError:
         return False
 
 
-def metadata(port: int, topics: Iterable[str] | None = None, *, timeout_s: float = PROBE_TIMEOUT_S) -> Any:
-    """One Metadata request to the broker on `port` (no auto-creation)."""
-    with Connection(HOST, port, client_id="samsa-cluster", timeout_s=timeout_s) as conn:
+def metadata(port: int, topics: Iterable[str] | None = None, *, timeout_s: float = PROBE_TIMEOUT_S,
+             host: str = HOST) -> Any:
+    """One Metadata request to the broker on `host:port` (no auto-creation)."""
+    with Connection(host, port, client_id="samsa-cluster", timeout_s=timeout_s) as conn:
         return conn.request(3, {"topics": None if topics is None else [{"name": t} for t in topics],
                                 "allow_auto_topic_creation": False,
                                 "include_topic_authorized_operations": False})
 
 
-def listed_brokers(port: int, *, timeout_s: float = PROBE_TIMEOUT_S) -> set[int] | None:
-    """The broker ids Metadata from `port` lists, or None when the node does not answer."""
+def listed_brokers(port: int, *, timeout_s: float = PROBE_TIMEOUT_S, host: str = HOST) -> set[int] | None:
+    """The broker ids Metadata from `host:port` lists, or None when the node does not answer."""
     try:
-        return {int(b.node_id) for b in metadata(port, [], timeout_s=timeout_s).brokers}
+        return {int(b.node_id) for b in metadata(port, [], timeout_s=timeout_s, host=host).brokers}
     except (OSError, KafkaClientError):
         return None
 
@@ -278,11 +286,11 @@ def wait_ready(plan: ClusterPlan, processes: dict[int, subprocess.Popen[bytes]],
                                    f"{log_tail(node.log_path)}")
         ready = True
         for node in plan.nodes:
-            if not port_open(node.broker_port):
+            if not port_open(node.broker_port, host=node.host):
                 last[node.node_id] = None
                 ready = False
                 continue
-            last[node.node_id] = listed_brokers(node.broker_port)
+            last[node.node_id] = listed_brokers(node.broker_port, host=node.host)
             if last[node.node_id] != want:
                 ready = False
         if ready:
@@ -309,7 +317,7 @@ def write_state(plan: ClusterPlan, processes: dict[int, subprocess.Popen[bytes]]
         nodes.append({"node_id": n.node_id, "pid": proc.pid if proc else None,
                       "start_time": process_start_time(proc.pid) if proc else None,
                       "broker_port": n.broker_port, "controller_port": n.controller_port,
-                      "data_dir": str(n.data_dir), "log": str(n.log_path)})
+                      "data_dir": str(n.data_dir), "log": str(n.log_path), "host": n.host, "netns": n.netns})
     state = {"version": STATE_VERSION, "bootstrap_servers": plan.bootstrap_servers,
              "controller_quorum": plan.quorum, "overrides": list(plan.overrides), "log_level": plan.log_level,
              "nodes": nodes}
@@ -340,7 +348,8 @@ def live_pids(state: dict[str, Any]) -> list[int]:
 
 def plan_from_state(directory: Path, state: dict[str, Any]) -> ClusterPlan:
     nodes = tuple(NodeSpec(int(n["node_id"]), int(n["broker_port"]), int(n["controller_port"]),
-                           Path(n["data_dir"]), Path(n["log"])) for n in state["nodes"])
+                           Path(n["data_dir"]), Path(n["log"]), n.get("host", HOST), n.get("netns"))
+                  for n in state["nodes"])
     return ClusterPlan(directory.resolve(), nodes, tuple(state.get("overrides", ())), state.get("log_level", "INFO"))
 
 

@@ -34,6 +34,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import threading
 import time
 import traceback
@@ -60,6 +61,7 @@ from kafka import errors as kp_errors
 from broker import cluster_cli
 from broker.client import Connection, KafkaClientError
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
+from chaos.netns import NetworkLab, NetworkLabUnavailable
 from kproto.errors import ErrorCode
 
 T = TypeVar("T")
@@ -92,8 +94,9 @@ CLUSTER_OVERRIDES = ("broker.session.timeout.ms=3000", "broker.heartbeat.interva
                      "replica.lag.time.max.ms=2000")
 
 # Each fault's weight: a leader kill moves the partition it aims at, so it weighs most (every partition's
-# leader must move in a short run); a pause moves leaders only when it outlasts the broker session.
-FAULT_WEIGHTS = {"kill-leader": 2, "pause": 1, "kill-controller": 1}
+# leader must move in a short run); a pause or a cut moves leaders only when it outlasts the broker session.
+# "isolate" needs the run's own network namespaces (netns.py); without them it is left out.
+FAULT_WEIGHTS = {"kill-leader": 2, "pause": 1, "kill-controller": 1, "isolate": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,7 @@ class ChaosConfig:
     fault_gap_s: tuple[float, float] = (0.5, 2.0)  # quiet time between one fault's heal and the next
     kill_downtime_s: tuple[float, float] = (0.5, 3.0)
     pause_s: tuple[float, float] = (2.0, 5.0)
+    isolate_s: tuple[float, float] = (2.0, 6.0)
     replication_factor: int = 3  # wanted; 1 when the cluster refuses it
 
 
@@ -610,7 +614,8 @@ def topic_metadata_and_brokers(cluster: Cluster, node_id: int,
     """The partitions of `topic` as node `node_id` answers Metadata, and the brokers it lists; None when
     it does not answer or does not know the topic."""
     try:
-        with Connection("127.0.0.1", cluster.port(node_id), client_id="chaos-watch", timeout_s=PROBE_TIMEOUT_S) as c:
+        with Connection(cluster.host(node_id), cluster.port(node_id), client_id="chaos-watch",
+                        timeout_s=PROBE_TIMEOUT_S) as c:
             r = c.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
                               "include_topic_authorized_operations": False})
     except (OSError, KafkaClientError):
@@ -766,14 +771,17 @@ def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float,
         consumer.close()
 
 
-def isolation_support() -> tuple[bool, str]:
-    """Cutting one node off from the others is not done: cluster_cli binds every node to 127.0.0.1, and
-    on one loopback interface only a packet filter that knows the owning process could isolate a node
-    (its outbound connections come from ephemeral ports like everyone's). This machine has neither
-    iptables nor nft, and tc cannot tell whose packet it is. Per-node network namespaces would work but
-    move the nodes off loopback, away from cluster_cli. SIGSTOP stands in for "alive but unreachable"."""
-    return False, ("skipped: all nodes share 127.0.0.1 and this machine has no iptables/nft to cut one "
-                   "node's traffic (SIGSTOP stands in; see isolation_support)")
+def network_lab(nodes: int) -> tuple[NetworkLab | None, str]:
+    """The run's own network (each node in a namespace, so one can be cut off), or None and why not:
+    then the nodes share loopback and the nemesis leaves "isolate" out. SAMSA_CHAOS_NETNS=0 asks for
+    loopback."""
+    if os.environ.get("SAMSA_CHAOS_NETNS", "1") == "0":
+        return None, "off: SAMSA_CHAOS_NETNS=0 put the nodes on loopback, where one cannot be cut off"
+    try:
+        lab = NetworkLab.create(nodes)
+    except (NetworkLabUnavailable, OSError, subprocess.SubprocessError) as e:
+        return None, f"off: no network namespaces here ({e}); the nodes share loopback"
+    return lab, f"on: each node in its own network namespace ({lab.prefix}-*), cut off by downing its bridge port"
 
 
 class Nemesis:
@@ -783,8 +791,10 @@ class Nemesis:
     gap before the next fault overlaps the boot, and the next fault waits only for what is left of it.
     """
 
-    def __init__(self, cluster: Cluster, watch: LeaderWatch, config: ChaosConfig, t0: float) -> None:
-        self.cluster, self.watch, self.config, self.t0 = cluster, watch, config, t0
+    def __init__(self, cluster: Cluster, watch: LeaderWatch, config: ChaosConfig, t0: float,
+                 lab: NetworkLab | None = None) -> None:
+        self.cluster, self.watch, self.config, self.t0, self.lab = cluster, watch, config, t0, lab
+        self.weights = {k: w for k, w in FAULT_WEIGHTS.items() if k != "isolate" or lab is not None}
         self.rng = random.Random(config.seed)
         self.faults: list[Fault] = []
         self.booting: set[int] = set()
@@ -796,7 +806,7 @@ class Nemesis:
         begin = self.now()
         while True:
             gap = self.rng.uniform(*self.config.fault_gap_s)
-            kind = self.rng.choices(list(FAULT_WEIGHTS), weights=list(FAULT_WEIGHTS.values()))[0]
+            kind = self.rng.choices(list(self.weights), weights=list(self.weights.values()))[0]
             elapsed = self.now() - begin + gap
             if elapsed >= max_s or (elapsed >= min_s and not self.unmoved()):
                 return
@@ -820,8 +830,7 @@ class Nemesis:
         listens fails the run with its log tail)."""
         deadline = time.monotonic() + RESTART_BOUND_S
         for node in sorted(self.booting):
-            port = self.cluster.port(node)
-            while not cluster_cli.port_open(port):
+            while not self.cluster.listening(node):
                 proc = self.cluster.processes[node]
                 assert proc.poll() is None, (f"node {node} exited with {proc.returncode} after its restart\n"
                                              f"{self.cluster.log_tail(node)}")
@@ -855,6 +864,22 @@ class Nemesis:
 
     def one(self, kind: str) -> None:
         start = self.now()
+        if kind == "isolate":
+            assert self.lab is not None
+            # A third of the time each: the node a leader kill would go for, the active controller, any node.
+            aimed, _ = self.target()
+            view = self.cluster.quorum_leader()
+            choices = [n for n in (aimed, view.leader_id if view else -1) if n >= 0]
+            node = self.rng.choice([*choices, self.rng.choice(self.cluster.node_ids)])
+            seconds = self.rng.uniform(*self.config.isolate_s)
+            log(self.t0, f"nemesis: cut node {node} off the network for {seconds:.1f} s")
+            self.lab.cut(node)
+            try:
+                time.sleep(seconds)
+            finally:
+                self.lab.mend(node)
+            self.faults.append(Fault(kind, node, (), start, self.now()))
+            return
         if kind == "pause":
             # Half the time the node a leader kill would go for, else any node.
             aimed, _ = self.target()
@@ -890,6 +915,9 @@ class Nemesis:
         self.faults.append(Fault(kind, node, partitions, start, self.now()))
 
     def heal(self) -> None:
+        if self.lab is not None:
+            for node in list(self.lab.cut_nodes):
+                self.lab.mend(node)
         for node in list(self.cluster.paused):
             self.cluster.resume(node)
         for node in self.cluster.node_ids:
@@ -900,7 +928,22 @@ class Nemesis:
 
 def run_chaos(config: ChaosConfig, directory: Path,
               cluster_factory: Callable[[Path], Cluster] | None = None) -> RunResult:
-    """One run; every process it starts is stopped (by PID, paused ones resumed first) before it returns."""
+    """One run; every process it starts is stopped (by PID, paused ones resumed first) and the network
+    namespaces it made are deleted before it returns. The calling thread spends the run in the client
+    namespace (see netns.py), and so do the client threads it starts."""
+    lab, isolation_note = (None, "off: the caller's cluster") if cluster_factory else network_lab(config.nodes)
+    if lab is None:
+        return _run_chaos(config, directory, cluster_factory, None, isolation_note)
+    try:
+        with lab.inside_clients():
+            return _run_chaos(config, directory, lambda d: Cluster(d, plan=lab.plan(d, CLUSTER_OVERRIDES)),
+                              lab, isolation_note)
+    finally:
+        lab.destroy()
+
+
+def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[Path], Cluster] | None,
+               lab: NetworkLab | None, isolation_note: str) -> RunResult:
     started = time.monotonic()
     print(f"chaos seed {config.seed} (rerun with SAMSA_CHAOS_SEED={config.seed})", flush=True)
     cluster = (cluster_factory or (lambda d: Cluster(d, config.nodes, CLUSTER_OVERRIDES)))(directory)
@@ -930,8 +973,7 @@ def run_chaos(config: ChaosConfig, directory: Path,
             t.start()
         watch.look(cluster.node_ids[0])
 
-        nemesis = Nemesis(cluster, watch, config, t0)
-        _isolation_on, isolation_note = isolation_support()
+        nemesis = Nemesis(cluster, watch, config, t0, lab)
         try:
             # With one replica no leader can move: do not chase moves past the least fault time.
             nemesis.run(config.min_fault_s, config.max_fault_s if rf > 1 else config.min_fault_s)

@@ -57,8 +57,11 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float) -> tupl
 
 
 class Cluster:
-    def __init__(self, directory: Path, nodes: int = 3, overrides: Sequence[str] = ()) -> None:
-        self.plan = cluster_cli.plan_cluster(directory, nodes, overrides=overrides)
+    def __init__(self, directory: Path, nodes: int = 3, overrides: Sequence[str] = (),
+                 plan: cluster_cli.ClusterPlan | None = None) -> None:
+        """`plan`: a layout of one's own (nodes on other addresses or in network namespaces), else
+        `nodes` on loopback ports."""
+        self.plan = plan or cluster_cli.plan_cluster(directory, nodes, overrides=overrides)
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.paused: set[int] = set()
         # Linux sends PR_SET_PDEATHSIG when the forking *thread* exits: only ask for it from the main one.
@@ -76,6 +79,12 @@ class Cluster:
 
     def port(self, node_id: int) -> int:
         return self.plan.node(node_id).broker_port
+
+    def host(self, node_id: int) -> str:
+        return self.plan.node(node_id).host
+
+    def listening(self, node_id: int) -> bool:
+        return cluster_cli.port_open(self.port(node_id), host=self.host(node_id))
 
     def up(self, ready_timeout_s: float = 60.0) -> float:
         """Start every node and wait until each lists all brokers; returns the seconds it took."""
@@ -97,10 +106,9 @@ class Cluster:
             self.wait_listening(node_id)
 
     def wait_listening(self, node_id: int) -> None:
-        node = self.plan.node(node_id)
         proc = self.processes[node_id]
         deadline = time.monotonic() + 30
-        while not cluster_cli.port_open(node.broker_port):
+        while not self.listening(node_id):
             assert proc.poll() is None, f"node {node_id} exited with {proc.returncode}\n{self.log_tail(node_id)}"
             assert time.monotonic() < deadline, f"node {node_id} did not listen\n{self.log_tail(node_id)}"
             time.sleep(0.05)
@@ -139,14 +147,14 @@ class Cluster:
     # --- requests ---------------------------------------------------------------------------------------
 
     def connect(self, node_id: int, timeout_s: float = REQUEST_TIMEOUT_S) -> Connection:
-        return Connection(HOST, self.port(node_id), client_id="cluster-test", timeout_s=timeout_s)
+        return Connection(self.host(node_id), self.port(node_id), client_id="cluster-test", timeout_s=timeout_s)
 
     def metadata(self, node_id: int, topics: Sequence[str] | None = None) -> Any:
-        return cluster_cli.metadata(self.port(node_id), topics, timeout_s=REQUEST_TIMEOUT_S)
+        return cluster_cli.metadata(self.port(node_id), topics, timeout_s=REQUEST_TIMEOUT_S, host=self.host(node_id))
 
     def brokers(self, node_id: int) -> set[int] | None:
         """The brokers node `node_id` lists in Metadata (None: no answer)."""
-        return cluster_cli.listed_brokers(self.port(node_id), timeout_s=REQUEST_TIMEOUT_S)
+        return cluster_cli.listed_brokers(self.port(node_id), timeout_s=REQUEST_TIMEOUT_S, host=self.host(node_id))
 
     def leaders(self, node_id: int, topic: str) -> dict[int, tuple[int, int]] | None:
         """partition -> (leader id, error code) for `topic` as node `node_id` sees it; None if unknown."""
