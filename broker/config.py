@@ -157,6 +157,7 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "group.max.size": (ConfigType.INT, "2147483647"),
     "offset.metadata.max.bytes": (ConfigType.INT, "4096"),
     "offsets.retention.check.interval.ms": (ConfigType.LONG, "600000"),
+    "offsets.commit.timeout.ms": (ConfigType.INT, "5000"),
     # KRaft: the metadata quorum and broker liveness (Kafka's names and defaults).
     "process.roles": (ConfigType.LIST, "broker,controller"),
     "controller.quorum.voters": (ConfigType.LIST, ""),

@@ -209,6 +209,25 @@ class Partition:
             return ErrorCode.not_leader_or_follower
         return None
 
+    async def wait_replicated(self, end_offset: int, leader_epoch: int, min_isr: int, timeout_s: float) -> ErrorCode:
+        """The wait acks=all makes, for the broker's own writes (the coordinators'): until the high
+        watermark reaches `end_offset` (an append's last offset + 1) while this broker still leads in
+        `leader_epoch`. NONE; NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR fell below `min_isr` meanwhile;
+        NOT_LEADER_OR_FOLLOWER when leadership moved (the write may be truncated away); REQUEST_TIMED_OUT."""
+        with anyio.move_on_after(max(0.0, timeout_s)):
+            while True:
+                if self.leader_id != self.node_id or self.leader_epoch != leader_epoch:
+                    return ErrorCode.not_leader_or_follower
+                if self.log.high_watermark >= end_offset:
+                    return ErrorCode.none if len(self.isr) >= min_isr else ErrorCode.not_enough_replicas_after_append
+                event = anyio.Event()
+                self.add_waiter(event)
+                try:
+                    await event.wait()
+                finally:
+                    self.remove_waiter(event)
+        return ErrorCode.request_timed_out
+
     def add_waiter(self, event: anyio.Event) -> None:
         self._waiters.add(event)
 

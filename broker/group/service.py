@@ -6,6 +6,12 @@ the live brokers.  A group's coordinator is the leader of partition
 abs(java hashCode(group_id)) % partitions.  Records the coordinator produces are appended (one
 batch per partition) before the request that caused them is answered; at start-up every partition
 is replayed into the coordinator.
+
+A write that a client is told succeeded (an offset commit, a group's assignment, a deletion) is
+replicated first, as Kafka's coordinators write with acks=-1: `persist_replicated` waits until the
+partition's high watermark passes it, up to offsets.commit.timeout.ms. Kafka's answers when it cannot:
+COORDINATOR_NOT_AVAILABLE (too few in-sync replicas, or the time ran out) and NOT_COORDINATOR
+(leadership moved); both make the client find the coordinator and retry.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from kproto.errors import ErrorCode
 if TYPE_CHECKING:
     from broker.broker import Broker
     from broker.metadata.image import MetadataImage
+    from broker.replica_manager import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +53,7 @@ LOAD_READ_BYTES = 1 << 20
 # only guards against a bug leaving a connection muted forever.
 MAX_DELAYED_OPERATION_S = 30 * 60
 DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000
+DEFAULT_COMMIT_TIMEOUT_MS = 5000
 
 
 def now_ms() -> int:
@@ -77,6 +85,7 @@ class GroupService:
         self.num_partitions = _config_int(broker, "offsets.topic.num.partitions", 50)
         self.retention_check_interval_ms = _config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
+        self.commit_timeout_ms = _config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
         self._audit: dict[str, list[dict[str, object]]] = {}
         self._loaded: set[int] = set()  # __consumer_offsets partitions replayed into the coordinator
         self.load()
@@ -123,9 +132,33 @@ class GroupService:
 
     def persist(self) -> ErrorCode:
         """Append what the coordinator produced; an error means the last change may not be durable."""
+        return self._append()[0]
+
+    async def persist_replicated(self) -> ErrorCode:
+        """Append what the coordinator produced and wait until every in-sync replica has it (see the
+        module docstring): NONE, COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR."""
+        error, appended = self._append()
+        if error != ErrorCode.none:
+            return error
+        deadline = time.monotonic() + self.commit_timeout_ms / 1000
+        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC)["min.insync.replicas"])
+        for partition, end_offset, epoch in appended:
+            got = await partition.wait_replicated(end_offset, epoch, min_isr, deadline - time.monotonic())
+            if got == ErrorCode.not_leader_or_follower:
+                return ErrorCode.not_coordinator
+            if got != ErrorCode.none:
+                logger.info("group records in %s-%d not replicated: %s", OFFSETS_TOPIC, partition.partition_id,
+                            got.name)
+                return ErrorCode.coordinator_not_available
+        return ErrorCode.none
+
+    def _append(self) -> tuple[ErrorCode, list[tuple[Partition, int, int]]]:
+        """Append the coordinator's records; the error, and (partition, end offset, leader epoch) of each
+        append that was made."""
+        appended: list[tuple[Partition, int, int]] = []
         records = self.coordinator.drain_records()
         if not records:
-            return ErrorCode.none
+            return ErrorCode.none, appended
         by_partition: dict[int, list[GroupRecord]] = {}
         for record in records:
             by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
@@ -140,11 +173,13 @@ class GroupService:
                 continue
             batch = encode_batch([(r.key, r.value) for r in group_records], now)
             try:
-                partition.append_as_leader(batch, now)
+                info = partition.append_as_leader(batch, now)
             except Exception as e:  # StorageError and friends: the client retries against us
                 logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
                 error = ErrorCode.coordinator_not_available
-        return error
+                continue
+            appended.append((partition, info.last_offset + 1, partition.leader_epoch))
+        return error, appended
 
     def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes, audit: dict[str, object]) -> None:
         from broker.group.records import encode_key

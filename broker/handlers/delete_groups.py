@@ -15,7 +15,7 @@ from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 
-def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
+async def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
     groups = ctx.broker.groups
     results: dict[str, ErrorCode] = {}
     deletable: list[str] = []
@@ -26,8 +26,9 @@ def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
         else:
             deletable.append(group_id)
     results.update(groups.coordinator.delete_groups(deletable, ctx.now_ms))
-    if groups.persist() != ErrorCode.none:
+    persisted = await groups.persist_replicated()
+    if persisted != ErrorCode.none:
         for group_id in deletable:
-            results[group_id] = ErrorCode.coordinator_not_available
+            results[group_id] = persisted
     return build(response_class(42, ctx.version), {"results": [
         {"group_id": g, "error_code": results[g]} for g in request.groups_names]})

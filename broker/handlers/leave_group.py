@@ -14,7 +14,7 @@ from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 
-def handle_leave_group(request: Any, ctx: RequestContext) -> Any:
+async def handle_leave_group(request: Any, ctx: RequestContext) -> Any:
     groups = ctx.broker.groups
     cls = response_class(13, ctx.version)
     if ctx.version >= 3:
@@ -25,8 +25,9 @@ def handle_leave_group(request: Any, ctx: RequestContext) -> Any:
     results: list[tuple[str, str | None, ErrorCode]] = []
     if error == ErrorCode.none:
         error, results = groups.coordinator.leave_group(request.group_id, members, ctx.now_ms)
-        if groups.persist() != ErrorCode.none:
-            error = ErrorCode.coordinator_not_available
+        persisted = await groups.persist_replicated()
+        if persisted != ErrorCode.none:
+            error = persisted
     if ctx.version < 3:
         if error == ErrorCode.none and results:
             error = results[0][2]

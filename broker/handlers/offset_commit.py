@@ -47,7 +47,7 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
     groups.append_audit(group_id, key, encode_audit_value(audit), audit)
 
 
-def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
+async def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
     groups = ctx.broker.groups
     group_id = request.group_id
     generation = request.generation_id_or_member_epoch
@@ -79,9 +79,11 @@ def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
                 and group.state is GroupState.EMPTY):
             _audit(ctx, group_id, offsets)
         errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
-        if groups.persist() != ErrorCode.none:
+        # Answered once the commit is on every in-sync replica (Kafka writes offsets with acks=-1).
+        persisted = await groups.persist_replicated()
+        if persisted != ErrorCode.none:
             for tp in offsets:
-                errors[tp] = ErrorCode.coordinator_not_available
+                errors[tp] = persisted
     topics: dict[str, list[dict[str, Any]]] = {}
     for topic in request.topics:
         topics.setdefault(topic.name, []).extend(

@@ -14,7 +14,7 @@ from kproto.errors import ErrorCode
 from kproto.messages import response_class
 
 
-def handle_offset_delete(request: Any, ctx: RequestContext) -> Any:
+async def handle_offset_delete(request: Any, ctx: RequestContext) -> Any:
     groups = ctx.broker.groups
     cls = response_class(47, ctx.version)
     error = groups.coordinator_error(request.group_id)
@@ -24,8 +24,9 @@ def handle_offset_delete(request: Any, ctx: RequestContext) -> Any:
     error, per_partition = groups.coordinator.delete_offsets(request.group_id, partitions, ctx.now_ms)
     if error != ErrorCode.none:
         return build(cls, {"error_code": error})
-    if groups.persist() != ErrorCode.none:
-        return build(cls, {"error_code": ErrorCode.coordinator_not_available})
+    persisted = await groups.persist_replicated()
+    if persisted != ErrorCode.none:
+        return build(cls, {"error_code": persisted})
     return build(cls, {"error_code": ErrorCode.none, "topics": [
         {"name": t.name, "partitions": [{"partition_index": p.partition_index,
                                          "error_code": per_partition[(t.name, p.partition_index)]}

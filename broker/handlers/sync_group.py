@@ -33,7 +33,9 @@ async def handle_sync_group(request: Any, ctx: RequestContext) -> Any:
     pending = groups.coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id, field(request, "group_instance_id"),
         field(request, "protocol_type"), field(request, "protocol_name"), assignments, ctx.now_ms)
-    if groups.persist() != ErrorCode.none and not pending.done:
-        pending.complete(SyncResult(ErrorCode.coordinator_not_available))
+    # The leader's assignment is answered once it is on every in-sync replica (acks=-1, as in Kafka).
+    persisted = await groups.persist_replicated()
+    if persisted != ErrorCode.none and not pending.done:
+        pending.complete(SyncResult(persisted))
     result = await groups.wait(pending, lambda: SyncResult(ErrorCode.rebalance_in_progress))
     return _response(ctx, result)

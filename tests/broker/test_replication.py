@@ -162,3 +162,47 @@ def test_an_epoch_a_deposed_leader_never_wrote_in_does_not_make_it_diverge_forev
     truncate_to_divergence(follower_log, *diverging, leader_log.log_start_offset)
     assert follower_log.log_end_offset == 17 and follower_log.latest_epoch() == 0
     assert leader.divergence(0, 17) is None  # the next fetch proceeds
+
+
+def test_a_coordinator_write_waits_until_the_isr_has_it(tmp_path: Path) -> None:
+    """Partition.wait_replicated, the acks=-1 wait of the coordinators' own writes (offset commits):
+    it ends when the high watermark passes the write, when leadership moves, or at its timeout."""
+    import anyio
+
+    from kproto.errors import ErrorCode
+
+    p = _leader(_log(tmp_path / "t-0"))
+    info = p.append_as_leader(bytearray(encode_batch([(None, b"offset", ())], timestamp_ms=NOW)), NOW)
+    end = info.last_offset + 1
+
+    async def scenario() -> list[ErrorCode]:
+        got = [await p.wait_replicated(end, p.leader_epoch, 2, 0.05)]  # nobody else has it yet
+        results: list[ErrorCode] = []
+
+        async def waiter() -> None:
+            results.append(await p.wait_replicated(end, p.leader_epoch, 2, 10))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(waiter)
+            await anyio.sleep(0.01)
+            p.update_follower(2, end, NOW)  # one follower is not the whole ISR
+            await anyio.sleep(0.01)
+            assert not results
+            p.update_follower(3, end, NOW)
+        got += results
+        p.isr = (1,)  # fell below min.insync.replicas 2 while the write was already committed
+        got.append(await p.wait_replicated(end, p.leader_epoch, 2, 1))
+        moved = p.append_as_leader(bytearray(encode_batch([(None, b"next", ())], timestamp_ms=NOW)), NOW)
+
+        async def deposed() -> None:
+            results.append(await p.wait_replicated(moved.last_offset + 2, p.leader_epoch, 1, 10))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(deposed)
+            await anyio.sleep(0.01)
+            p.leader_id, p.leader_epoch = 2, p.leader_epoch + 1
+            p.wake_waiters()
+        return got + results[-1:]
+
+    assert anyio.run(scenario) == [ErrorCode.request_timed_out, ErrorCode.none,
+                                   ErrorCode.not_enough_replicas_after_append, ErrorCode.not_leader_or_follower]
