@@ -113,12 +113,16 @@ class MetadataImage:
                     topic = by_id[record.topic_id]
                     old = topic.partitions[record.partition_id]
                     leader_changed = record.leader is not None and record.leader != old.leader
+                    # Kafka bumps the leader epoch when the leader changes and when replicas leave the
+                    # replica set (a reassignment completing), so that a removed replica fetching with the
+                    # old epoch is fenced (PartitionChangeBuilder's epoch bump for reassignment).
+                    replicas_removed = record.replicas is not None and not set(old.replicas) <= set(record.replicas)
                     new = replace(
                         old,
                         isr=record.isr if record.isr is not None else old.isr,
                         leader=record.leader if record.leader is not None else old.leader,
                         replicas=record.replicas if record.replicas is not None else old.replicas,
-                        leader_epoch=old.leader_epoch + 1 if leader_changed else old.leader_epoch,
+                        leader_epoch=old.leader_epoch + 1 if leader_changed or replicas_removed else old.leader_epoch,
                         partition_epoch=old.partition_epoch + 1,
                         removing_replicas=(old.removing_replicas if record.removing_replicas is None
                                            else record.removing_replicas),

@@ -227,6 +227,7 @@ def test_a_move_adds_the_target_then_completes_when_it_joins_the_isr(h: Harness)
     p = h.part("t")
     # The target first, then the replicas being removed; ISR and leader unchanged until 3 catches up.
     assert (p.replicas, p.adding_replicas, p.removing_replicas, p.isr, p.leader) == ((2, 3, 1), (3,), (1,), (1, 2), 1)
+    assert p.leader_epoch == 0  # adding a replica keeps the epoch
     assert h.ongoing() == {("t", 0): OngoingReassignment(0, (2, 3, 1), (3,), (1,))}
     assert h.ongoing([("t", [0, 1]), ("nope", [0])]) == h.ongoing()
 
@@ -246,7 +247,8 @@ def test_a_move_that_keeps_the_leader_completes_in_its_isr_change(h: Harness) ->
     assert h.part("t").adding_replicas == (3,)
     assert h.alter_isr("t", 0, (1, 2, 3)) == ErrorCode.none
     p = h.part("t")
-    assert (p.replicas, p.isr, p.leader, p.leader_epoch) == ((1, 3), (1, 3), 1, 0)
+    # Same leader, but replica 2 left the replica set: the epoch goes up, so 2 is fenced if it fetches.
+    assert (p.replicas, p.isr, p.leader, p.leader_epoch) == ((1, 3), (1, 3), 1, 1)
 
 
 def test_a_reassignment_the_isr_already_allows_completes_at_once(h: Harness) -> None:
