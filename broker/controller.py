@@ -528,7 +528,10 @@ class Controller:
             return ErrorCode.invalid_partitions, f"Topic already has {current} partitions."
         if count > MAX_PARTITIONS_PER_REQUEST:
             return ErrorCode.invalid_partitions, "Too many partitions requested."
-        rf = len(next(iter(topic.partitions.values())).replicas)
+        # The replication factor of partition 0 as it will be once any reassignment of it ends (its
+        # replica list meanwhile holds the replicas being removed as well).
+        first = topic.partitions[min(topic.partitions)]
+        rf = len(first.replicas) - len(first.removing_replicas)
         new_ids = range(current, count)
         if assignments is not None:
             if len(assignments) != len(new_ids):

@@ -240,6 +240,14 @@ def test_a_move_adds_the_target_then_completes_when_it_joins_the_isr(h: Harness)
     assert h.ongoing() == {}
 
 
+def test_partitions_added_during_a_reassignment_get_the_target_replication_factor(h: Harness) -> None:
+    h.topic("t", ((1, 2), (1, 2), 1))
+    assert h.reassign("t", 0, (2, 3)) == ErrorCode.none
+    assert h.part("t").replicas == (2, 3, 1)  # the target, then the replica being removed
+    assert h.controller.create_partitions("t", 2, None, validate_only=False).result() == (ErrorCode.none, None)
+    assert len(h.part("t", 1).replicas) == 2
+
+
 def test_a_move_that_keeps_the_leader_completes_in_its_isr_change(h: Harness) -> None:
     h.topic("t", ((1, 2), (1, 2), 1))
     assert h.reassign("t", 0, (1, 3)) == ErrorCode.none
