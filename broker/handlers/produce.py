@@ -58,7 +58,8 @@ def _record_errors(records: bytes, limit: int, bad: Any) -> list[dict[str, Any]]
     return out
 
 
-def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestContext) -> dict[str, Any] | None:
+def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestContext,
+              transactional_id: str | None = None) -> dict[str, Any] | None:
     """Kafka's ProduceRequest.validateRecords and LogValidator checks, with Kafka's error codes.
 
     Request-shape problems (no batch, a torn batch, several batches, magic < 2) are INVALID_RECORD
@@ -119,7 +120,7 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
     if header.is_transactional:
         # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
         error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
-                                              partition.partition_id)
+                                              partition.partition_id, transactional_id)
         if error != ErrorCode.none:
             return _result(error, "the partition is not part of the producer's ongoing transaction"
                            if error == ErrorCode.invalid_txn_state else None)
@@ -147,7 +148,8 @@ def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestConte
     return None
 
 
-def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int) -> dict[str, Any]:
+def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int,
+            transactional_id: str | None = None) -> dict[str, Any]:
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
         return _result(ctx.broker.replica_manager.missing_error(topic, index))
@@ -158,7 +160,7 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
         return _result(ErrorCode.not_leader_or_follower)
     if not records:
         return _result(ErrorCode.invalid_record, "The record set is empty")
-    problem = _validate(partition, records, acks, ctx)
+    problem = _validate(partition, records, acks, ctx, transactional_id)
     if problem is not None:
         return problem
     try:
@@ -225,7 +227,7 @@ def handle_produce(request: Any, ctx: RequestContext) -> Any:
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
             else:
-                result = _append(ctx, topic.name, data.index, data.records, acks)
+                result = _append(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
             if result["error_code"] == ErrorCode.not_leader_or_follower and ctx.version >= 10:
                 leader = _current_leader(ctx, topic.name, data.index)
                 if leader is not None:

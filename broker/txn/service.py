@@ -19,10 +19,12 @@ marker and keeping those of a transaction still open.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -38,6 +40,7 @@ from broker.group.records import (
 )
 from broker.group.records import decode_key as decode_group_key
 from broker.group.records import encode_key as encode_group_key
+from broker.node_client import NodeClient, NodeUnavailableError
 from broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
@@ -69,6 +72,9 @@ logger = logging.getLogger(__name__)
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 LOAD_READ_BYTES = 1 << 20
+MARKER_REQUEST_TIMEOUT_S = 10.0  # one WriteTxnMarkers to another broker; the timer retries after it
+WRITE_TXN_MARKERS_KEY = 27
+WRITE_TXN_MARKERS_VERSION = 1
 DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked for (Kafka: 10 s)
 DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
 
@@ -106,6 +112,13 @@ class TxnService:
         # producer id -> offsets committed in its open transaction, per group
         self.pending_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         self._loaded: set[int] = set()  # __transaction_state partitions replayed into the coordinator
+        # Markers for partitions other brokers lead go out as WriteTxnMarkers (Kafka's
+        # TransactionMarkerChannelManager): (producer id, epoch, committed, topic, partition) -> the
+        # leader's answer, and the ones on their way.
+        self._remote_results: dict[tuple[int, int, bool, str, int], ErrorCode] = {}
+        self._remote_in_flight: set[tuple[int, int, bool, str, int]] = set()
+        self._marker_clients: dict[int, NodeClient] = {}
+        self._deliveries: set[asyncio.Task[None]] = set()
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -149,6 +162,12 @@ class TxnService:
             error, _node = self.broker.partition_leader(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
             return ErrorCode.not_coordinator if error == ErrorCode.none else error
         return ErrorCode.none
+
+    def is_local_coordinator(self, transactional_id: str) -> bool:
+        """This broker leads the __transaction_state partition of `transactional_id` (no side effects)."""
+        partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
+                                                              self.partition_for(transactional_id))
+        return partition is not None and partition.leader_id == self.broker.node_id
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
@@ -300,8 +319,10 @@ class TxnService:
                 offset = last + 1
         for producer_id, commits in pending.items():
             md = self.coordinator.by_producer_id(producer_id)
-            if md is None or not (md.state is TransactionState.ONGOING or md.pending_markers):
-                continue  # an open transaction the coordinator no longer has: its abort marker is coming
+            if md is not None and not (md.state is TransactionState.ONGOING or md.pending_markers):
+                continue  # a transaction this coordinator has finished: its marker is in the log already
+            # Held until the transaction's marker reaches this partition, whichever broker coordinates it
+            # (an abort marker drops them).
             held = self.pending_offsets.setdefault(producer_id, {})
             for group_id, t, p, value in commits:
                 held.setdefault(group_id, {})[(t, p)] = OffsetAndMetadata(
@@ -312,7 +333,9 @@ class TxnService:
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
                       partitions: list[tuple[str, int]], now: int) -> dict[tuple[str, int], ErrorCode]:
-        """Kafka's WriteTxnMarkers on the partition leaders (here: this broker)."""
+        """Kafka's WriteTxnMarkers on partitions this broker leads (NOT_LEADER_OR_FOLLOWER for others).
+        Offsets the transaction committed through this broker's group coordinator take effect when the
+        marker reaches their __consumer_offsets partition."""
         results: dict[tuple[str, int], ErrorCode] = {}
         rm = self.broker.replica_manager
         for topic, index in partitions:
@@ -328,8 +351,89 @@ class TxnService:
                 results[(topic, index)] = ErrorCode.none
             except StorageError as e:
                 results[(topic, index)] = ErrorCode(e.error_code)
-        self._complete_offsets(producer_id, committed, now)
+        if any(topic == OFFSETS_TOPIC and error == ErrorCode.none for (topic, _), error in results.items()):
+            self._complete_offsets(producer_id, committed, now)
         return results
+
+    def _write_all_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
+                           partitions: list[tuple[str, int]], now: int) -> dict[tuple[str, int], ErrorCode]:
+        """The coordinator's markers: written here for the partitions this broker leads, sent to the
+        leader for the others. A partition whose leader has not answered yet reads NOT_LEADER_OR_FOLLOWER
+        (the transaction stays pending; the timer calls again, and so does each answer)."""
+        image = self.broker.image
+        local: list[tuple[str, int]] = []
+        results: dict[tuple[str, int], ErrorCode] = {}
+        to_send: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        for topic, index in partitions:
+            partition = self.broker.replica_manager.get_partition(topic, index)
+            if partition is not None and partition.leader_id == self.broker.node_id:
+                local.append((topic, index))
+                continue
+            key = (producer_id, producer_epoch, committed, topic, index)
+            answered = self._remote_results.get(key)
+            if answered is not None and answered != ErrorCode.not_leader_or_follower:
+                results[(topic, index)] = answered
+                continue
+            found = image.topics_by_name.get(topic)
+            p = found.partitions.get(index) if found is not None else None
+            if p is None:
+                results[(topic, index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            results[(topic, index)] = ErrorCode.not_leader_or_follower
+            leader = image.brokers.get(p.leader)
+            if leader is not None and not leader.fenced and key not in self._remote_in_flight:
+                to_send[leader.broker_id].append((topic, index))
+        results.update(self.write_markers(producer_id, producer_epoch, coordinator_epoch, committed, local, now))
+        for leader_id, tps in to_send.items():
+            self._send_markers(leader_id, producer_id, producer_epoch, coordinator_epoch, committed, tps)
+        return results
+
+    def _send_markers(self, leader_id: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      committed: bool, partitions: list[tuple[str, int]]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no event loop (a direct call in a test): the partitions stay pending
+        keys = [(producer_id, producer_epoch, committed, t, p) for t, p in partitions]
+        self._remote_in_flight.update(keys)
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for t, p in partitions:
+            by_topic[t].append(p)
+        values = {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch,
+                               "transaction_result": committed, "coordinator_epoch": coordinator_epoch,
+                               "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
+        task = loop.create_task(self._deliver(leader_id, keys, values))
+        self._deliveries.add(task)  # held until done: the loop keeps only weak references to tasks
+        task.add_done_callback(self._deliveries.discard)
+
+    async def _deliver(self, leader_id: int, keys: list[tuple[int, int, bool, str, int]],
+                       values: dict[str, Any]) -> None:
+        from broker.wire import build
+        from kproto.messages import request_class
+
+        try:
+            broker = self.broker.image.brokers.get(leader_id)
+            if broker is None:
+                return
+            client = self._marker_clients.get(leader_id)
+            if client is None or (client.host, client.port) != (broker.host, broker.port):
+                client = self._marker_clients[leader_id] = NodeClient(
+                    broker.host, broker.port, client_id=f"broker-{self.broker.node_id}-txn-markers")
+            request = build(request_class(WRITE_TXN_MARKERS_KEY, WRITE_TXN_MARKERS_VERSION), values)
+            try:
+                response = await client.request(request, timeout_s=MARKER_REQUEST_TIMEOUT_S)
+            except (TimeoutError, NodeUnavailableError) as e:
+                logger.info("transaction markers to broker %d: %s; retrying", leader_id, e)
+                return
+            for marker in response.markers:
+                for t in marker.topics:
+                    for r in t.partitions:
+                        key = (int(marker.producer_id), keys[0][1], keys[0][2], t.name, int(r.partition_index))
+                        if key in self._remote_in_flight:
+                            self._remote_results[key] = ErrorCode(r.error_code)
+        finally:
+            self._remote_in_flight.difference_update(keys)
+        self.tick(now_ms())  # finish what this answer completes, without waiting for the timer
 
     def _complete_offsets(self, producer_id: int, committed: bool, now: int) -> None:
         pending = self.pending_offsets.pop(producer_id, None)
@@ -351,14 +455,17 @@ class TxnService:
         """
         assert md.pending_markers
         committed = md.state is TransactionState.PREPARE_COMMIT
-        results = self.write_markers(md.producer_id, md.producer_epoch, self.coordinator_epoch(md.transactional_id),
-                                     committed, sorted(md.partitions), now)
+        results = self._write_all_markers(md.producer_id, md.producer_epoch,
+                                          self.coordinator_epoch(md.transactional_id), committed,
+                                          sorted(md.partitions), now)
         done = (ErrorCode.none, ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_producer_epoch)
         failed = {tp: e for tp, e in results.items() if e not in done}
         if failed:
             logger.warning("transaction %s: markers not written yet: %s", md.transactional_id,
                            {f"{t}-{p}": e.name for (t, p), e in failed.items()})
             return ErrorCode.coordinator_load_in_progress
+        for key in [k for k in self._remote_results if k[0] == md.producer_id]:
+            del self._remote_results[key]
         self.coordinator.complete(md.transactional_id, now)
         return self.persist(now)
 
@@ -427,15 +534,18 @@ class TxnService:
 
     def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
                           offsets: dict[tuple[str, int], OffsetAndMetadata]) -> ErrorCode:
-        md = self.coordinator.transactions.get(transactional_id)
-        if md is None or md.producer_id != producer_id:
-            return ErrorCode.invalid_producer_id_mapping
-        if md.producer_epoch != producer_epoch:
-            return ErrorCode.producer_fenced
         groups = self.broker.groups
         index = groups.partition_for(group_id)
-        if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, index) not in md.partitions:
-            return ErrorCode.invalid_txn_state
+        if self.is_local_coordinator(transactional_id):
+            md = self.coordinator.transactions.get(transactional_id)
+            if md is None or md.producer_id != producer_id:
+                return ErrorCode.invalid_producer_id_mapping
+            if md.producer_epoch != producer_epoch:
+                return ErrorCode.producer_fenced
+            if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, index) not in md.partitions:
+                return ErrorCode.invalid_txn_state
+        # else another broker coordinates the transaction: the group coordinator takes the offsets as
+        # Kafka's does without KIP-890's verification, and they count once that broker's marker lands.
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
         if partition is None:
             return ErrorCode.coordinator_not_available
@@ -453,8 +563,14 @@ class TxnService:
         self.pending_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
         return ErrorCode.none
 
-    def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> ErrorCode:
-        """A transactional batch is accepted only for a partition added to the producer's ongoing transaction."""
+    def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int,
+                       transactional_id: str | None = None) -> ErrorCode:
+        """A transactional batch is accepted only for a partition added to the producer's ongoing
+        transaction, when this broker coordinates it. A transaction another broker coordinates is not
+        checked (Kafka with transaction.partition.verification.enable=false: KIP-890's AddPartitionsToTxn
+        round trip to the coordinator is not made)."""
+        if transactional_id is not None and not self.is_local_coordinator(transactional_id):
+            return ErrorCode.none
         md = self.coordinator.by_producer_id(producer_id)
         if md is None:
             return ErrorCode.invalid_producer_id_mapping
