@@ -29,7 +29,7 @@ from kproto.messages import (
     API_VERSIONS_KEY,
     RequestHeader,
     decode_request,
-    encode_response,
+    encode_response_parts,
     parse_request_header,
 )
 
@@ -69,7 +69,7 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
         result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
     if inspect.isawaitable(result):
         return _respond_when_done(header, request, result, forwarded)
-    return None if result is None else encode_response(header, result)
+    return None if result is None else encode_response_parts(header, result)
 
 
 async def _respond_when_done(header: RequestHeader, request: Any, pending: Awaitable[Any], forwarded: bool
@@ -80,7 +80,7 @@ async def _respond_when_done(header: RequestHeader, request: Any, pending: Await
         if not forwarded:
             raise
         result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
-    return None if result is None else encode_response(header, result)
+    return None if result is None else encode_response_parts(header, result)
 
 
 async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header: RequestHeader, request: Any,
@@ -94,7 +94,7 @@ async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header
                 result = await result
         except NotControllerError as e:
             result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
-    return None if result is None else encode_response(header, result)
+    return None if result is None else encode_response_parts(header, result)
 
 
 async def _every(interval_s: float, what: Callable[[], Any], name: str) -> None:

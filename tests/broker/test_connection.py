@@ -7,7 +7,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES, KafkaConnection, Response
+from broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES, WRITE_BATCH_BYTES, KafkaConnection, Response
 from kproto.errors import ProtocolError
 
 
@@ -267,3 +267,16 @@ def test_abort_drops_the_connection_and_cancels_its_request() -> None:
         assert registry == set()
 
     asyncio.run(main())
+
+
+def test_responses_as_parts_are_written_in_order_and_large_ones_are_not_held_back() -> None:
+    records = bytes(range(256)) * (WRITE_BATCH_BYTES // 256)  # one response past the batch bound
+
+    def dispatch(payload: bytes, client_host: str) -> Response:
+        body = [bytearray(b"head:" + payload), memoryview(records) if payload == b"big" else b":tail"]
+        return [bytearray(struct.pack(">i", sum(len(p) for p in body))), *body]
+
+    conn, transport, _ = connect(dispatch)
+    conn.data_received(frame(b"a") + frame(b"big") + frame(b"b"))
+    assert transport.responses() == [b"head:a:tail", b"head:big" + records, b"head:b:tail"]
+    assert len(transport.written) == 2  # flushed once the big one was in, then the rest at the end
