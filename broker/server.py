@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 HW_CHECKPOINT_INTERVAL_S = 5.0
 FLUSH_CHECK_INTERVAL_S = 1.0
+# Connections the kernel may queue before we accept them (the kernel caps it at net.core.somaxconn).
+LISTEN_BACKLOG = 65536
 # Followers that caught up rejoin the ISR within this; laggards leave after replica.lag.time.max.ms.
 ISR_CHECK_INTERVAL_S = 0.5
 
@@ -153,7 +155,8 @@ async def serve(
         controller_address = broker.config.controller_listen()
         if controller_address is not None:
             controller_listener = await loop.create_server(
-                connection_factory(True), controller_address[0], controller_address[1], reuse_address=True)
+                connection_factory(True), controller_address[0], controller_address[1], reuse_address=True,
+                backlog=LISTEN_BACKLOG)
             listeners.append(controller_listener)
             logger.info("controller listener on port %d", _bound_port(controller_listener))
         async with anyio.create_task_group() as tg:
@@ -174,7 +177,8 @@ async def serve(
             if not broker.ready.is_set():
                 logger.info("catching up with the metadata quorum before listening on %s:%d", host, port)
                 await broker.ready.wait()
-            listener = await loop.create_server(connection_factory(False), host, port, reuse_address=True)
+            listener = await loop.create_server(connection_factory(False), host, port, reuse_address=True,
+                                                backlog=LISTEN_BACKLOG)
             listeners.append(listener)
             bound_port = _bound_port(listener)
             logger.info("listening on %s:%d", host, bound_port)
