@@ -679,9 +679,15 @@ class LeaderWatch(threading.Thread):
                     self.last_seen[(node_id, p)] = seen
                     self.timeline.append((round(time.monotonic() - self.t0, 2), node_id, p, *seen))
                 old = self.views.get(p)
-                if old is None or view.leader_epoch <= old.leader_epoch:
+                if old is None or view.leader_epoch < old.leader_epoch:
                     continue
-                if old.leader_epoch >= 0:
+                if view.leader_epoch == old.leader_epoch:
+                    # The same epoch again: the ISR may have changed (that bumps no leader epoch), and a
+                    # leader of -1 only means the node answering does not list the leader's broker (it
+                    # saw it fenced), which may name the leader of this epoch later.
+                    view = PartitionView(old.leader if view.leader < 0 else view.leader, view.leader_epoch,
+                                         view.replicas, view.isr)
+                elif old.leader_epoch >= 0:
                     self.bumps[p] += view.leader_epoch - old.leader_epoch
                 if view.leader >= 0:
                     if self.last_leader[p] >= 0 and view.leader != self.last_leader[p]:
@@ -808,8 +814,14 @@ class Nemesis:
             gap = self.rng.uniform(*self.config.fault_gap_s)
             kind = self.rng.choices(list(self.weights), weights=list(self.weights.values()))[0]
             elapsed = self.now() - begin + gap
-            if elapsed >= max_s or (elapsed >= min_s and not self.unmoved()):
+            unmoved = self.unmoved()
+            if elapsed >= max_s or (elapsed >= min_s and not unmoved):
                 return
+            if elapsed >= min_s:
+                # Past the least fault time only a partition whose leader never moved keeps the run going:
+                # go for its leader (pauses and cuts move a leader only when they outlast the session, and
+                # a leader the controller fenced may come back as the partition's only in-sync replica).
+                kind = "kill-leader"
             time.sleep(gap)
             self.wait_booted()
             self.one(kind)
@@ -847,15 +859,18 @@ class Nemesis:
 
     def target(self) -> tuple[int, tuple[int, ...]]:
         """The node to go for and the partitions it leads among those whose leader moved least: the
-        node leading most of them, ties broken by the seed. (-1, ()) when no leader is known."""
+        node leading most of them, ties broken by the seed. (-1, ()) when none of them has a leader
+        with another in-sync replica to take over."""
         with self.watch.lock:
             moves = dict(self.watch.moves)
-            leaders = {p: v.leader for p, v in self.watch.views.items()}
+            views = dict(self.watch.views)
         fewest = min(moves.values())
         led: dict[int, list[int]] = defaultdict(list)
         for p, n in sorted(moves.items()):
-            if n == fewest and leaders[p] >= 0:
-                led[leaders[p]].append(p)
+            # A leader that is its partition's only in-sync replica cannot move: killing it only takes
+            # the partition offline until it returns. Such a partition waits for its ISR to grow.
+            if n == fewest and views[p].leader >= 0 and len(views[p].isr) > 1:
+                led[views[p].leader].append(p)
         if not led:
             return -1, ()
         most = max(len(ps) for ps in led.values())
@@ -899,7 +914,8 @@ class Nemesis:
         if kind == "kill-leader":
             node, partitions = self.target()
             if node < 0:
-                self.faults.append(Fault(kind, None, (), start, self.now(), "no leader known, skipped"))
+                self.faults.append(Fault(kind, None, (), start, self.now(),
+                                         "no leader with another in-sync replica, skipped"))
                 return
         else:
             view = self.cluster.quorum_leader()
