@@ -178,7 +178,9 @@ def _collect(
     return responses, total, any_error
 
 
-async def handle_fetch(request: Any, ctx: RequestContext) -> Any:
+def handle_fetch(request: Any, ctx: RequestContext) -> Any:
+    """The response, when it can be given at once (data is there, or max_wait is 0); else a coroutine
+    that long-polls up to max_wait for min_bytes. The server answers the first kind without a task."""
     cls = response_class(1, ctx.version)
     session_id = field(request, "session_id", 0)
     session_epoch = field(request, "session_epoch", -1)
@@ -195,18 +197,29 @@ async def handle_fetch(request: Any, ctx: RequestContext) -> Any:
     resolved = _resolve(request, ctx)
     responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
     if max_wait_ms > 0 and total < min_bytes and not any_error:
-        partitions = [w.partition for _, ws in resolved for w in ws if w.partition is not None]
-        with anyio.move_on_after(max_wait_ms / 1000):
-            while total < min_bytes:
-                event = anyio.Event()
+        return _long_poll(cls, resolved, ctx, max_wait_ms, min_bytes, max_bytes, isolation, replica)
+    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses})
+
+
+async def _long_poll(cls: Any, resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_wait_ms: int,
+                     min_bytes: int, max_bytes: int, isolation: int, replica: int) -> Any:
+    """Kafka's DelayedFetch: read again whenever a partition wakes us, until min_bytes, an error, or max_wait."""
+    responses: list[dict[str, Any]] = []
+    total = 0
+    partitions = [w.partition for _, ws in resolved for w in ws if w.partition is not None]
+    with anyio.move_on_after(max_wait_ms / 1000):
+        while total < min_bytes:
+            event = anyio.Event()
+            for p in partitions:
+                p.add_waiter(event)
+            try:
+                await event.wait()
+            finally:
                 for p in partitions:
-                    p.add_waiter(event)
-                try:
-                    await event.wait()
-                finally:
-                    for p in partitions:
-                        p.remove_waiter(event)
-                responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
-                if any_error:
-                    break
+                    p.remove_waiter(event)
+            responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
+            if any_error:
+                break
+    if not responses:  # nothing woke us before max_wait: read once more for the answer
+        responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses})
