@@ -233,6 +233,7 @@ class Broker:
             logger.info("%s-%d: asking to change the ISR from %s to %s", p.topic, p.partition_id, list(p.isr),
                         list(new_isr))
             p.pending_isr, p.pending_since_ms = new_isr, now
+            p.possibly_added.update(set(new_isr) - set(p.isr))
         try:
             errors = await self._alter_partition(changes)
         except (TimeoutError, NotControllerError, NodeUnavailableError) as e:

@@ -66,6 +66,11 @@ class Partition:
     # an AlterPartition in flight for this partition (the ISR it asked for), None when none is
     pending_isr: tuple[int, ...] | None = None
     pending_since_ms: int = 0
+    # Replicas an AlterPartition asked to add whose outcome the metadata has not shown yet: an answer
+    # lost to a timeout may hide an expansion the controller committed. The high watermark waits for
+    # them while they keep up (see maximal_isr).
+    possibly_added: set[int] = field(default_factory=set)
+    lag_max_ms: int = 30_000
 
     @property
     def is_leader(self) -> bool:
@@ -121,11 +126,26 @@ class Partition:
 
     # --- replication, leader side -----------------------------------------------------------------
 
+    def maximal_isr(self, now: int) -> set[int]:
+        """The ISR as it may be once pending changes land (Kafka's maximalIsr): the committed ISR, plus
+        the replicas an expansion in flight adds, plus those an earlier expansion may have added that
+        still keep up. A shrink takes effect only once committed. The high watermark is computed over
+        this set: a replica the controller puts in the ISR must hold everything acknowledged, or its
+        election would lose acknowledged records."""
+        members = set(self.isr)
+        if self.pending_isr is not None:
+            members.update(self.pending_isr)
+        for replica in self.possibly_added:
+            state = self.followers.get(replica)
+            if state is not None and now - state.last_caught_up_ms <= self.lag_max_ms:
+                members.add(replica)
+        return members
+
     def maybe_advance_high_watermark(self) -> bool:
-        """The smallest log end offset over the ISR (this leader's included); never backwards."""
+        """The smallest log end offset over the maximal ISR (this leader's included); never backwards."""
         log = self.log
         hw = log.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr(int(time.time() * 1000)):
             if replica == self.node_id:
                 continue
             state = self.followers.get(replica)
@@ -149,7 +169,7 @@ class Partition:
         state.log_end_offset = fetch_offset
         state.last_fetch_ms = now
         state.leader_end_offset_at_last_fetch = leo
-        if replica in self.isr and self.maybe_advance_high_watermark():
+        if self.maybe_advance_high_watermark():
             self.wake_waiters()
             return True
         return False
@@ -178,6 +198,7 @@ class Partition:
         """The ISR this leader should ask for, or None: followers that have not caught up within
         lag_max_ms leave (Kafka's maybeShrinkIsr), followers at or past the high watermark and this
         epoch's start come back (maybeExpandIsr)."""
+        self.lag_max_ms = lag_max_ms
         if not self.is_leader or self.pending_isr is not None:
             return None
         hw = self.log.high_watermark
@@ -310,10 +331,13 @@ class ReplicaManager:
         existing.isr = p.isr
         if p.partition_epoch != existing.partition_epoch:
             existing.pending_isr = None  # the controller decided (ours or another change)
+            # An expansion asked for against an older partition epoch can no longer be committed.
+            existing.possibly_added.clear()
         existing.partition_epoch = p.partition_epoch
         if new_term:
             existing.followers.clear()
             existing.pending_isr = None
+            existing.possibly_added.clear()
             if p.leader == node:
                 # Kafka's makeLeader: followers' positions are unknown until they fetch in this epoch,
                 # and the epoch starts at our log end.

@@ -206,3 +206,32 @@ def test_a_coordinator_write_waits_until_the_isr_has_it(tmp_path: Path) -> None:
 
     assert anyio.run(scenario) == [ErrorCode.request_timed_out, ErrorCode.none,
                                    ErrorCode.not_enough_replicas_after_append, ErrorCode.not_leader_or_follower]
+
+
+def test_the_high_watermark_waits_for_a_replica_an_expansion_in_flight_adds(tmp_path: Path) -> None:
+    """Kafka's maximal ISR: while an AlterPartition adding replica 3 is in flight (or its answer was
+    lost), records acknowledged meanwhile must be on 3 too, or 3 could be elected without them."""
+    p = _leader(_log(tmp_path / "t-0"), isr=(1, 2))
+    now = int(time.time() * 1000)
+    for _ in range(3):
+        p.append_as_leader(bytearray(encode_batch([(None, b"v", ())], timestamp_ms=NOW)), now)
+    p.update_follower(2, 3, now)
+    p.update_follower(3, 3, now)
+    assert p.log.high_watermark == 3
+    expansion = p.isr_change(now, 10_000, live={1, 2, 3})
+    assert expansion == (1, 2, 3)
+    p.pending_isr, p.possibly_added = expansion, {3}  # what Broker.maybe_change_isr records
+    p.append_as_leader(bytearray(encode_batch([(None, b"w", ())], timestamp_ms=NOW)), now)
+    p.update_follower(2, 4, now)
+    assert p.log.high_watermark == 3, "acknowledged past a replica the pending expansion adds"
+    # The AlterPartition failed without an answer (it may have been committed): still waited for.
+    p.pending_isr = None
+    p.update_follower(2, 4, now)
+    assert p.log.high_watermark == 3
+    p.update_follower(3, 4, now)
+    assert p.log.high_watermark == 4
+    # Once the metadata shows the outcome, only the committed ISR counts (here: 3 was not added).
+    p.possibly_added.clear()
+    p.append_as_leader(bytearray(encode_batch([(None, b"x", ())], timestamp_ms=NOW)), now)
+    p.update_follower(2, 5, now)
+    assert p.log.high_watermark == 5
