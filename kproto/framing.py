@@ -20,7 +20,9 @@ class FrameReader:
     """Splits a byte stream, fed in arbitrary chunks, into frame payloads.
 
     The buffer is a bytearray with a read position; consumed bytes are dropped only once they are at
-    least half the buffer, so many small feeds and many small frames both cost amortised O(n).
+    least half the buffer, so many small feeds and many small frames both cost amortised O(n). A
+    `bytes` chunk fed while nothing is buffered (the common case: a receive buffer holding whole
+    frames) is kept as it is, not copied; it becomes a bytearray only if more must be appended to it.
     """
 
     __slots__ = ("_buf", "_pos", "max_frame_bytes")
@@ -29,7 +31,7 @@ class FrameReader:
         if max_frame_bytes < 0:
             raise ValueError("max_frame_bytes must be >= 0")
         self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
+        self._buf: bytes | bytearray = b""
         self._pos = 0
 
     @property
@@ -38,7 +40,12 @@ class FrameReader:
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        self._buf += data
+        if self._pos == len(self._buf) and type(data) is bytes:
+            self._buf, self._pos = data, 0
+            return
+        if type(self._buf) is bytes:
+            self._buf, self._pos = bytearray(memoryview(self._buf)[self._pos:]), 0
+        self._buf += data  # a bytearray here
 
     def peek_frame_size(self) -> int | None:
         """Size of the next frame's payload once its prefix has arrived (validated like next_frame)."""
@@ -60,14 +67,22 @@ class FrameReader:
         end = start + size
         if end > len(self._buf):
             return None
-        with memoryview(self._buf) as view, view[start:end] as part:
+        buf = self._buf
+        if type(buf) is bytes:
+            payload = buf[start:end]  # one copy, as below
+            self._pos = end
+            if end == len(buf):
+                self._buf, self._pos = b"", 0
+            return payload
+        with memoryview(buf) as view, view[start:end] as part:
             payload = bytes(part)  # one copy; the views are released before the buffer is resized
         self._pos = end
-        if self._pos == len(self._buf):
-            self._buf.clear()
+        assert isinstance(buf, bytearray)
+        if self._pos == len(buf):
+            buf.clear()
             self._pos = 0
-        elif self._pos >= len(self._buf) // 2:
-            del self._buf[: self._pos]
+        elif self._pos >= len(buf) // 2:
+            del buf[: self._pos]
             self._pos = 0
         return payload
 
