@@ -79,6 +79,8 @@ class BrokerLifecycle:
         self.broker_epoch = -1
         self.fenced = True
         self._wake: asyncio.Event | None = None
+        # When the controller last answered a heartbeat (monotonic seconds); see presumed_fenced.
+        self._last_heard_s = time.monotonic()
 
     def wake(self) -> None:
         if self._wake is not None:
@@ -149,10 +151,23 @@ class BrokerLifecycle:
                 self._stale(ErrorCode(response.error_code))
                 return False
             fenced, should_shut_down = bool(response.is_fenced), bool(response.should_shut_down)
+        self._last_heard_s = time.monotonic()
         if fenced != self.fenced:
             logger.info("broker %d is %s", broker.node_id, "fenced" if fenced else "unfenced")
             self.fenced = fenced
         return should_shut_down
+
+    def presumed_fenced(self) -> bool:
+        """No heartbeat answered for broker.session.timeout.ms: the controller has fenced this broker
+        by now and moved its partitions' leadership, but its metadata may not show it yet (it was cut
+        off, or paused). Until a heartbeat goes through again it must not act as a partition leader: a
+        deposed leader answering from its stale log would refuse an idempotent producer's next sequence
+        (OUT_OF_ORDER_SEQUENCE_NUMBER) and tell a consumer that offsets the new leader has written are
+        out of range. A single voter is its own controller and is never cut off from it."""
+        if self.broker.single_voter:
+            return False
+        timeout_s = self.broker.config.get_int("broker.session.timeout.ms") / 1000
+        return time.monotonic() - self._last_heard_s > timeout_s
 
     def _stale(self, error: ErrorCode) -> None:
         if error == ErrorCode.stale_broker_epoch:

@@ -123,6 +123,8 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
     if p is None or w.error != ErrorCode.none:
         return result
     error = p.leader_error(ctx.broker.node_id, w.current_leader_epoch)
+    if error is None and replica < 0 and ctx.broker.lifecycle.presumed_fenced():
+        error = ErrorCode.not_leader_or_follower  # perhaps deposed without knowing yet (see presumed_fenced)
     if error is not None:
         result["error_code"] = error
         return result

@@ -156,7 +156,7 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
     if topic in INTERNAL_TOPICS:
         # Only the coordinators write their own topics (through the replica manager, not this handler).
         return _result(ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {topic}")
-    if partition.leader_id != ctx.broker.node_id:
+    if partition.leader_id != ctx.broker.node_id or ctx.broker.lifecycle.presumed_fenced():
         return _result(ErrorCode.not_leader_or_follower)
     if not records:
         return _result(ErrorCode.invalid_record, "The record set is empty")
