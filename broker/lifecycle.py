@@ -139,7 +139,11 @@ class BrokerLifecycle:
             result = await pending
             fenced, should_shut_down = result.is_fenced, result.should_shut_down
         else:
-            response = await self.channel.request(BROKER_HEARTBEAT_KEY, 1, {
+            # A heartbeat unanswered within two intervals takes its connection down (NodeClient), so that
+            # after a network partition heals the next one goes out on a fresh connection at once.
+            interval_s = broker.config.get_int("broker.heartbeat.interval.ms") / 1000
+            timeout_s = min(REQUEST_TIMEOUT_S, max(1.0, 2 * interval_s))
+            response = await self.channel.request(BROKER_HEARTBEAT_KEY, 1, timeout_s=timeout_s, values={
                 "broker_id": broker.node_id,
                 "broker_epoch": self.broker_epoch,
                 "current_metadata_offset": self._metadata_offset(),
@@ -166,8 +170,12 @@ class BrokerLifecycle:
         out of range. A single voter is its own controller and is never cut off from it."""
         if self.broker.single_voter:
             return False
-        timeout_s = self.broker.config.get_int("broker.session.timeout.ms") / 1000
-        return time.monotonic() - self._last_heard_s > timeout_s
+        # One heartbeat interval early: the controller's session runs from when it got our last heartbeat,
+        # ours from when its answer came back, so this side must give up first.
+        config = self.broker.config
+        limit_s = (config.get_int("broker.session.timeout.ms")
+                   - config.get_int("broker.heartbeat.interval.ms")) / 1000
+        return time.monotonic() - self._last_heard_s > limit_s
 
     def _stale(self, error: ErrorCode) -> None:
         if error == ErrorCode.stale_broker_epoch:

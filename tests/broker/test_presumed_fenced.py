@@ -16,8 +16,7 @@ class _Config:
         self.session_ms = session_ms
 
     def get_int(self, key: str) -> int:
-        assert key == "broker.session.timeout.ms"
-        return self.session_ms
+        return {"broker.session.timeout.ms": self.session_ms, "broker.heartbeat.interval.ms": 10}[key]
 
 
 class _Beat:
@@ -36,7 +35,7 @@ def _broker(single_voter: bool, session_ms: int) -> Any:
 
 
 def test_a_broker_unheard_for_its_session_presumes_itself_fenced_until_a_heartbeat_answers() -> None:
-    lifecycle = BrokerLifecycle(_broker(single_voter=False, session_ms=50))
+    lifecycle = BrokerLifecycle(_broker(single_voter=False, session_ms=60))
     lifecycle.broker_epoch = 7
     assert not lifecycle.presumed_fenced()
     time.sleep(0.08)
