@@ -69,7 +69,7 @@ class KafkaConnection(asyncio.Protocol):
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
-                pass
+                pass  # the peer already went away; the connection ends on its own
         self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:

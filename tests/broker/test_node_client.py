@@ -48,7 +48,7 @@ class Server:
                                  {"error_code": 0, "api_keys": (), "finalized_features_epoch": index})
                 writer.write(encode_response(header, response))
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            pass  # the client hung up (it drops a connection whose request timed out)
         finally:
             writer.close()
 

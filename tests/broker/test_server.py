@@ -165,4 +165,4 @@ def test_shutdown_closes_open_connections(samsa: Any) -> None:
         with conn._sock as sock:
             sock.settimeout(5)
             while sock.recv(1 << 16):
-                pass
+                pass  # drain whatever answer comes until the broker closes the connection

@@ -40,7 +40,7 @@ import time
 import traceback
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -877,6 +877,18 @@ class Nemesis:
         node = self.rng.choice(sorted(n for n, ps in led.items() if len(ps) == most))
         return node, tuple(led[node])
 
+    def hold(self, fault: Fault, seconds: float, what: str, begin: Callable[[int], None],
+             end: Callable[[int], None]) -> None:
+        """A fault that lasts: begin it on fault.node, wait `seconds`, end it (always), record it."""
+        assert fault.node is not None
+        log(self.t0, f"nemesis: {what} for {seconds:.1f} s")
+        begin(fault.node)
+        try:
+            time.sleep(seconds)
+        finally:
+            end(fault.node)
+        self.faults.append(replace(fault, end_s=self.now()))
+
     def one(self, kind: str) -> None:
         start = self.now()
         if kind == "isolate":
@@ -887,13 +899,8 @@ class Nemesis:
             choices = [n for n in (aimed, view.leader_id if view else -1) if n >= 0]
             node = self.rng.choice([*choices, self.rng.choice(self.cluster.node_ids)])
             seconds = self.rng.uniform(*self.config.isolate_s)
-            log(self.t0, f"nemesis: cut node {node} off the network for {seconds:.1f} s")
-            self.lab.cut(node)
-            try:
-                time.sleep(seconds)
-            finally:
-                self.lab.mend(node)
-            self.faults.append(Fault(kind, node, (), start, self.now()))
+            self.hold(Fault(kind, node, (), start, start), seconds, f"cut node {node} off the network",
+                      self.lab.cut, self.lab.mend)
             return
         if kind == "pause":
             # Half the time the node a leader kill would go for, else any node.
@@ -901,13 +908,8 @@ class Nemesis:
             any_node = self.rng.choice(self.cluster.node_ids)
             node = aimed if self.rng.random() < 0.5 and aimed >= 0 else any_node
             seconds = self.rng.uniform(*self.config.pause_s)
-            log(self.t0, f"nemesis: SIGSTOP node {node} for {seconds:.1f} s")
-            self.cluster.pause(node)
-            try:
-                time.sleep(seconds)
-            finally:
-                self.cluster.resume(node)
-            self.faults.append(Fault(kind, node, (), start, self.now()))
+            self.hold(Fault(kind, node, (), start, start), seconds, f"SIGSTOP node {node}",
+                      self.cluster.pause, self.cluster.resume)
             return
         downtime = self.rng.uniform(*self.config.kill_downtime_s)
         partitions: tuple[int, ...] = ()
