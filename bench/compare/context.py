@@ -53,8 +53,10 @@ class Context:
                 break
         return self.targets[name]
 
-    def each(self) -> Iterator[Target]:
-        for name in ORDER:
+    def each(self, repetition: int = 0) -> Iterator[Target]:
+        """Both brokers: Kafka first in even repetitions, Samsa first in odd ones, so that neither is always
+        measured on the machine the other just warmed (page cache, writeback, CPU frequency)."""
+        for name in ORDER if repetition % 2 == 0 else tuple(reversed(ORDER)):
             t = self.target(name)
             t.check_alive()
             yield t

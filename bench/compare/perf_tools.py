@@ -6,8 +6,12 @@ Kafka's unthrottled rate for the same acks -> p50/p99/p99.9 produce latency, as 
 (send() to acknowledgement, so time queued in the producer counts).
 
 Both brokers get ``enable.idempotence=false``: the Java producer turns idempotence on by default with
-acks=all, and Samsa does not implement InitProducerId yet, so both run the plain (like-for-like) producer.
-Everything else is the Java client's defaults (batch.size 16384, linger.ms 5 in 4.x).
+acks=all, and off it both acks runs measure the same plain producer. Everything else is the Java
+client's defaults (batch.size 16384, linger.ms 5 in 4.x).
+
+Every figure is the median of ``--repeats`` runs per broker, with the order alternated between
+repetitions (one run each had the broker that went second on a machine the first had just loaded with
+1 GiB of writeback), after an unmeasured ``--warmup-records`` run on each broker (JIT warm-up).
 
 Consumer: ConsumerPerformance reads the acks=1 topic from the earliest offset with a new consumer
 group (classic protocol; the figure includes the group join), -> records/s and MiB/s, overall and
@@ -17,12 +21,13 @@ for the fetch phase only (the tool's ``fetch.nMsg.sec``).
 from __future__ import annotations
 
 import re
+import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from bench.compare import targets
-from bench.compare.common import MIB, ScenarioResult, create_topics, short_error
+from bench.compare.common import MIB, ScenarioResult, create_topics, delete_topics, short_error
 from bench.compare.context import Context
 from bench.compare.targets import Target, Window
 
@@ -95,64 +100,93 @@ def consumer_perf(t: Target, topic: str, records: int, jvm_opts: Sequence[str] =
     return out
 
 
+def _median(outs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(o[key] for o in outs))
+
+
+def _measure(ctx: Context, r: ScenarioResult, label: str, records: int, acks: str, throughput: int,
+             keep_last: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """``--repeats`` runs of the tool per broker, the order alternated between repetitions; each run gets a
+    fresh topic, deleted afterwards (but for the last one when ``keep_last``). Returns each broker's runs."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    failed: set[str] = set()  # Samsa after a failed run: reported once, not run again
+    repeats = max(1, int(ctx.args.repeats))
+    for rep in range(repeats):
+        for t in ctx.each(rep):
+            if t.name in failed:
+                continue
+            topic = f"pp-{label}-{rep}"
+            try:
+                create_topics(t.bootstrap, {topic: 1})
+                out = producer_perf(t, topic, records, acks, throughput=throughput, jvm_opts=ctx.tool_jvm_opts)
+            except Exception as e:
+                if t.name == "kafka":
+                    raise
+                failed.add(t.name)
+                r.details[f"{t.name} {label} failed"] = short_error(e)
+                ctx.log(f"  {t.title} {label} #{rep + 1}: FAILED {short_error(e)}")
+                continue
+            out["topic"] = topic
+            runs.setdefault(t.name, []).append(out)
+            r.details[f"{t.name} {label} #{rep + 1}"] = out
+            ctx.log(f"  {t.title} {label} #{rep + 1}/{repeats}: {out['records_per_s']:,.0f} records/s, "
+                    f"{out['mib_per_s']:.1f} MiB/s, p50 {out['p50_ms']:.0f} ms, p99 {out['p99_ms']:.0f} ms, "
+                    f"p99.9 {out['p99.9_ms']:.0f} ms, broker {out['broker_cores']:.2f} cores, "
+                    f"peak RSS {out['peak_rss_mib']:.0f} MiB")
+            if not (keep_last and rep == repeats - 1):
+                delete_topics(t.bootstrap, [topic])  # 1 GiB a run: free the disk (and its writeback) now
+    return {name: outs for name, outs in runs.items() if name not in failed}
+
+
 def run_producer(ctx: Context) -> ScenarioResult:
     r = ScenarioResult("producer_perf", "Kafka ProducerPerformance, 1 KiB records, 1 partition")
     n = ctx.records
-    r.notes.append(f"{n:,} records of {RECORD_SIZE} B per run; enable.idempotence=false on both brokers "
-                   "(Samsa has no InitProducerId yet); Java client defaults otherwise")
+    repeats = max(1, int(ctx.args.repeats))
+    r.notes.append(f"{n:,} records of {RECORD_SIZE} B per run; enable.idempotence=false on both brokers (the "
+                   "same plain producer for acks=1 and acks=all); Java client defaults otherwise")
+    r.notes.append(f"each figure is the median of {repeats} run(s) per broker, Kafka first in odd-numbered runs "
+                   "and Samsa first in even-numbered ones; a fresh topic per run")
+    warm = int(ctx.args.warmup_records)
+    if warm > 0:
+        # Kafka's JIT is cold in its first runs (its acks=all rate rose 14% from a first run to a second in
+        # one of our runs); an unmeasured run on each broker first, so the figures compare warm brokers.
+        r.notes.append(f"each broker first took an unmeasured run of {warm:,} records (JIT warm-up)")
+        for t in ctx.each():
+            create_topics(t.bootstrap, {"pp-warm-up": 1})
+            producer_perf(t, "pp-warm-up", warm, "1", jvm_opts=ctx.tool_jvm_opts)
+            delete_topics(t.bootstrap, ["pp-warm-up"])
+            ctx.log(f"  {t.title}: warm-up run of {warm:,} records done")
     kafka_rate: dict[str, float] = {}
     for acks in ("1", "all"):
         rate = r.metric(f"acks={acks} throughput", "records/s", "higher")
         mib = r.metric(f"acks={acks} throughput", "MiB/s", "higher")
-        topic = f"pp-acks{acks}"
-        for t in ctx.each():
-            try:
-                create_topics(t.bootstrap, {topic: 1})
-                out = producer_perf(t, topic, n, acks, jvm_opts=ctx.tool_jvm_opts)
-            except Exception as e:
-                if t.name == "kafka":
-                    raise
-                rate.set(t.name, None, f"failed: {short_error(e)}")
-                mib.set(t.name, None, f"failed: {short_error(e)}")
-                ctx.log(f"  {t.title} acks={acks}: FAILED {short_error(e)}")
+        runs = _measure(ctx, r, f"acks{acks}", n, acks, -1, keep_last=acks == "1")
+        for name in ("kafka", "samsa"):
+            outs = runs.get(name)
+            if not outs:
+                rate.set(name, None, "failed: see details")
+                mib.set(name, None, "failed: see details")
                 continue
-            rate.set(t.name, out["records_per_s"])
-            mib.set(t.name, out["mib_per_s"])
-            r.details[f"{t.name} acks={acks} unthrottled"] = out
+            rate.set(name, _median(outs, "records_per_s"))
+            mib.set(name, _median(outs, "mib_per_s"))
             if acks == "1":
-                ctx.state.setdefault("filled", {})[t.name] = (topic, n)
-            if t.name == "kafka":
-                kafka_rate[acks] = out["records_per_s"]
-            ctx.log(f"  {t.title} acks={acks} unthrottled: {out['records_per_s']:,.0f} records/s, "
-                    f"{out['mib_per_s']:.1f} MiB/s, broker {out['broker_cores']:.2f} cores, "
-                    f"peak RSS {out['peak_rss_mib']:.0f} MiB")
+                ctx.state.setdefault("filled", {})[name] = (outs[-1]["topic"], n)
+        kafka_rate[acks] = _median(runs["kafka"], "records_per_s")
     for acks in ("1", "all"):
-        if acks not in kafka_rate:
-            continue
         target_rate = max(1, int(kafka_rate[acks] * 0.5))
         rn = min(n, max(200, int(target_rate * ctx.args.rate_seconds)))  # bounded in time on a slow machine
-        r.notes.append(f"fixed rate acks={acks}: {target_rate:,} records/s (50% of Kafka's unthrottled rate), "
-                       f"{rn:,} records (at most {ctx.args.rate_seconds:g} s of sending)")
+        r.notes.append(f"fixed rate acks={acks}: {target_rate:,} records/s (50% of Kafka's median unthrottled "
+                       f"rate), {rn:,} records (at most {ctx.args.rate_seconds:g} s of sending)")
         ms = {p: r.metric(f"acks={acks} @{target_rate:,}/s {p}", "ms", "lower") for p in ("p50", "p99", "p99.9")}
         achieved = r.metric(f"acks={acks} @{target_rate:,}/s achieved", "records/s", "higher")
-        topic = f"pp-rate-acks{acks}"
-        for t in ctx.each():
-            try:
-                create_topics(t.bootstrap, {topic: 1})
-                out = producer_perf(t, topic, rn, acks, throughput=target_rate, jvm_opts=ctx.tool_jvm_opts)
-            except Exception as e:
-                if t.name == "kafka":
-                    raise
-                for m in [*ms.values(), achieved]:
-                    m.set(t.name, None, f"failed: {short_error(e)}")
-                ctx.log(f"  {t.title} acks={acks} at {target_rate}/s: FAILED {short_error(e)}")
-                continue
+        runs = _measure(ctx, r, f"rate-acks{acks}", rn, acks, target_rate)
+        for name in ("kafka", "samsa"):
+            outs = runs.get(name)
             for p, m in ms.items():
-                m.set(t.name, out[f"{p}_ms"])
-            achieved.set(t.name, out["records_per_s"])  # below the target rate: the latencies are queueing
-            r.details[f"{t.name} acks={acks} fixed rate {target_rate}/s"] = out
-            ctx.log(f"  {t.title} acks={acks} at {target_rate:,}/s (achieved {out['records_per_s']:,.0f}): "
-                    f"p50 {out['p50_ms']:.0f} ms, p99 {out['p99_ms']:.0f} ms, p99.9 {out['p99.9_ms']:.0f} ms")
+                m.set(name, _median(outs, f"{p}_ms") if outs else None, "ok" if outs else "failed: see details")
+            # below the target rate: the latencies are queueing
+            achieved.set(name, _median(outs, "records_per_s") if outs else None,
+                         "ok" if outs else "failed: see details")
     return r
 
 

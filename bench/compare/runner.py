@@ -39,9 +39,11 @@ SCENARIOS: dict[str, Callable[[Context], ScenarioResult]] = {
     "scale": footprint.run_scale,
 }
 
-SMOKE = {"records": 2000, "rate_seconds": 1.0, "e2e_rate": 500, "e2e_seconds": 2.0, "scale": "10",
+SMOKE = {"records": 2000, "repeats": 1, "warmup_records": 0, "rate_seconds": 1.0,
+         "e2e_rate": 500, "e2e_seconds": 2.0, "scale": "10",
          "startup_repeats": 1, "producers": 2, "partitions": 4}
-FULL = {"records": 1_000_000, "rate_seconds": 60.0, "e2e_rate": 1000, "e2e_seconds": 20.0, "scale": "1000,10000",
+FULL = {"records": 1_000_000, "repeats": 3, "warmup_records": 200_000, "rate_seconds": 60.0,
+        "e2e_rate": 1000, "e2e_seconds": 20.0, "scale": "1000,10000",
         "startup_repeats": 3, "producers": 4, "partitions": 8}
 
 
@@ -50,6 +52,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="tiny counts; only checks that the harness works")
     p.add_argument("--records", type=int, help="records per producer/consumer run (default 1,000,000; smoke 2,000)")
+    p.add_argument("--repeats", type=int,
+                   help="producer_perf: runs per figure and broker, order alternated; the median counts (default 3)")
+    p.add_argument("--warmup-records", type=int,
+                   help="producer_perf: an unmeasured run of this many records on each broker first (default 200,000)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, from {','.join(SCENARIOS)}")
     p.add_argument("--rate-seconds", type=float,
                    help="the fixed-rate producer runs send min(records, rate x this) records (default 60; smoke 1)")
