@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-fast lint bench chaos clean compat-deps
+.PHONY: run test test-fast lint bench chaos clean compat-deps bench-deps
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,20 @@ run: $(STAMP)
 # Kafka 4.1.2 jars from Maven Central.
 include compat-tests/compat.mk
 
-test: $(TEST_STAMP) compat-deps
+# Kafka 4.2.1's ProducerPerformance (warm-up records, KIP-1052) for bench/compare's fixed-rate runs.
+PERF_TOOLS_LIB := bench/perf-tools/lib
+PERF_TOOLS_STAMP := $(PERF_TOOLS_LIB)/.stamp
+
+bench-deps: $(PERF_TOOLS_STAMP)
+
+# Downloaded into lib.tmp and renamed, so an interrupted download never looks complete.
+$(PERF_TOOLS_STAMP): bench/perf-tools/pom.xml
+	rm -rf $(PERF_TOOLS_LIB).tmp
+	cd bench/perf-tools && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib.tmp
+	rm -rf $(PERF_TOOLS_LIB) && mv $(PERF_TOOLS_LIB).tmp $(PERF_TOOLS_LIB)
+	touch $@
+
+test: $(TEST_STAMP) compat-deps bench-deps
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests compat-tests
 
 test-fast: $(TEST_STAMP)
@@ -35,7 +48,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check kproto storage raft broker tests compat-tests bench
 	$(VENV)/bin/mypy
 
-bench: $(TEST_STAMP) compat-deps
+bench: $(TEST_STAMP) compat-deps bench-deps
 	$(PY) -m bench
 
 chaos: $(TEST_STAMP)

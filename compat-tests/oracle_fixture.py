@@ -86,8 +86,8 @@ def ensure_installed() -> None:
         )
 
 
-def classpath() -> str:
-    return str(LIB_DIR / "*")
+def classpath(lib_dir: Path | None = None) -> str:
+    return str((lib_dir or LIB_DIR) / "*")
 
 
 def free_ports(count: int) -> list[int]:
@@ -149,6 +149,7 @@ def java_command(
     heap: Sequence[str] = ("-Xmx512m",),
     log4j: Path = TOOLS_LOG4J,
     jvm_opts: Sequence[str] = (),
+    lib_dir: Path | None = None,
 ) -> list[str]:
     return [
         java_binary(),
@@ -157,7 +158,7 @@ def java_command(
         f"-Dlog4j2.configurationFile={log4j}",
         *jvm_opts,
         "-cp",
-        classpath(),
+        classpath(lib_dir),
         main_class,
         *args,
     ]
@@ -171,6 +172,7 @@ def run_kafka_tool(
     input: str | None = None,
     heap: str = "-Xmx512m",
     jvm_opts: Sequence[str] = (),
+    lib_dir: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run a Kafka main class (what ``oracle/kafka-run.sh <main class> args`` does).
 
@@ -178,10 +180,14 @@ def run_kafka_tool(
     ``org.apache.kafka.tools.GetOffsetShell`` (kafka-get-offsets), ``kafka.tools.DumpLogSegments``,
     ``org.apache.kafka.tools.ProducerPerformance`` -- see the table in ``oracle/NOTES.md``.
     stdout holds the tool's output; its logging (WARN and above) goes to stderr. Text mode.
-    With ``check`` a non-zero exit raises ``OracleError`` with both streams.
+    With ``check`` a non-zero exit raises ``OracleError`` with both streams. ``lib_dir`` runs the class
+    from other jars (bench/perf-tools: Kafka 4.2.1's ProducerPerformance) than the 4.1.2 ones.
     """
-    ensure_installed()
-    cmd = java_command(main_class, args, heap=[heap], jvm_opts=jvm_opts)
+    if lib_dir is None:
+        ensure_installed()
+    elif not any(lib_dir.glob("kafka-tools-*.jar")):
+        raise OracleError(f"no kafka-tools jar in {lib_dir}: run `make bench-deps`")
+    cmd = java_command(main_class, args, heap=[heap], jvm_opts=jvm_opts, lib_dir=lib_dir)
     try:
         res = subprocess.run(
             cmd,

@@ -41,15 +41,33 @@ _FINAL = re.compile(
 )
 
 
+# With --warmup-records (4.2+), after the whole run's line: "N steady state records sent, R records/sec ..."
+_STEADY = re.compile(
+    r"(\d+) steady state records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th"
+)
+# kafka-tools 4.2.1 (bench/perf-tools, `make bench-deps`): the first ProducerPerformance with warm-up records
+PERF_TOOLS_LIB = targets.REPO / "bench" / "perf-tools" / "lib"
+
+
+def _summary(fields: tuple[str, ...], prefix: str = "") -> dict[str, float]:
+    sent, rate, mb, avg, mx, p50, p95, p99, p999 = fields
+    return {f"{prefix}records": int(sent), f"{prefix}records_per_s": float(rate), f"{prefix}mib_per_s": float(mb),
+            f"{prefix}avg_ms": float(avg), f"{prefix}max_ms": float(mx), f"{prefix}p50_ms": float(p50),
+            f"{prefix}p95_ms": float(p95), f"{prefix}p99_ms": float(p99), f"{prefix}p99.9_ms": float(p999)}
+
+
 def parse_producer(stdout: str) -> dict[str, float]:
-    """The tool's final line: ``N records sent, R records/sec (M MB/sec), A ms avg latency, ... 99.9th.``"""
+    """The tool's final line: ``N records sent, R records/sec (M MB/sec), A ms avg latency, ... 99.9th.``, and
+    with warm-up records also its steady-state line, as the same keys prefixed ``steady_``."""
     matches = _FINAL.findall(stdout)
     if not matches:
         raise ValueError(f"no ProducerPerformance summary line in: {stdout[-500:]!r}")
-    sent, rate, mb, avg, mx, p50, p95, p99, p999 = matches[-1]
-    return {"records": int(sent), "records_per_s": float(rate), "mib_per_s": float(mb), "avg_ms": float(avg),
-            "max_ms": float(mx), "p50_ms": float(p50), "p95_ms": float(p95), "p99_ms": float(p99),
-            "p99.9_ms": float(p999)}
+    out = _summary(matches[-1])
+    steady = _STEADY.findall(stdout)
+    if steady:
+        out.update(_summary(steady[-1], "steady_"))
+    return out
 
 
 def parse_consumer(stdout: str) -> dict[str, float]:
@@ -75,13 +93,19 @@ def tool_timeout(records: int) -> float:
 
 
 def producer_perf(t: Target, topic: str, records: int, acks: str, throughput: int = -1,
-                  jvm_opts: Sequence[str] = ()) -> dict[str, Any]:
+                  jvm_opts: Sequence[str] = (), warmup_records: int = 0) -> dict[str, Any]:
+    """One ProducerPerformance run; with ``warmup_records`` the 4.2.1 tool, which also reports the steady state
+    (the records after the first ``warmup_records``) as ``steady_*``."""
+    warm = ("--warmup-records", str(warmup_records)) if warmup_records > 0 else ()
     with Window(t) as w:
         res = targets.oracle_fixture.run_kafka_tool(
-            PRODUCER, "--topic", topic, "--num-records", str(records), "--record-size", str(RECORD_SIZE),
+            PRODUCER, "--topic", topic, "--num-records", str(records), *warm, "--record-size", str(RECORD_SIZE),
             "--throughput", str(throughput), "--producer-props", f"bootstrap.servers={t.bootstrap}",
-            f"acks={acks}", "enable.idempotence=false", timeout=tool_timeout(records), jvm_opts=jvm_opts)
+            f"acks={acks}", "enable.idempotence=false", timeout=tool_timeout(records), jvm_opts=jvm_opts,
+            lib_dir=PERF_TOOLS_LIB if warm else None)
     out = parse_producer(res.stdout)
+    if warm and "steady_p99_ms" not in out:
+        raise RuntimeError(f"ProducerPerformance printed no steady-state line: {res.stdout[-500:]!r}")
     if out["records"] != records:
         raise RuntimeError(f"ProducerPerformance sent {out['records']} of {records}")
     out.update(w.as_dict())
@@ -105,7 +129,7 @@ def _median(outs: list[dict[str, Any]], key: str) -> float:
 
 
 def _measure(ctx: Context, r: ScenarioResult, label: str, records: int, acks: str, throughput: int,
-             keep_last: bool = False) -> dict[str, list[dict[str, Any]]]:
+             keep_last: bool = False, warmup_records: int = 0) -> dict[str, list[dict[str, Any]]]:
     """``--repeats`` runs of the tool per broker, the order alternated between repetitions; each run gets a
     fresh topic, deleted afterwards (but for the last one when ``keep_last``). Returns each broker's runs."""
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -118,7 +142,8 @@ def _measure(ctx: Context, r: ScenarioResult, label: str, records: int, acks: st
             topic = f"pp-{label}-{rep}"
             try:
                 create_topics(t.bootstrap, {topic: 1})
-                out = producer_perf(t, topic, records, acks, throughput=throughput, jvm_opts=ctx.tool_jvm_opts)
+                out = producer_perf(t, topic, records, acks, throughput=throughput, jvm_opts=ctx.tool_jvm_opts,
+                                    warmup_records=warmup_records)
             except Exception as e:
                 if t.name == "kafka":
                     raise
@@ -132,7 +157,9 @@ def _measure(ctx: Context, r: ScenarioResult, label: str, records: int, acks: st
             ctx.log(f"  {t.title} {label} #{rep + 1}/{repeats}: {out['records_per_s']:,.0f} records/s, "
                     f"{out['mib_per_s']:.1f} MiB/s, p50 {out['p50_ms']:.0f} ms, p99 {out['p99_ms']:.0f} ms, "
                     f"p99.9 {out['p99.9_ms']:.0f} ms, broker {out['broker_cores']:.2f} cores, "
-                    f"peak RSS {out['peak_rss_mib']:.0f} MiB")
+                    f"peak RSS {out['peak_rss_mib']:.0f} MiB"
+                    + (f"; steady state p50 {out['steady_p50_ms']:.0f} ms, p99 {out['steady_p99_ms']:.0f} ms, "
+                       f"p99.9 {out['steady_p99.9_ms']:.0f} ms" if "steady_p99_ms" in out else ""))
             if not (keep_last and rep == repeats - 1):
                 delete_topics(t.bootstrap, [topic])  # 1 GiB a run: free the disk (and its writeback) now
     return {name: outs for name, outs in runs.items() if name not in failed}
@@ -175,18 +202,24 @@ def run_producer(ctx: Context) -> ScenarioResult:
     for acks in ("1", "all"):
         target_rate = max(1, int(kafka_rate[acks] * 0.5))
         rn = min(n, max(200, int(target_rate * ctx.args.rate_seconds)))  # bounded in time on a slow machine
+        warm = rn // 5
         r.notes.append(f"fixed rate acks={acks}: {target_rate:,} records/s (50% of Kafka's median unthrottled "
-                       f"rate), {rn:,} records (at most {ctx.args.rate_seconds:g} s of sending)")
-        ms = {p: r.metric(f"acks={acks} @{target_rate:,}/s {p}", "ms", "lower") for p in ("p50", "p99", "p99.9")}
+                       f"rate), {rn:,} records (at most {ctx.args.rate_seconds:g} s of sending), with Kafka 4.2.1's "
+                       f"ProducerPerformance: 'whole run' counts every record, as the 4.1 tool does, so its tail is "
+                       f"the producer JVM's cold start; 'steady' leaves out the first {warm:,} (--warmup-records, "
+                       f"KIP-1052)")
+        ms = {(phase, p): r.metric(f"acks={acks} @{target_rate:,}/s {phase} {p}", "ms", "lower")
+              for phase in ("whole run", "steady") for p in ("p50", "p99", "p99.9")}
         achieved = r.metric(f"acks={acks} @{target_rate:,}/s achieved", "records/s", "higher")
-        runs = _measure(ctx, r, f"rate-acks{acks}", rn, acks, target_rate)
+        runs = _measure(ctx, r, f"rate-acks{acks}", rn, acks, target_rate, warmup_records=warm)
         for name in ("kafka", "samsa"):
             outs = runs.get(name)
-            for p, m in ms.items():
-                m.set(name, _median(outs, f"{p}_ms") if outs else None, "ok" if outs else "failed: see details")
+            status = "ok" if outs else "failed: see details"
+            for (phase, p), m in ms.items():
+                key = f"{'steady_' if phase == 'steady' else ''}{p}_ms"
+                m.set(name, _median(outs, key) if outs else None, status)
             # below the target rate: the latencies are queueing
-            achieved.set(name, _median(outs, "records_per_s") if outs else None,
-                         "ok" if outs else "failed: see details")
+            achieved.set(name, _median(outs, "records_per_s") if outs else None, status)
     return r
 
 

@@ -27,6 +27,16 @@ PRODUCER_OUT = """\
 3 ms 50th, 9 ms 95th, 25 ms 99th, 120 ms 99.9th.
 """
 
+PRODUCER_WARM_OUT = """\
+Warmup first 100000 records. Steady state results will print after the complete test summary.
+In steady state.
+99941 records sent, 19988.2 records/sec (19.52 MB/sec), 0.8 ms avg latency, 7.0 ms max latency.
+400000 records sent, 19989.006047 records/sec (19.52 MB/sec), 6.86 ms avg latency, 301.00 ms max latency, \
+1 ms 50th, 7 ms 95th, 195 ms 99th, 249 ms 99.9th.
+300000 steady state records sent, 19952.114924 records/sec (19.48 MB/sec), 0.83 ms avg latency, 8.00 ms max \
+latency, 0 ms 50th, 3 ms 95th, 4 ms 99th, 6 ms 99.9th.
+"""
+
 CONSUMER_OUT = """\
 start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, \
 fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
@@ -39,6 +49,14 @@ def test_parse_producer_final_line() -> None:
     assert out["records"] == 100000
     assert out["records_per_s"] == pytest.approx(9998.0004)
     assert (out["p50_ms"], out["p99_ms"], out["p99.9_ms"]) == (3, 25, 120)
+
+
+def test_parse_producer_steady_state_line() -> None:
+    out = perf_tools.parse_producer(PRODUCER_WARM_OUT)
+    assert (out["records"], out["p99_ms"]) == (400000, 195)  # the whole run, warm-up included
+    assert (out["steady_records"], out["steady_p50_ms"], out["steady_p99_ms"], out["steady_p99.9_ms"]) == (
+        300000, 0, 4, 6)
+    assert "steady_p99_ms" not in perf_tools.parse_producer(PRODUCER_OUT)
 
 
 def test_parse_consumer_line() -> None:
