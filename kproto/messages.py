@@ -20,6 +20,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
 from kproto._guard import check_entity
+from kproto._writer import compiled_writer
 from kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from kproto.framing import SIZE_PREFIX_BYTES
 
@@ -294,7 +295,7 @@ def encode_response_parts(header: RequestHeader, response: object) -> list[bytes
     out.write(_INT32.pack(header.correlation_id))
     if header_version >= 1:
         out.write(b"\x00")  # no tagged fields
-    entity_writer(cls)(out, response)  # type: ignore[arg-type]  # kio only calls .write()
+    compiled_writer(cls)(out, response)  # kio's bytes, compiled (kproto/_writer.py)
     parts = out.finish()
     first = parts[0]
     assert isinstance(first, bytearray) and len(first) >= SIZE_PREFIX_BYTES
