@@ -26,7 +26,7 @@ from bench.compare import footprint, load, perf_tools, targets
 from bench.compare.common import ScenarioResult, fmt, load_average, short_error
 from bench.compare.context import Context
 from bench.compare.png import write_chart
-from bench.machine import describe
+from bench.machine import describe, prefault_memory
 
 RESULTS = targets.REPO / "bench" / "results"
 
@@ -39,10 +39,10 @@ SCENARIOS: dict[str, Callable[[Context], ScenarioResult]] = {
     "scale": footprint.run_scale,
 }
 
-SMOKE = {"records": 2000, "repeats": 1, "warmup_records": 0, "rate_seconds": 1.0,
+SMOKE = {"records": 2000, "repeats": 1, "warmup_records": 0, "prefault_gib": 0.0, "rate_seconds": 1.0,
          "e2e_rate": 500, "e2e_seconds": 2.0, "scale": "10",
          "startup_repeats": 1, "producers": 2, "partitions": 4}
-FULL = {"records": 1_000_000, "repeats": 3, "warmup_records": 200_000, "rate_seconds": 60.0,
+FULL = {"records": 1_000_000, "repeats": 3, "warmup_records": 200_000, "prefault_gib": 16.0, "rate_seconds": 60.0,
         "e2e_rate": 1000, "e2e_seconds": 20.0, "scale": "1000,10000",
         "startup_repeats": 3, "producers": 4, "partitions": 8}
 
@@ -56,6 +56,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="producer_perf: runs per figure and broker, order alternated; the median counts (default 3)")
     p.add_argument("--warmup-records", type=int,
                    help="producer_perf: an unmeasured run of this many records on each broker first (default 200,000)")
+    p.add_argument("--prefault-gib", type=float,
+                   help="touch this much free memory once before the brokers start (a fresh VM backs pages on "
+                        "first touch); default 16, 0 in a smoke run")
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, from {','.join(SCENARIOS)}")
     p.add_argument("--rate-seconds", type=float,
                    help="the fixed-rate producer runs send min(records, rate x this) records (default 60; smoke 1)")
@@ -108,6 +111,10 @@ def main(argv: list[str]) -> int:
         "scenarios": {}, "events": [],
     }
     print(f"machine: {machine}; load average {run['load_average_start']}", flush=True)
+    if args.prefault_gib > 0:
+        run["prefault"] = prefault_memory(int(args.prefault_gib * (1 << 30)))
+        print(f"touched {run['prefault']['gib']} GiB of free memory once, {run['prefault']['us_per_page']} us per "
+              "page (about 2-3 where it had been touched before)", flush=True)
     path = out_dir / f"compare-{stamp}.json"
     ctx = Context(args)
     failed = 0
