@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-fast lint bench chaos clean compat-deps bench-deps
+.PHONY: run test test-fast lint bench chaos clean compat-deps bench-deps compile
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,13 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(PIP) install -q -e '.[test,lint]'
 	touch $@
 
-run: $(STAMP)
+# Bytecode for our own packages, as a regular pip install writes it: the editable install does not, and
+# where PYTHONDONTWRITEBYTECODE is set (as on these machines) every start compiled ~30k lines again
+# (port open 243 ms -> 155 ms). Files already up to date are skipped.
+compile: $(STAMP)
+	@$(PY) -m compileall -q kproto broker storage raft
+
+run: compile
 	$(VENV)/bin/samsa serve --data-dir ./samsa-data --listen 127.0.0.1:9092
 
 # compat.mk (owned by compat-tests/) defines compat-deps: kcat, kafkajs, the Java client and the
@@ -38,20 +44,20 @@ $(PERF_TOOLS_STAMP): bench/perf-tools/pom.xml
 	rm -rf $(PERF_TOOLS_LIB) && mv $(PERF_TOOLS_LIB).tmp $(PERF_TOOLS_LIB)
 	touch $@
 
-test: $(TEST_STAMP) compat-deps bench-deps
+test: $(TEST_STAMP) compat-deps bench-deps compile
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests compat-tests
 
-test-fast: $(TEST_STAMP)
+test-fast: $(TEST_STAMP) compile
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check kproto storage raft broker tests compat-tests bench
 	$(VENV)/bin/mypy
 
-bench: $(TEST_STAMP) compat-deps bench-deps
+bench: $(TEST_STAMP) compat-deps bench-deps compile
 	$(PY) -m bench
 
-chaos: $(TEST_STAMP)
+chaos: $(TEST_STAMP) compile
 	$(PY) -m pytest -q -s -p no:cacheprovider tests/chaos --chaos-long
 
 clean:
