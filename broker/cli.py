@@ -116,7 +116,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if (sys.argv[1:] if argv is None else argv)[:1] == ["serve"]:
+    serving = (sys.argv[1:] if argv is None else argv)[:1] == ["serve"]
+    if serving:
         # kio registers hypothesis strategies for its types whenever hypothesis is importable (it is in
         # a test environment); a broker never needs them, and importing hypothesis costs ~0.5 s of
         # start-up. Marking it absent before kio is imported makes kio skip it.
@@ -141,17 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     serve_p.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     serve_p.set_defaults(func=cmd_serve)
 
-    from broker import tools
+    if not serving:
+        # The client commands' modules are left out of a broker's start-up (about 15 ms of imports).
+        from broker import cluster_cli, groups_cli, tools
 
-    tools.add_commands(sub)
-
-    from broker import cluster_cli
-
-    cluster_cli.add_commands(sub)
-
-    from broker import groups_cli
-
-    groups_cli.add_commands(sub)
+        tools.add_commands(sub)
+        cluster_cli.add_commands(sub)
+        groups_cli.add_commands(sub)
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result
