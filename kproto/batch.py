@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import crc32c
+from kproto.checksum import crc32c
 
 BATCH_HEADER_BYTES = 61
 LOG_OVERHEAD_BYTES = 12  # baseOffset + batchLength
@@ -146,7 +146,7 @@ def peek_size(buf: bytes | bytearray | memoryview, position: int = 0) -> int | N
 
 def compute_crc(buf: bytes | bytearray | memoryview, position: int, size_bytes: int) -> int:
     view = memoryview(buf)[position + CRC_START : position + size_bytes]
-    return int(crc32c.crc32c(view))
+    return int(crc32c(view))
 
 
 def is_crc_valid(buf: bytes | bytearray | memoryview, header: BatchHeader, position: int = 0) -> bool:

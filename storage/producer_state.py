@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import crc32c
-
 from kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT
+from kproto.checksum import crc32c
 from storage.batch_header import Header
 from storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from storage.file_io import FileIO
@@ -238,7 +237,7 @@ class ProducerStateManager:
             parts.extend(_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp_ms)
                          for b in e.batches)
         body = b"".join(parts)
-        return _PREFIX.pack(_MAGIC, _VERSION, crc32c.crc32c(body)) + body
+        return _PREFIX.pack(_MAGIC, _VERSION, crc32c(body)) + body
 
     @staticmethod
     def decode_snapshot(data: bytes) -> tuple[int, dict[int, ProducerStateEntry]]:
@@ -247,7 +246,7 @@ class ProducerStateManager:
             if magic != _MAGIC or version != _VERSION:
                 raise CorruptSnapshotError("bad magic or version")
             body = memoryview(data)[_PREFIX.size :]
-            if crc32c.crc32c(body) != crc:
+            if crc32c(body) != crc:
                 raise CorruptSnapshotError("checksum mismatch")
             offset, count = _BODY_HEAD.unpack_from(body, 0)
             pos = _BODY_HEAD.size

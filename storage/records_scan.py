@@ -8,9 +8,9 @@ import struct
 from collections.abc import Iterator
 
 import cramjam
-import crc32c
 
 from kproto.batch import BATCH_HEADER_BYTES, CRC_START
+from kproto.checksum import crc32c
 from storage.batch_header import Header
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -19,8 +19,8 @@ _U32 = struct.Struct(">I")
 
 def crc_with_header(header: bytes | bytearray | memoryview, body: memoryview) -> int:
     """CRC32C of header[21:61] followed by `body` (the batch's bytes after its 61-byte header)."""
-    value = crc32c.crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
-    return int(crc32c.crc32c(body, value=value))
+    value = crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
+    return int(crc32c(body, value=value))
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

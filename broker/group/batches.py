@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-import crc32c
+from kproto.checksum import crc32c
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_BYTES = 61
@@ -56,7 +56,7 @@ def encode_batch(records: list[tuple[bytes | None, bytes | None]], timestamp_ms:
     header = _HEADER.pack(0, _HEADER_BYTES - 12 + len(body), -1, 2, 0, 0, count - 1, timestamp_ms, timestamp_ms,
                           -1, -1, -1, count)
     batch = bytearray(header) + body
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[_CRC_START:])))
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[_CRC_START:])))
     return batch
 
 

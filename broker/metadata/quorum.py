@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import crc32c
-
 from broker.metadata.image import MetadataImage
 from broker.metadata.records import MetadataRecord, decode_records, encode_records
 from broker.node_client import NodeClient, NodeUnavailableError
+from kproto.checksum import crc32c
 from raft import codec
 from raft.core import RaftCore
 from raft.events import (
@@ -157,7 +156,7 @@ def _snapshot_path(directory: Path, sid: SnapshotId) -> Path:
 
 
 def write_snapshot(directory: Path, snapshot: Snapshot) -> None:
-    header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, crc32c.crc32c(snapshot.data))
+    header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, crc32c(snapshot.data))
     _write_durably(_snapshot_path(directory, snapshot.snapshot_id), header + snapshot.data)
 
 
@@ -187,7 +186,7 @@ def latest_snapshot(directory: Path) -> Snapshot | None:
         if len(raw) >= _SNAPSHOT_HEADER.size:
             magic, crc = _SNAPSHOT_HEADER.unpack_from(raw)
             data = raw[_SNAPSHOT_HEADER.size:]
-            if magic == _SNAPSHOT_MAGIC and crc32c.crc32c(data) == crc:
+            if magic == _SNAPSHOT_MAGIC and crc32c(data) == crc:
                 return Snapshot(sid, data)
         logger.error("metadata snapshot %s is damaged; ignoring it", path)
     return None
