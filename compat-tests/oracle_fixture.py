@@ -390,6 +390,7 @@ def start_kafka(
     gc_log: bool = False,
     jvm_opts: Sequence[str] = (),
     attempts: int = 3,
+    poll_s: float = 0.1,
 ) -> KafkaCluster:
     """Start ``nodes`` combined (broker+controller) KRaft nodes on free loopback ports.
 
@@ -405,7 +406,7 @@ def start_kafka(
     last: Exception | None = None
     for _ in range(attempts):
         try:
-            return _start_once(nodes, heap, overrides or {}, start_timeout, workdir, gc_log, jvm_opts)
+            return _start_once(nodes, heap, overrides or {}, start_timeout, workdir, gc_log, jvm_opts, poll_s)
         except _PortRace as e:
             last = e
     raise OracleError(f"could not start Kafka after {attempts} attempts: {last}")
@@ -437,6 +438,7 @@ def _start_once(
     workdir: Path | None,
     gc_log: bool,
     jvm_opts: Sequence[str],
+    poll_s: float,
 ) -> KafkaCluster:
     t0 = time.monotonic()
     keep = os.environ.get("SAMSA_KEEP_ORACLE") == "1"
@@ -497,7 +499,7 @@ def _start_once(
                     + "\n".join(n.log_tail() for n in pending)
                 )
             if pending:
-                time.sleep(0.1)
+                time.sleep(poll_s)
         cluster.start_seconds = time.monotonic() - t0
         ok = True
         return cluster
