@@ -50,8 +50,10 @@ test: $(TEST_STAMP) compat-deps bench-deps compile
 test-fast: $(TEST_STAMP) compile
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
+# mypy checks the package as installed (samsa.kproto, ...): build/typecheck/samsa/ links to the folders.
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check kproto storage raft broker tests compat-tests bench
+	@mkdir -p build/typecheck/samsa && for p in kproto storage raft broker; do ln -sfn ../../../$$p build/typecheck/samsa/$$p; done
 	$(VENV)/bin/mypy
 
 bench: $(TEST_STAMP) compat-deps bench-deps compile

@@ -37,7 +37,7 @@ class Broker:
     def __init__(self, data_dir: Path) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker.cli", "serve", "--data-dir", str(data_dir),
+            [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(data_dir),
              "--listen", f"127.0.0.1:{self.port}", "--log-level", "WARNING"],
             cwd=REPO,
         )
@@ -124,8 +124,8 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int) -> float:
 
 
 def small_requests(bootstrap: str, topic: str, seconds: float, connections: int) -> int:
-    from broker.client import Connection
-    from kproto.records import encode_batch
+    from samsa.broker.client import Connection
+    from samsa.kproto.records import encode_batch
 
     host, _, port = bootstrap.rpartition(":")
     counts = [0] * connections

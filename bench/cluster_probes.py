@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from broker.client import Connection, KafkaClientError
+from samsa.broker.client import Connection, KafkaClientError
 
 REQUEST_TIMEOUT_S = 5.0
 

@@ -17,25 +17,25 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from broker.config import BrokerConfig, effective_topic_config, log_config_for
-from broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
-from broker.forwarding import forward
-from broker.group.service import GroupService
-from broker.lifecycle import BrokerLifecycle, ProducerIdManager
-from broker.metadata.image import BrokerImage, MetadataImage
-from broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
-from broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
-from broker.metadata.records import BROKER_RESOURCE
-from broker.node_client import NodeUnavailableError
-from broker.replica_fetcher import ReplicaFetcherManager
-from broker.replica_manager import Partition, ReplicaManager
-from broker.txn.service import TxnService
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import request_class
-from raft.quorum_state import QuorumConfig
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from samsa.broker.config import BrokerConfig, effective_topic_config, log_config_for
+from samsa.broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
+from samsa.broker.forwarding import forward
+from samsa.broker.group.service import GroupService
+from samsa.broker.lifecycle import BrokerLifecycle, ProducerIdManager
+from samsa.broker.metadata.image import BrokerImage, MetadataImage
+from samsa.broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
+from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
+from samsa.broker.metadata.records import BROKER_RESOURCE
+from samsa.broker.node_client import NodeUnavailableError
+from samsa.broker.replica_fetcher import ReplicaFetcherManager
+from samsa.broker.replica_manager import Partition, ReplicaManager
+from samsa.broker.txn.service import TxnService
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import request_class
+from samsa.raft.quorum_state import QuorumConfig
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 

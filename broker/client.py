@@ -11,8 +11,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from broker.wire import build
-from kproto.messages import decode_response, encode_request, request_class
+from samsa.broker.wire import build
+from samsa.kproto.messages import decode_response, encode_request, request_class
 
 _SIZE = struct.Struct(">i")
 # Versions past these name topics by id in ways the tools don't fill in (Produce v13: topic_id).
@@ -74,7 +74,7 @@ class Connection:
         return response
 
     def pick_version(self, api_key: int) -> int:
-        from kproto.messages import kio_version_range
+        from samsa.kproto.messages import kio_version_range
 
         ours = kio_version_range(api_key)
         theirs = self.versions.get(api_key)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.client import Connection, KafkaClientError
+from samsa.broker.client import Connection, KafkaClientError
 
 HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
@@ -129,7 +129,7 @@ def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, o
 def serve_command(plan: ClusterPlan, node: NodeSpec) -> list[str]:
     # `ip netns exec` execs the command in place: the PID we get is the broker's.
     command = [] if node.netns is None else ["ip", "netns", "exec", node.netns]
-    command += [sys.executable, "-m", "broker.cli", "serve",
+    command += [sys.executable, "-m", "samsa.broker.cli", "serve",
                "--node-id", str(node.node_id),
                "--controller-quorum", plan.quorum,
                "--controller-listen", f"{node.host}:{node.controller_port}",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from storage.config import LogConfig
+from samsa.storage.config import LogConfig
 
 LONG_MAX = 9223372036854775807
 

@@ -20,8 +20,8 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from kproto.errors import ProtocolError
-from kproto.framing import FrameReader
+from samsa.kproto.errors import ProtocolError
+from samsa.kproto.framing import FrameReader
 
 logger = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kproto.messages import RequestHeader
+from samsa.kproto.messages import RequestHeader
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from samsa.broker.broker import Broker
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from broker.config import BrokerConfig, is_valid_topic_name, validate_broker_config, validate_topic_config
-from broker.metadata.image import MetadataImage
-from broker.metadata.quorum import MetadataQuorum, NotControllerError
-from broker.metadata.records import (
+from samsa.broker.config import BrokerConfig, is_valid_topic_name, validate_broker_config, validate_topic_config
+from samsa.broker.metadata.image import MetadataImage
+from samsa.broker.metadata.quorum import MetadataQuorum, NotControllerError
+from samsa.broker.metadata.records import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     BrokerRegistrationChangeRecord,
@@ -32,8 +32,8 @@ from broker.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from broker.reassignment import ReassignmentControl, isr_change
-from kproto.errors import ErrorCode
+from samsa.broker.reassignment import ReassignmentControl, isr_change
+from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

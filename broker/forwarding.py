@@ -14,14 +14,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from broker.metadata.quorum import NotControllerError
-from broker.node_client import NodeUnavailableError
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.metadata.quorum import NotControllerError
+from samsa.broker.node_client import NodeUnavailableError
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from samsa.broker.broker import Broker
 
 ZERO_UUID = uuid.UUID(int=0)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44

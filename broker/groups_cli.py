@@ -16,7 +16,7 @@ import socket
 import sys
 from typing import Any
 
-from broker.client import Connection, KafkaClientError
+from samsa.broker.client import Connection, KafkaClientError
 
 OFFSETS_TOPIC = "__consumer_offsets"
 EARLIEST, LATEST = -2, -1
@@ -65,7 +65,7 @@ def _list_offsets(conn: Connection, topic: str, partitions: list[int], timestamp
 
 
 def _assignments(member: Any) -> list[tuple[str, int]]:
-    from broker.group.consumer_protocol import assigned_partitions
+    from samsa.broker.group.consumer_protocol import assigned_partitions
 
     parsed = assigned_partitions(bytes(member.member_assignment or b""))
     return [(t, p) for t, ps in parsed or () for p in ps]
@@ -184,14 +184,14 @@ def cmd_reset_offsets(args: argparse.Namespace) -> int:
 
 
 def _audit_records(conn: Connection, group: str) -> list[dict[str, Any]]:
-    from broker.group.records import (
+    from samsa.broker.group.records import (
         RESET_AUDIT_KEY,
         ResetAuditKey,
         decode_audit_value,
         decode_key,
         partition_for_group,
     )
-    from kproto.records import decode_batches
+    from samsa.kproto.records import decode_batches
 
     partition = partition_for_group(group, len(_partitions(conn, OFFSETS_TOPIC)))
     end = _list_offsets(conn, OFFSETS_TOPIC, [partition], LATEST)[partition]

@@ -20,14 +20,14 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from broker.metadata.quorum import Endpoint, NotControllerError
-from broker.node_client import NodeClient, NodeUnavailableError
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import request_class
+from samsa.broker.metadata.quorum import Endpoint, NotControllerError
+from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import request_class
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from samsa.broker.broker import Broker
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import logging
 import struct
 from typing import Any
 
-from kproto.errors import ProtocolError
-from kproto.framing import FrameReader
-from kproto.messages import decode_response, encode_request
+from samsa.kproto.errors import ProtocolError
+from samsa.kproto.framing import FrameReader
+from samsa.kproto.messages import decode_response, encode_request
 
 logger = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from broker.metadata.image import MetadataImage, PartitionImage, TopicImage
-from broker.metadata.quorum import NotControllerError
-from broker.metadata.records import MetadataRecord, PartitionChangeRecord
-from kproto.errors import ErrorCode
+from samsa.broker.metadata.image import MetadataImage, PartitionImage, TopicImage
+from samsa.broker.metadata.quorum import NotControllerError
+from samsa.broker.metadata.records import MetadataRecord, PartitionChangeRecord
+from samsa.kproto.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.controller import Controller, Pending
+    from samsa.broker.controller import Controller, Pending
 
 logger = logging.getLogger(__name__)
 

@@ -23,16 +23,16 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from broker.node_client import NodeClient, NodeUnavailableError
-from broker.replica_manager import Partition
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import request_class
-from storage.errors import StorageError
-from storage.log import Log
+from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.replica_manager import Partition
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import request_class
+from samsa.storage.errors import StorageError
+from samsa.storage.log import Log
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from samsa.broker.broker import Broker
 
 logger = logging.getLogger(__name__)
 

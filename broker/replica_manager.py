@@ -19,14 +19,14 @@ from pathlib import Path
 
 import anyio
 
-from broker.config import BrokerConfig, log_config_for
-from broker.metadata.image import MetadataImage, PartitionImage
-from broker.metadata.log import METADATA_TOPIC
-from kproto.errors import ErrorCode
-from kproto.records import ControlType, encode_control_batch
-from storage.log import Log, LogAppendInfo
-from storage.log_manager import LogManager
-from storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
+from samsa.broker.config import BrokerConfig, log_config_for
+from samsa.broker.metadata.image import MetadataImage, PartitionImage
+from samsa.broker.metadata.log import METADATA_TOPIC
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.records import ControlType, encode_control_batch
+from samsa.storage.log import Log, LogAppendInfo
+from samsa.storage.log_manager import LogManager
+from samsa.storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
 
 logger = logging.getLogger(__name__)
 

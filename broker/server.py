@@ -17,15 +17,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from broker.broker import Broker
-from broker.connection import KafkaConnection, Response
-from broker.context import RequestContext
-from broker.forwarding import FORWARDED_APIS, error_response, forward
-from broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
-from broker.metadata.quorum import NotControllerError
-from broker.reassignment import TICK_INTERVAL_S
-from kproto.errors import ErrorCode, ProtocolError
-from kproto.messages import (
+from samsa.broker.broker import Broker
+from samsa.broker.connection import KafkaConnection, Response
+from samsa.broker.context import RequestContext
+from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
+from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
+from samsa.broker.metadata.quorum import NotControllerError
+from samsa.broker.reassignment import TICK_INTERVAL_S
+from samsa.kproto.errors import ErrorCode, ProtocolError
+from samsa.kproto.messages import (
     API_VERSIONS_KEY,
     RequestHeader,
     decode_request,

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from broker.client import Connection, KafkaClientError
+from samsa.broker.client import Connection, KafkaClientError
 
 
 def murmur2(data: bytes) -> int:
@@ -113,7 +113,7 @@ def _partition_count(conn: Connection, topic: str) -> int:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from kproto.records import encode_batch
+    from samsa.kproto.records import encode_batch
 
     with _connect(args) as conn:
         try:
@@ -151,7 +151,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
-    from kproto.records import decode_batches
+    from samsa.kproto.records import decode_batches
 
     with _connect(args) as conn:
         try:

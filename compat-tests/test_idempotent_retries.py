@@ -15,8 +15,8 @@ import pytest
 from lossy_proxy import LossyProxy
 from samsa_fixture import SamsaProcess, start_samsa
 
-from broker.client import Connection
-from kproto.records import decode_batches
+from samsa.broker.client import Connection
+from samsa.kproto.records import decode_batches
 
 HERE = Path(__file__).resolve().parent
 COUNT = 400

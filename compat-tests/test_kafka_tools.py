@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from differential.framework import Ctx, context, err
 from oracle_fixture import QUICK_JVM_OPTS, run_kafka_tool
 
-from kproto.records import encode_batch
+from samsa.kproto.records import encode_batch
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "kafka.admin.ConfigCommand"

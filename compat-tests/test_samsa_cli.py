@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def samsa(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "broker.cli", *args], cwd=REPO, input=stdin,
+    return subprocess.run([sys.executable, "-m", "samsa.broker.cli", *args], cwd=REPO, input=stdin,
                           capture_output=True, timeout=90, check=False)
 
 

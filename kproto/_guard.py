@@ -20,7 +20,7 @@ from dataclasses import fields, is_dataclass
 from types import EllipsisType, NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
-from kproto.errors import InvalidRequestError
+from samsa.kproto.errors import InvalidRequestError
 
 __all__ = ["check_entity"]
 

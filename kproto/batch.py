@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from kproto.checksum import crc32c
+from samsa.kproto.checksum import crc32c
 
 BATCH_HEADER_BYTES = 61
 LOG_OVERHEAD_BYTES = 12  # baseOffset + batchLength

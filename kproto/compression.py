@@ -23,7 +23,7 @@ from enum import IntEnum
 
 import cramjam
 
-from kproto.batch import CorruptBatchError
+from samsa.kproto.batch import CorruptBatchError
 
 __all__ = ["Codec", "DecompressionError", "compress", "decompress"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from kproto.errors import ProtocolError
+from samsa.kproto.errors import ProtocolError
 
 __all__ = ["SIZE_PREFIX_BYTES", "FrameError", "FrameReader", "frame"]
 

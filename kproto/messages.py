@@ -19,10 +19,10 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
-from kproto._guard import check_entity
-from kproto._writer import compiled_writer
-from kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
-from kproto.framing import SIZE_PREFIX_BYTES
+from samsa.kproto._guard import check_entity
+from samsa.kproto._writer import compiled_writer
+from samsa.kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
+from samsa.kproto.framing import SIZE_PREFIX_BYTES
 
 __all__ = [
     "API_KEYS",

@@ -26,8 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kproto import batch as _batch
-from kproto.batch import (
+from samsa.kproto import batch as _batch
+from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
     CONTROL_BIT,
     TRANSACTIONAL_BIT,
@@ -35,7 +35,7 @@ from kproto.batch import (
     CorruptBatchError,
     parse_header,
 )
-from kproto.compression import Codec, compress, decompress
+from samsa.kproto.compression import Codec, compress, decompress
 
 __all__ = [
     "ControlRecord",

@@ -13,8 +13,8 @@ in-memory log + epoch cache), quorum_state (roles and config), core (elections),
 FetchSnapshot, high watermark, check-quorum).
 """
 
-from raft.core import RaftCore
-from raft.events import (
+from samsa.raft.core import RaftCore
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     Appended,
@@ -36,8 +36,8 @@ from raft.events import (
     Tick,
     TruncateLog,
 )
-from raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
-from raft.quorum_state import QuorumConfig
+from samsa.raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
+from samsa.raft.quorum_state import QuorumConfig
 
 __all__ = [
     "Action",

@@ -47,13 +47,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i16
 
-from broker.wire import build, ms
-from kproto._guard import check_entity
-from kproto.batch import CorruptBatchError
-from kproto.messages import request_class, response_class
-from kproto.records import ControlType, Record, RecordInput, decode_batches, decode_control_record, encode_batch
-from raft.log import EntryKind, LogEntry, SnapshotId
-from raft.messages import (
+from samsa.broker.wire import build, ms
+from samsa.kproto._guard import check_entity
+from samsa.kproto.batch import CorruptBatchError
+from samsa.kproto.messages import request_class, response_class
+from samsa.kproto.records import ControlType, Record, RecordInput, decode_batches, decode_control_record, encode_batch
+from samsa.raft.log import EntryKind, LogEntry, SnapshotId
+from samsa.raft.messages import (
     NO_EPOCH,
     NO_LEADER,
     BeginQuorumEpochRequest,

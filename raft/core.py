@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raft import election, replication
-from raft.events import (
+from samsa.raft import election, replication
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     Appended,
@@ -32,8 +32,8 @@ from raft.events import (
     Tick,
     TruncateLog,
 )
-from raft.log import LogEntry, RaftLog, Snapshot
-from raft.messages import (
+from samsa.raft.log import LogEntry, RaftLog, Snapshot
+from samsa.raft.messages import (
     NO_LEADER,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -50,7 +50,7 @@ from raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from raft.quorum_state import (
+from samsa.raft.quorum_state import (
     Candidate,
     EpochState,
     Follower,

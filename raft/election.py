@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raft.events import Action
-from raft.log import EntryKind, LogEntry
-from raft.messages import (
+from samsa.raft.events import Action
+from samsa.raft.log import EntryKind, LogEntry
+from samsa.raft.messages import (
     NO_LEADER,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -23,10 +23,10 @@ from raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from raft.quorum_state import Candidate, Follower, Leader, Prospective, ReplicaState, Resigned, Unattached
+from samsa.raft.quorum_state import Candidate, Follower, Leader, Prospective, ReplicaState, Resigned, Unattached
 
 if TYPE_CHECKING:
-    from raft.core import RaftCore
+    from samsa.raft.core import RaftCore
 
 # -- voting --------------------------------------------------------------------------------------------
 

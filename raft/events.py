@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from raft.log import LogEntry, Snapshot
-from raft.messages import RaftMessage
+from samsa.raft.log import LogEntry, Snapshot
+from samsa.raft.messages import RaftMessage
 
 __all__ = [
     "Action",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from raft.log import LogEntry, SnapshotId
+from samsa.raft.log import LogEntry, SnapshotId
 
 __all__ = [
     "NO_EPOCH",

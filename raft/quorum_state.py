@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from raft.log import SnapshotId
+from samsa.raft.log import SnapshotId
 
 __all__ = [
     "Candidate",

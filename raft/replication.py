@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from raft import election
-from raft.events import (
+from samsa.raft import election
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     AppendToLog,
@@ -24,8 +24,8 @@ from raft.events import (
     TakeSnapshot,
     TruncateLog,
 )
-from raft.log import Diverging, NeedSnapshot, Snapshot, SnapshotId, Valid
-from raft.messages import (
+from samsa.raft.log import Diverging, NeedSnapshot, Snapshot, SnapshotId, Valid
+from samsa.raft.messages import (
     NO_LEADER,
     EpochEndOffset,
     ErrorCode,
@@ -34,10 +34,10 @@ from raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
-from raft.quorum_state import Follower, Leader, ParkedFetch, ReplicaState, SnapshotFetch, Unattached
+from samsa.raft.quorum_state import Follower, Leader, ParkedFetch, ReplicaState, SnapshotFetch, Unattached
 
 if TYPE_CHECKING:
-    from raft.core import RaftCore
+    from samsa.raft.core import RaftCore
 
 _NEVER_MS = 2**62
 

@@ -1,7 +1,7 @@
 """The partition log on disk: segments, sparse indexes, recovery, retention, epoch cache, producer state."""
 
-from storage.config import LogConfig
-from storage.errors import (
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import (
     CorruptRecordError,
     InconsistentOffsetsError,
     InvalidProducerEpochError,
@@ -10,11 +10,11 @@ from storage.errors import (
     OutOfOrderSequenceError,
     StorageError,
 )
-from storage.file_io import FaultyFileIO, FileIO, OsFileIO
-from storage.handle_cache import HandleCache
-from storage.log import FetchDataInfo, FileRegion, Log, LogAppendInfo
-from storage.log_manager import LogManager
-from storage.producer_state import ProducerStateEntry
+from samsa.storage.file_io import FaultyFileIO, FileIO, OsFileIO
+from samsa.storage.handle_cache import HandleCache
+from samsa.storage.log import FetchDataInfo, FileRegion, Log, LogAppendInfo
+from samsa.storage.log_manager import LogManager
+from samsa.storage.producer_state import ProducerStateEntry
 
 __all__ = [
     "CorruptRecordError",

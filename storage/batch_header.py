@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from kproto.batch import (
+from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
     COMPRESSION_MASK,
     CONTROL_BIT,

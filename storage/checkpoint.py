@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
-from storage.file_io import FileIO
+from samsa.storage.file_io import FileIO
 
 CHECKPOINT_VERSION = 0
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storage.errors import KafkaStorageError
-from storage.file_io import FileIO
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.file_io import FileIO
 
 DEFAULT_RECHECK_INTERVAL_MS = 1000
 

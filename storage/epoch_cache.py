@@ -5,8 +5,8 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
-from storage.file_io import FileIO
+from samsa.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
+from samsa.storage.file_io import FileIO
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from storage.file_io import FileIO, OsFileIO
+from samsa.storage.file_io import FileIO, OsFileIO
 
 DEFAULT_MAX_OPEN_FILES = 1000
 

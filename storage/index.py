@@ -14,7 +14,7 @@ import struct
 from itertools import starmap
 from pathlib import Path
 
-from storage.handle_cache import HandleCache
+from samsa.storage.handle_cache import HandleCache
 
 PENDING_FLUSH_COUNT = 256
 

@@ -15,24 +15,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from kproto.batch import BATCH_HEADER_BYTES, CONTROL_BIT, LOG_OVERHEAD_BYTES, TIMESTAMP_TYPE_BIT, CorruptBatchError
-from storage.batch_header import Header, is_crc_valid, read_header
-from storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError, read_epoch_checkpoint
-from storage.config import LogConfig
-from storage.disk_guard import DiskSpaceGuard
-from storage.epoch_cache import LeaderEpochCache
-from storage.errors import (
+from samsa.kproto.batch import (
+    BATCH_HEADER_BYTES,
+    CONTROL_BIT,
+    LOG_OVERHEAD_BYTES,
+    TIMESTAMP_TYPE_BIT,
+    CorruptBatchError,
+)
+from samsa.storage.batch_header import Header, is_crc_valid, read_header
+from samsa.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError, read_epoch_checkpoint
+from samsa.storage.config import LogConfig
+from samsa.storage.disk_guard import DiskSpaceGuard
+from samsa.storage.epoch_cache import LeaderEpochCache
+from samsa.storage.errors import (
     CorruptRecordError,
     InconsistentOffsetsError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     StorageError,
 )
-from storage.file_io import Buffer, FileIO
-from storage.handle_cache import HandleCache
-from storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
-from storage.records_scan import crc_with_header, record_timestamps
-from storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment
+from samsa.storage.file_io import Buffer, FileIO
+from samsa.storage.handle_cache import HandleCache
+from samsa.storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
+from samsa.storage.records_scan import crc_with_header, record_timestamps
+from samsa.storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from storage.checkpoint import (
+from samsa.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -21,12 +21,12 @@ from storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from storage.config import LogConfig
-from storage.disk_guard import DiskSpaceGuard
-from storage.errors import KafkaStorageError
-from storage.file_io import FileIO, OsFileIO
-from storage.handle_cache import HandleCache
-from storage.log import Log
+from samsa.storage.config import LogConfig
+from samsa.storage.disk_guard import DiskSpaceGuard
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.file_io import FileIO, OsFileIO
+from samsa.storage.handle_cache import HandleCache
+from samsa.storage.log import Log
 
 logger = logging.getLogger(__name__)
 

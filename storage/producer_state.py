@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT
-from kproto.checksum import crc32c
-from storage.batch_header import Header
-from storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from storage.file_io import FileIO
+from samsa.kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT
+from samsa.kproto.checksum import crc32c
+from samsa.storage.batch_header import Header
+from samsa.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from samsa.storage.file_io import FileIO
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOT_SUFFIX = ".snapshot"

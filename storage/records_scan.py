@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import cramjam
 
-from kproto.batch import BATCH_HEADER_BYTES, CRC_START
-from kproto.checksum import crc32c
-from storage.batch_header import Header
+from samsa.kproto.batch import BATCH_HEADER_BYTES, CRC_START
+from samsa.kproto.checksum import crc32c
+from samsa.storage.batch_header import Header
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _U32 = struct.Struct(">I")

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError
-from storage.batch_header import Header, is_crc_valid, read_header
-from storage.config import LogConfig
-from storage.file_io import Buffer, raw_pwrite
-from storage.handle_cache import HandleCache
-from storage.index import PENDING_FLUSH_COUNT, OffsetIndex, TimeIndex
+from samsa.kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError
+from samsa.storage.batch_header import Header, is_crc_valid, read_header
+from samsa.storage.config import LogConfig
+from samsa.storage.file_io import Buffer, raw_pwrite
+from samsa.storage.handle_cache import HandleCache
+from samsa.storage.index import PENDING_FLUSH_COUNT, OffsetIndex, TimeIndex
 
 RECOVERY_CHUNK_BYTES = 4 << 20
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF

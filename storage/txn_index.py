@@ -30,10 +30,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kproto.batch import CorruptBatchError
-from kproto.records import ControlType, decode_batches, decode_control_record
-from storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, ProducerStateEntry, ProducerStateManager
-from storage.segment import LogSegment
+from samsa.kproto.batch import CorruptBatchError
+from samsa.kproto.records import ControlType, decode_batches, decode_control_record
+from samsa.storage.producer_state import SNAPSHOT_SUFFIX, CorruptSnapshotError, ProducerStateEntry, ProducerStateManager
+from samsa.storage.segment import LogSegment
 
 TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")

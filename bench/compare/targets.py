@@ -289,7 +289,7 @@ def start_samsa(*, settle: float = 2.0, ready_timeout: float = 120.0) -> Target:
         raise BenchError(f"{SAMSA_PYTHON} is missing (make test creates .venv); SAMSA_PYTHON overrides it")
     work = Path(tempfile.mkdtemp(prefix="samsa-bench-"))
     port = oracle_fixture.free_port()
-    cmd = [str(SAMSA_PYTHON), "-m", "broker.cli", "serve", "--data-dir", str(work / "data"),
+    cmd = [str(SAMSA_PYTHON), "-m", "samsa.broker.cli", "serve", "--data-dir", str(work / "data"),
            "--listen", f"{HOST}:{port}", "--advertise", f"{HOST}:{port}", "--log-level", "WARNING"]
     for k, v in SAMSA_OVERRIDES.items():
         cmd += ["--override", f"{k}={v}"]

@@ -38,7 +38,7 @@ from harness import Member, wait_until  # noqa: E402
 from oracle_fixture import kafka_cluster  # noqa: E402
 from samsa_fixture import samsa_broker  # noqa: E402
 
-from broker.client import Connection  # noqa: E402
+from samsa.broker.client import Connection  # noqa: E402
 
 SESSION_MS = 6000
 

@@ -38,7 +38,7 @@ from oracle_fixture import kafka_cluster  # noqa: E402
 
 from bench.cluster_probes import connect, quorum_leader_and_epoch, wait_for  # noqa: E402
 from bench.machine import describe  # noqa: E402
-from broker.client import Connection, KafkaClientError  # noqa: E402
+from samsa.broker.client import Connection, KafkaClientError  # noqa: E402
 
 
 @dataclass
@@ -169,7 +169,7 @@ def kafka_nodes() -> Iterator[list[Node]]:
 @contextlib.contextmanager
 def samsa_nodes() -> Iterator[list[Node]]:
     """Three combined nodes started the way `samsa cluster up` starts them (broker.cluster_cli)."""
-    from broker import cluster_cli
+    from samsa.broker import cluster_cli
 
     with tempfile.TemporaryDirectory(prefix="samsa-quorum-bench-") as tmp:
         plan = cluster_cli.plan_cluster(Path(tmp), 3, log_level="WARNING")

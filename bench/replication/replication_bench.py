@@ -60,7 +60,7 @@ from bench import cluster_probes  # noqa: E402
 from bench.cluster_probes import connect  # noqa: E402
 from bench.compare.perf_tools import RECORD_SIZE, parse_producer, tool_timeout  # noqa: E402
 from bench.machine import cpu_seconds, describe  # noqa: E402
-from broker.client import Connection, KafkaClientError  # noqa: E402
+from samsa.broker.client import Connection, KafkaClientError  # noqa: E402
 
 PARTITIONS = 3
 REPLICATION_FACTOR = 3
@@ -116,7 +116,7 @@ def kafka_nodes(overrides: dict[str, str]) -> Iterator[Cluster]:
 @contextlib.contextmanager
 def samsa_nodes(overrides: dict[str, str]) -> Iterator[Cluster]:
     """Three combined nodes started the way `samsa cluster up` starts them (broker.cluster_cli)."""
-    from broker import cluster_cli
+    from samsa.broker import cluster_cli
 
     with tempfile.TemporaryDirectory(prefix="samsa-replication-bench-") as tmp:
         plan = cluster_cli.plan_cluster(Path(tmp), 3, log_level="WARNING",

@@ -24,7 +24,7 @@ from pathlib import Path
 import crc32c
 
 from bench.machine import describe
-from storage import Log, LogConfig, LogManager, OsFileIO
+from samsa.storage import Log, LogConfig, LogManager, OsFileIO
 
 RECORD_BYTES = 1024
 NOW_MS = 1_700_000_000_000

@@ -30,7 +30,7 @@ from oracle_fixture import kafka_cluster  # noqa: E402
 from samsa_fixture import samsa_broker  # noqa: E402
 
 from bench.machine import describe  # noqa: E402
-from broker.client import Connection  # noqa: E402
+from samsa.broker.client import Connection  # noqa: E402
 
 PARTITIONS = 3
 VALUE = b"x" * 100

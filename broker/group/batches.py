@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from kproto.checksum import crc32c
+from samsa.kproto.checksum import crc32c
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_BYTES = 61

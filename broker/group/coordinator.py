@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from broker.group.consumer_protocol import subscribed_topics
-from broker.group.records import (
+from samsa.broker.group.consumer_protocol import subscribed_topics
+from samsa.broker.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -30,8 +30,8 @@ from broker.group.records import (
     encode_key,
     encode_offset_commit_value,
 )
-from broker.group.state import GroupState, can_transition
-from kproto.errors import ErrorCode
+from samsa.broker.group.state import GroupState, can_transition
+from samsa.kproto.errors import ErrorCode
 
 T = TypeVar("T")
 

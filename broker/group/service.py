@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from broker.group.batches import encode_batch, iter_records
-from broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
-from broker.group.records import (
+from samsa.broker.group.batches import encode_batch, iter_records
+from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
+from samsa.broker.group.records import (
     CorruptRecordError,
     GroupMetadataKey,
     OffsetCommitKey,
@@ -35,12 +35,12 @@ from broker.group.records import (
     decode_offset_commit_value,
     partition_for_group,
 )
-from kproto.errors import ErrorCode
+from samsa.kproto.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.metadata.image import MetadataImage
-    from broker.replica_manager import Partition
+    from samsa.broker.broker import Broker
+    from samsa.broker.metadata.image import MetadataImage
+    from samsa.broker.replica_manager import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class GroupService:
     def ensure_offsets_topic(self) -> ErrorCode:
         if OFFSETS_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import TopicSpec
+        from samsa.broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
@@ -182,7 +182,7 @@ class GroupService:
         return error, appended
 
     def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes, audit: dict[str, object]) -> None:
-        from broker.group.records import encode_key
+        from samsa.broker.group.records import encode_key
 
         self.coordinator._records.append(GroupRecord(group_id, encode_key(key), value))
         self._audit.setdefault(group_id, []).append(audit)
@@ -229,8 +229,8 @@ class GroupService:
             self.load()
 
     def _load_partition(self, log: object, now: int) -> int:
-        from broker.group.records import decode_audit_value
-        from storage.log import Log
+        from samsa.broker.group.records import decode_audit_value
+        from samsa.storage.log import Log
 
         assert isinstance(log, Log)
         offset = log.log_start_offset

@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.serial import entity_writer
 
-from broker.handlers import (
+from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -50,9 +50,9 @@ from broker.handlers import (
     txn_offset_commit,
     write_txn_markers,
 )
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import RequestHeader, response_class, response_header_version
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import RequestHeader, response_class, response_header_version
 
 
 @dataclass(frozen=True, slots=True)

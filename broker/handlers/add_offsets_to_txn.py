@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.handlers.add_partitions_to_txn import fenced
-from broker.txn.service import OFFSETS_TOPIC
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.handlers.add_partitions_to_txn import fenced
+from samsa.broker.txn.service import OFFSETS_TOPIC
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def handle_add_offsets_to_txn(request: Any, ctx: RequestContext) -> Any:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.txn.state import TransactionState
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.txn.state import TransactionState
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import TOPIC_CONFIGS, ConfigType, effective_topic_config
-from broker.context import RequestContext
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.config import TOPIC_CONFIGS, ConfigType, effective_topic_config
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 TOPIC = 2
 BROKER = 4

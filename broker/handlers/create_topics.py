@@ -9,12 +9,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker.config import TOPIC_CONFIGS, effective_topic_config
-from broker.context import RequestContext
-from broker.controller import TopicSpec
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.config import TOPIC_CONFIGS, effective_topic_config
+from samsa.broker.context import RequestContext
+from samsa.broker.controller import TopicSpec
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 ZERO_UUID = uuid.UUID(int=0)
 

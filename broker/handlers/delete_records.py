@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.handlers.metadata import INTERNAL_TOPICS
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
-from storage.errors import StorageError
+from samsa.broker.context import RequestContext
+from samsa.broker.handlers.metadata import INTERNAL_TOPICS
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
+from samsa.storage.errors import StorageError
 
 HIGH_WATERMARK = -1
 

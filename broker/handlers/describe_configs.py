@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.config import BROKER_DEFAULTS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
-from broker.context import RequestContext
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.config import BROKER_DEFAULTS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 TOPIC = 2
 BROKER = 4

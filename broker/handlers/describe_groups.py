@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 # READ (3), DELETE (6) and DESCRIBE (8): what an authorized user may do to a group.

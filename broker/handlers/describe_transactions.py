@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def _describe(ctx: RequestContext, transactional_id: str) -> dict[str, Any]:

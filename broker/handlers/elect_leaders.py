@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.reassignment import ElectionType
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.reassignment import ElectionType
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 async def handle_elect_leaders(request: Any, ctx: RequestContext) -> Any:

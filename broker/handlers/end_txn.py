@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.handlers.add_partitions_to_txn import fenced
-from broker.wire import build
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.handlers.add_partitions_to_txn import fenced
+from samsa.broker.wire import build
+from samsa.kproto.messages import response_class
 
 
 def handle_end_txn(request: Any, ctx: RequestContext) -> Any:

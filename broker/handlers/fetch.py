@@ -27,12 +27,12 @@ from typing import Any
 
 import anyio
 
-from broker.context import RequestContext
-from broker.replica_manager import Partition
-from broker.wire import build, field, ms
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
-from storage.errors import StorageError
+from samsa.broker.context import RequestContext
+from samsa.broker.replica_manager import Partition
+from samsa.broker.wire import build, field, ms
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
+from samsa.storage.errors import StorageError
 
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.group.service import OFFSETS_TOPIC
-from broker.txn.service import TRANSACTION_STATE_TOPIC
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.group.service import OFFSETS_TOPIC
+from samsa.broker.txn.service import TRANSACTION_STATE_TOPIC
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1

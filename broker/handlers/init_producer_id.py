@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.handlers.add_partitions_to_txn import fenced
-from broker.lifecycle import ProducerIdsUnavailableError
-from broker.wire import build, field, ms
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.handlers.add_partitions_to_txn import fenced
+from samsa.broker.lifecycle import ProducerIdsUnavailableError
+from samsa.broker.wire import build, field, ms
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def handle_init_producer_id(request: Any, ctx: RequestContext) -> Any:

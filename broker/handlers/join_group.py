@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.group.coordinator import JoinRequest, JoinResult
-from broker.wire import build, field, ms
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.group.coordinator import JoinRequest, JoinResult
+from samsa.broker.wire import build, field, ms
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def _response(ctx: RequestContext, result: JoinResult) -> Any:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
-from storage.errors import StorageError
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
+from samsa.storage.errors import StorageError
 
 LATEST = -1
 EARLIEST = -2

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from broker.context import RequestContext
-from broker.txn.state import STATE_BY_NAME
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.txn.state import STATE_BY_NAME
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def handle_list_transactions(request: Any, ctx: RequestContext) -> Any:

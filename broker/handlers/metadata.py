@@ -11,13 +11,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from broker.config import is_valid_topic_name
-from broker.context import RequestContext
-from broker.controller import TopicSpec
-from broker.metadata.image import PartitionImage, TopicImage
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.config import is_valid_topic_name
+from samsa.broker.context import RequestContext
+from samsa.broker.controller import TopicSpec
+from samsa.broker.metadata.image import PartitionImage, TopicImage
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -28,7 +28,7 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
 ZERO_UUID = uuid.UUID(int=0)
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from samsa.broker.broker import Broker
 
 
 def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | None = None) -> dict[str, Any]:

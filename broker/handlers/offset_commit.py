@@ -16,13 +16,13 @@ import datetime
 import uuid
 from typing import Any
 
-from broker.context import RequestContext
-from broker.group.coordinator import OffsetAndMetadata
-from broker.group.records import ResetAuditKey, encode_audit_value
-from broker.group.state import GroupState
-from broker.wire import build, field, ms
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.group.coordinator import OffsetAndMetadata
+from samsa.broker.group.records import ResetAuditKey, encode_audit_value
+from samsa.broker.group.state import GroupState
+from samsa.broker.wire import build, field, ms
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 DEFAULT_RETENTION = -1
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import anyio
 
-from broker.context import RequestContext
-from broker.handlers.metadata import INTERNAL_TOPICS
-from broker.replica_manager import Partition
-from broker.wire import build, ms
-from kproto.batch import (
+from samsa.broker.context import RequestContext
+from samsa.broker.handlers.metadata import INTERNAL_TOPICS
+from samsa.broker.replica_manager import Partition
+from samsa.broker.wire import build, ms
+from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
     COMPRESSION_MASK,
     CorruptBatchError,
@@ -26,10 +26,10 @@ from kproto.batch import (
     iter_batches,
     peek_size,
 )
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
-from kproto.records import decode_batch_records, scan_batch_records
-from storage.errors import StorageError
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
+from samsa.kproto.records import decode_batch_records, scan_batch_records
+from samsa.storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 

@@ -12,14 +12,14 @@ import time
 import uuid
 from typing import Any
 
-from broker.context import RequestContext
-from broker.controller import AlterPartitionChange
-from broker.metadata.quorum import NotControllerError
-from broker.node_client import NodeUnavailableError
-from broker.wire import build
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
-from raft import codec
+from samsa.broker.context import RequestContext
+from samsa.broker.controller import AlterPartitionChange
+from samsa.broker.metadata.quorum import NotControllerError
+from samsa.broker.node_client import NodeUnavailableError
+from samsa.broker.wire import build
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
+from samsa.raft import codec
 
 
 def _monotonic_ms() -> float:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.group.coordinator import SyncResult
-from broker.wire import build, field
-from kproto.errors import ErrorCode
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.group.coordinator import SyncResult
+from samsa.broker.wire import build, field
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import response_class
 
 
 def _response(ctx: RequestContext, result: SyncResult) -> Any:

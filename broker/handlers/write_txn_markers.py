@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
-from broker.wire import build
-from kproto.messages import response_class
+from samsa.broker.context import RequestContext
+from samsa.broker.wire import build
+from samsa.kproto.messages import response_class
 
 
 def handle_write_txn_markers(request: Any, ctx: RequestContext) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from broker.metadata.records import (
+from samsa.broker.metadata.records import (
     TOPIC_RESOURCE,
     BrokerRegistrationChangeRecord,
     ConfigRecord,

@@ -6,7 +6,7 @@ record per entry; an entry holds the records of one controller operation (broker
 
 from __future__ import annotations
 
-from storage.config import LogConfig
+from samsa.storage.config import LogConfig
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0

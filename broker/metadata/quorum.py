@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.metadata.image import MetadataImage
-from broker.metadata.records import MetadataRecord, decode_records, encode_records
-from broker.node_client import NodeClient, NodeUnavailableError
-from kproto.checksum import crc32c
-from raft import codec
-from raft.core import RaftCore
-from raft.events import (
+from samsa.broker.metadata.image import MetadataImage
+from samsa.broker.metadata.records import MetadataRecord, decode_records, encode_records
+from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.kproto.checksum import crc32c
+from samsa.raft import codec
+from samsa.raft.core import RaftCore
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     Appended,
@@ -57,8 +57,8 @@ from raft.events import (
     Tick,
     TruncateLog,
 )
-from raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
-from raft.messages import (
+from samsa.raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
+from samsa.raft.messages import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
     FetchResponse,
@@ -66,8 +66,8 @@ from raft.messages import (
     RaftRequest,
     VoteResponse,
 )
-from raft.quorum_state import Leader, QuorumConfig
-from storage.log import Log
+from samsa.raft.quorum_state import Leader, QuorumConfig
+from samsa.storage.log import Log
 
 logger = logging.getLogger(__name__)
 

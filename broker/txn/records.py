@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import struct
 
-from broker.group.records import java_string_hash
-from broker.txn.state import TransactionMetadata, TransactionState
+from samsa.broker.group.records import java_string_hash
+from samsa.broker.txn.state import TransactionMetadata, TransactionState
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -29,19 +29,19 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from broker.group.batches import encode_batch, iter_records
-from broker.group.coordinator import OffsetAndMetadata
-from broker.group.records import (
+from samsa.broker.group.batches import encode_batch, iter_records
+from samsa.broker.group.coordinator import OffsetAndMetadata
+from samsa.broker.group.records import (
     CorruptRecordError,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_offset_commit_value,
     encode_offset_commit_value,
 )
-from broker.group.records import decode_key as decode_group_key
-from broker.group.records import encode_key as encode_group_key
-from broker.node_client import NodeClient, NodeUnavailableError
-from broker.txn.records import (
+from samsa.broker.group.records import decode_key as decode_group_key
+from samsa.broker.group.records import encode_key as encode_group_key
+from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
     decode_value,
@@ -49,23 +49,23 @@ from broker.txn.records import (
     encode_value,
     partition_for_transactional_id,
 )
-from broker.txn.state import (
+from samsa.broker.txn.state import (
     InitResult,
     TransactionCoordinator,
     TransactionMetadata,
     TransactionState,
     TxnConfig,
 )
-from kproto.batch import CorruptBatchError, iter_batches
-from kproto.errors import ErrorCode
-from kproto.records import ControlType, decode_batches, decode_control_record
-from kproto.records import encode_batch as encode_producer_batch
-from storage.errors import StorageError
-from storage.txn_index import fsync_files
+from samsa.kproto.batch import CorruptBatchError, iter_batches
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.records import ControlType, decode_batches, decode_control_record
+from samsa.kproto.records import encode_batch as encode_producer_batch
+from samsa.storage.errors import StorageError
+from samsa.storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.metadata.image import MetadataImage
+    from samsa.broker.broker import Broker
+    from samsa.broker.metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class TxnService:
     def ensure_topic(self) -> ErrorCode:
         if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from broker.controller import TopicSpec
+        from samsa.broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
@@ -408,8 +408,8 @@ class TxnService:
 
     async def _deliver(self, leader_id: int, keys: list[tuple[int, int, bool, str, int]],
                        values: dict[str, Any]) -> None:
-        from broker.wire import build
-        from kproto.messages import request_class
+        from samsa.broker.wire import build
+        from samsa.kproto.messages import request_class
 
         try:
             broker = self.broker.image.brokers.get(leader_id)

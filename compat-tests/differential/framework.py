@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.client import Connection
-from kproto.records import decode_batches, encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import decode_batches, encode_batch
 
 SCENARIOS: dict[str, Callable[[Ctx], Any]] = {}
 

@@ -12,9 +12,9 @@ import struct
 import time
 from typing import Any
 
-from broker.wire import build
 from differential.framework import Ctx, err, error_name, jsonable, records_of, scenario
-from kproto.messages import decode_response, encode_request, request_class
+from samsa.broker.wire import build
+from samsa.kproto.messages import decode_response, encode_request, request_class
 
 HOUR = 3_600_000
 
@@ -141,7 +141,7 @@ def produce_errors(ctx: Ctx) -> Any:
 
 def encode_old(ctx: Ctx) -> bytes:
     # message.timestamp.before.max.ms defaults to Long.MAX_VALUE: a 1970 timestamp is accepted.
-    from kproto.records import encode_batch
+    from samsa.kproto.records import encode_batch
 
     return encode_batch([(None, b"old", ())], timestamp_ms=1000)
 
@@ -253,7 +253,7 @@ def list_offsets_by_timestamp(ctx: Ctx) -> Any:
     for i in range(5):  # offsets 0..4, one record each, t0-100s + i s
         ctx.produce(c, t, 0, ctx.batch([(None, b"%d" % i, ())], ts=base + i * 1000))
     # One batch of three (offsets 5..7) whose middle record has the highest timestamp of the log.
-    from kproto.records import Record, encode_batch
+    from samsa.kproto.records import Record, encode_batch
 
     # (Relative offsets 0..2: a producer's batch has base offset 0, see produce_errors.nonzero_base_offset.)
     recs = [Record(0, ctx.t0 + base + 5000, None, b"5"), Record(1, ctx.t0 + base + 50_000, None, b"6"),
@@ -685,7 +685,7 @@ def transactional_visibility(ctx: Ctx) -> Any:
         time.sleep(0.3)
     out["init_producer_id"] = {"error": err(r), "epoch": r.producer_epoch}
     pid, epoch = r.producer_id, r.producer_epoch
-    from kproto.records import encode_batch
+    from samsa.kproto.records import encode_batch
 
     def txn_round(values: list[bytes], seq: int, commit: bool) -> Any:
         res: dict[str, Any] = {}
@@ -722,7 +722,7 @@ def transactional_visibility(ctx: Ctx) -> Any:
 @scenario
 def idempotent_producer(ctx: Ctx) -> Any:
     """Sequence numbers: a retry returns the original offset, a gap is refused, old epochs are fenced."""
-    from kproto.records import encode_batch
+    from samsa.kproto.records import encode_batch
 
     c = ctx.connect()
     if 22 not in c.versions:

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from broker.client import Connection
 from differential.normalize import KNOWN_DIFFERENCES
-from kproto.messages import API_NAMES
+from samsa.broker.client import Connection
+from samsa.kproto.messages import API_NAMES
 
 pytestmark = [pytest.mark.differential, pytest.mark.kafka, pytest.mark.samsa]
 

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from harness import CLIENTS, Member, missing, wait_until
 
-from broker.client import Connection
+from samsa.broker.client import Connection
 
 PARTITIONS = 6
 SESSION_MS = 6000

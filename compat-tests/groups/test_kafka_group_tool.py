@@ -76,7 +76,7 @@ def test_consumer_group_command(group_target: Any, tmp_path: Path) -> None:
         import subprocess
         import sys
 
-        history = subprocess.run([sys.executable, "-m", "broker.cli", "groups", "history", "--bootstrap-server",
+        history = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "history", "--bootstrap-server",
                                   bootstrap, group], capture_output=True, text=True, timeout=60)
         assert f"{topic}-0: 10 -> 3" in history.stdout, history.stdout + history.stderr
     deleted = tool(bootstrap, "--delete", "--group", group)
@@ -91,8 +91,8 @@ def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:
 
     from samsa_fixture import start_samsa
 
-    from broker.client import Connection
-    from broker.group.records import partition_for_group
+    from samsa.broker.client import Connection
+    from samsa.broker.group.records import partition_for_group
 
     try:
         ensure_installed()

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compat_targets import Target
 
-from broker.client import Connection
+from samsa.broker.client import Connection
 
 HERE = Path(__file__).resolve().parent
 JAVA = HERE.parent / "java"

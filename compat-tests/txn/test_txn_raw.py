@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compat_targets import Target
 
-from broker.client import Connection
-from kproto.records import encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import encode_batch
 
 RETRIABLE = {14, 15, 16, 51}  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS
 

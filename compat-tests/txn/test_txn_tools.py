@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from oracle_fixture import QUICK_JVM_OPTS, run_kafka_tool
 from samsa_fixture import SamsaProcess, start_samsa
 
-from broker.client import Connection
-from kproto.records import encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import encode_batch
 
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.client import Connection
+from samsa.broker.client import Connection
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60.0
@@ -43,7 +43,7 @@ class SamsaProcess:
         self.log_path = self.data_dir.parent / f"samsa-{self.port}.log"
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker.cli", "serve", "--data-dir", str(self.data_dir),
+            [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(self.data_dir),
              "--listen", self.bootstrap, "--log-level", "INFO", *self.extra_args],
             cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
         )

@@ -7,8 +7,8 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES, WRITE_BATCH_BYTES, KafkaConnection, Response
-from kproto.errors import ProtocolError
+from samsa.broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES, WRITE_BATCH_BYTES, KafkaConnection, Response
+from samsa.kproto.errors import ProtocolError
 
 
 def frame(payload: bytes) -> bytes:

@@ -8,10 +8,10 @@ import struct
 import time
 from typing import Any
 
-from broker.client import Connection
-from broker.wire import build
-from kproto.messages import encode_request, request_class
-from kproto.records import decode_batches, encode_batch
+from samsa.broker.client import Connection
+from samsa.broker.wire import build
+from samsa.kproto.messages import encode_request, request_class
+from samsa.kproto.records import decode_batches, encode_batch
 
 SEED = 20261129
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.client import Connection
+from samsa.broker.client import Connection
 
 GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0", "--override", "group.min.session.timeout.ms=1000")
 SESSION_MS = 30000  # no test here relies on expiry; long sessions keep slow machines from flaking

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from broker.client import Connection
-from kproto.records import encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import encode_batch
 
 GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0")
-REPO_CLI = [sys.executable, "-m", "broker.cli", "groups"]
+REPO_CLI = [sys.executable, "-m", "samsa.broker.cli", "groups"]
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.client import Connection
-from kproto.records import decode_batches, encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import decode_batches, encode_batch
 
 
 def init_pid(conn: Connection, transactional_id: str | None = None) -> Any:

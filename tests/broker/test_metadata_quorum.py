@@ -12,26 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.controller import AlterPartitionChange, Controller, TopicSpec
-from broker.metadata.image import MetadataImage
-from broker.metadata.log import METADATA_LOG_CONFIG
-from broker.metadata.quorum import (
+from samsa.broker.config import BrokerConfig
+from samsa.broker.controller import AlterPartitionChange, Controller, TopicSpec
+from samsa.broker.metadata.image import MetadataImage
+from samsa.broker.metadata.log import METADATA_LOG_CONFIG
+from samsa.broker.metadata.quorum import (
     Endpoint,
     MetadataQuorum,
     NotControllerError,
     latest_snapshot,
     read_quorum_state,
 )
-from broker.metadata.records import (
+from samsa.broker.metadata.records import (
     ConfigRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
 )
-from kproto.errors import ErrorCode
-from storage.log import Log
+from samsa.kproto.errors import ErrorCode
+from samsa.storage.log import Log
 
 
 def _open(directory: Path, *, snapshot_every: int = 10_000) -> tuple[Log, MetadataQuorum]:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from broker.node_client import NodeClient, NodeUnavailableError
-from broker.wire import build
-from kproto.messages import encode_response, parse_request_header, request_class, response_class
+from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.wire import build
+from samsa.kproto.messages import encode_response, parse_request_header, request_class, response_class
 
 API_VERSIONS = 18
 VERSION = 3

@@ -8,7 +8,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from broker.lifecycle import BrokerLifecycle
+from samsa.broker.lifecycle import BrokerLifecycle
 
 
 class _Config:

@@ -7,11 +7,11 @@ import struct
 import time
 from typing import Any
 
-from broker.client import Connection
-from broker.wire import build
-from kproto.batch import parse_header
-from kproto.messages import decode_response, encode_request, request_class
-from kproto.records import decode_batches, encode_batch
+from samsa.broker.client import Connection
+from samsa.broker.wire import build
+from samsa.kproto.batch import parse_header
+from samsa.kproto.messages import decode_response, encode_request, request_class
+from samsa.kproto.records import decode_batches, encode_batch
 
 ZERO = 0
 

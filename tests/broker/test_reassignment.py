@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.client import Connection
-from broker.config import BrokerConfig
-from broker.controller import AlterPartitionChange, Controller
-from broker.metadata.image import MetadataImage, PartitionImage
-from broker.metadata.log import METADATA_LOG_CONFIG
-from broker.metadata.quorum import Endpoint, MetadataQuorum
-from broker.metadata.records import (
+from samsa.broker.client import Connection
+from samsa.broker.config import BrokerConfig
+from samsa.broker.controller import AlterPartitionChange, Controller
+from samsa.broker.metadata.image import MetadataImage, PartitionImage
+from samsa.broker.metadata.log import METADATA_LOG_CONFIG
+from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum
+from samsa.broker.metadata.records import (
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -29,9 +29,9 @@ from broker.metadata.records import (
     decode_record,
     encode_record,
 )
-from broker.reassignment import ElectionType, OngoingReassignment, PartitionResult, TopicResults
-from kproto.errors import ErrorCode
-from storage.log import Log
+from samsa.broker.reassignment import ElectionType, OngoingReassignment, PartitionResult, TopicResults
+from samsa.kproto.errors import ErrorCode
+from samsa.storage.log import Log
 
 BROKERS = (1, 2, 3, 4)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from broker.replica_fetcher import truncate_to_divergence
-from broker.replica_manager import Partition
-from kproto.records import decode_batches, encode_batch
-from storage.config import LogConfig
-from storage.log import Log
+from samsa.broker.replica_fetcher import truncate_to_divergence
+from samsa.broker.replica_manager import Partition
+from samsa.kproto.records import decode_batches, encode_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 
 NOW = 1_000_000
 
@@ -169,7 +169,7 @@ def test_a_coordinator_write_waits_until_the_isr_has_it(tmp_path: Path) -> None:
     it ends when the high watermark passes the write, when leadership moves, or at its timeout."""
     import anyio
 
-    from kproto.errors import ErrorCode
+    from samsa.kproto.errors import ErrorCode
 
     p = _leader(_log(tmp_path / "t-0"))
     info = p.append_as_leader(bytearray(encode_batch([(None, b"offset", ())], timestamp_ms=NOW)), NOW)

@@ -38,7 +38,7 @@ def test_server_properties_keys_apply(samsa_factory: Any, tmp_path: Path) -> Non
 
 
 def test_sigterm_shuts_down_cleanly_and_checkpoints(samsa_factory: Any) -> None:
-    from kproto.records import encode_batch
+    from samsa.kproto.records import encode_batch
 
     s = samsa_factory()
     s.start()

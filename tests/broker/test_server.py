@@ -8,11 +8,11 @@ import struct
 import time
 from typing import Any
 
-from broker.client import Connection
-from broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES
-from broker.wire import build
-from kproto.messages import decode_response, encode_request, request_class
-from kproto.records import encode_batch
+from samsa.broker.client import Connection
+from samsa.broker.connection import UNAUTHENTICATED_MAX_FRAME_BYTES
+from samsa.broker.wire import build
+from samsa.kproto.messages import decode_response, encode_request, request_class
+from samsa.kproto.records import encode_batch
 
 FETCH_WAIT_MS = 1500
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from broker.client import Connection
-from kproto.records import decode_batches, encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import decode_batches, encode_batch
 
 TXN_ARGS = ("--override", "transaction.state.log.num.partitions=3", "--override", "offsets.topic.num.partitions=3",
             "--override", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",

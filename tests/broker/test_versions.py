@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from broker.client import Connection
-from kproto.records import encode_batch
+from samsa.broker.client import Connection
+from samsa.kproto.records import encode_batch
 
 TOPIC = "versions"
 

@@ -58,11 +58,11 @@ from kafka import KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
-from broker import cluster_cli
-from broker.client import Connection, KafkaClientError
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
 from chaos.netns import NetworkLab, NetworkLabUnavailable
-from kproto.errors import ErrorCode
+from samsa.broker import cluster_cli
+from samsa.broker.client import Connection, KafkaClientError
+from samsa.kproto.errors import ErrorCode
 
 T = TypeVar("T")
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from broker import cluster_cli
-from broker.client import Connection, KafkaClientError
-from kproto.errors import ErrorCode
+from samsa.broker import cluster_cli
+from samsa.broker.client import Connection, KafkaClientError
+from samsa.kproto.errors import ErrorCode
 
 T = TypeVar("T")
 HOST = cluster_cli.HOST

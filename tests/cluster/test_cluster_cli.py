@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from broker import cluster_cli
+from samsa.broker import cluster_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _samsa(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "broker.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "samsa.broker.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout_s, stdin=subprocess.DEVNULL)
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from cluster_harness import Cluster, unique, wait_for
 
-from kproto.errors import ErrorCode
-from kproto.records import encode_batch
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.records import encode_batch
 
 RETRIABLE = (ErrorCode.coordinator_load_in_progress, ErrorCode.not_controller, ErrorCode.request_timed_out)
 

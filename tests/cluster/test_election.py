@@ -9,7 +9,7 @@ import pytest
 from cluster_harness import Cluster, QuorumView, unique, wait_for
 from kafka import KafkaConsumer, KafkaProducer
 
-from kproto.errors import ErrorCode
+from samsa.kproto.errors import ErrorCode
 
 ELECTION_BOUND_S = 20.0
 

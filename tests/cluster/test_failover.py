@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from cluster_harness import Cluster, QuorumView, unique, wait_for
 
-from kproto.errors import ErrorCode
+from samsa.kproto.errors import ErrorCode
 
 # Generous bounds: these catch a cluster that does not recover, not a slow machine. The defaults behind
 # them: controller.quorum.fetch.timeout.ms 2000, election timeout 1000, forwarding timeout 10 s.

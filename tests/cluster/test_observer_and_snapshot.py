@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from cluster_harness import HOST, Cluster, unique, wait_for
 
-from broker import cluster_cli
-from broker.client import Connection, KafkaClientError
-from kproto.errors import ErrorCode
+from samsa.broker import cluster_cli
+from samsa.broker.client import Connection, KafkaClientError
+from samsa.kproto.errors import ErrorCode
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ def observer(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[int, int]]:
     port = cluster_cli.free_ports(1)[0]
     log = open(tmp_path / "node-4.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker.cli", "serve", "--node-id", "4", "--roles", "broker",
+        [sys.executable, "-m", "samsa.broker.cli", "serve", "--node-id", "4", "--roles", "broker",
          "--controller-quorum", cluster.plan.quorum, "--listen", f"{HOST}:{port}",
          "--data-dir", str(tmp_path / "node-4"), "--log-level", "INFO"],
         cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

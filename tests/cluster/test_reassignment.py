@@ -17,8 +17,8 @@ import pytest
 from cluster_harness import Cluster, unique, wait_for
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker.client import KafkaClientError
-from kproto.errors import ErrorCode
+from samsa.broker.client import KafkaClientError
+from samsa.kproto.errors import ErrorCode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat-tests"))
 import oracle_fixture

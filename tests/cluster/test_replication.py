@@ -13,8 +13,8 @@ import pytest
 from cluster_harness import Cluster, unique, wait_for
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kproto.errors import ErrorCode
-from kproto.records import encode_batch
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.records import encode_batch
 
 FAST = ("replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500")
 

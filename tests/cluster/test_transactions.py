@@ -10,7 +10,7 @@ from collections.abc import Callable
 from cluster_harness import Cluster, unique, wait_for
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kproto.errors import ErrorCode
+from samsa.kproto.errors import ErrorCode
 
 FAST = ("replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500")
 PARTITIONS = 3

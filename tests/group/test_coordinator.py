@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from broker.group.coordinator import (
+from samsa.broker.group.coordinator import (
     GroupConfig,
     GroupCoordinator,
     JoinRequest,
@@ -15,15 +15,15 @@ from broker.group.coordinator import (
     Pending,
     SyncResult,
 )
-from broker.group.records import (
+from samsa.broker.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
 )
-from broker.group.state import TRANSITIONS, VALID_PREVIOUS_STATES, GroupState
-from kproto.errors import ErrorCode
+from samsa.broker.group.state import TRANSITIONS, VALID_PREVIOUS_STATES, GroupState
+from samsa.kproto.errors import ErrorCode
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000

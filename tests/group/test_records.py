@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
-from broker.group.batches import encode_batch, iter_records
-from broker.group.consumer_protocol import assigned_partitions, subscribed_topics
-from broker.group.records import (
+from samsa.broker.group.batches import encode_batch, iter_records
+from samsa.broker.group.consumer_protocol import assigned_partitions, subscribed_topics
+from samsa.broker.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -79,7 +79,7 @@ def test_audit_records_and_unknown_types() -> None:
 def test_batches_round_trip() -> None:
     batch = encode_batch([(b"k1", b"v1"), (b"k2", None)], 1234)
     assert list(iter_records(bytes(batch))) == [(0, b"k1", b"v1"), (1, b"k2", None)]
-    from kproto.batch import is_crc_valid, parse_header
+    from samsa.kproto.batch import is_crc_valid, parse_header
 
     assert is_crc_valid(batch, parse_header(batch))
 

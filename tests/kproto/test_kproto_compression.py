@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kproto.batch import CorruptBatchError
-from kproto.compression import (
+from samsa.kproto.batch import CorruptBatchError
+from samsa.kproto.compression import (
     LZ4_MAGIC,
     XERIAL_MAGIC,
     Codec,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kproto.framing import FrameError, FrameReader, frame
+from samsa.kproto.framing import FrameError, FrameReader, frame
 
 
 def _split(data: bytes, cuts: list[int]) -> list[bytes]:

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records
 
-from kproto._guard import check_entity, read_uvarint
-from kproto.errors import InvalidRequestError
-from kproto.messages import request_class, response_class
+from samsa.kproto._guard import check_entity, read_uvarint
+from samsa.kproto.errors import InvalidRequestError
+from samsa.kproto.messages import request_class, response_class
 
 st.register_type_strategy(Records, st.binary(max_size=30).map(Records))
 
@@ -82,7 +82,7 @@ def _seed_requests() -> list[bytes]:
     from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
     from kio.static.primitive import i8, i16, i32, i64
 
-    from kproto.messages import encode_request
+    from samsa.kproto.messages import encode_request
 
     requests: list[object] = [
         ProduceRequest(
@@ -141,8 +141,8 @@ _SEEDS = _seed_requests()
 @settings(max_examples=300)
 def test_mutated_requests_are_refused_cleanly(seed: bytes, edits: list[tuple[int, int]]) -> None:
     # If kio's reader ever sees a hostile count again, this test does not fail: the process aborts.
-    from kproto.errors import ProtocolError
-    from kproto.messages import decode_request, parse_request_header
+    from samsa.kproto.errors import ProtocolError
+    from samsa.kproto.messages import decode_request, parse_request_header
 
     data = bytearray(seed)
     for position, value in edits:

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from kproto.errors import ErrorCode
-from kproto.framing import FrameReader
-from kproto.messages import decode_request, encode_response, parse_request_header, response_class
-from kproto.records import Header, decode_batches
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.framing import FrameReader
+from samsa.kproto.messages import decode_request, encode_response, parse_request_header, response_class
+from samsa.kproto.records import Header, decode_batches
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

@@ -19,9 +19,9 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
-from kproto.errors import ErrorCode, InvalidRequestError, ProtocolError, UnsupportedVersionError
-from kproto.framing import FrameReader
-from kproto.messages import (
+from samsa.kproto.errors import ErrorCode, InvalidRequestError, ProtocolError, UnsupportedVersionError
+from samsa.kproto.framing import FrameReader
+from samsa.kproto.messages import (
     API_KEYS,
     API_NAMES,
     decode_request,
@@ -377,8 +377,8 @@ def _fetch_response(records: object) -> object:
 
 
 def test_fetch_response_parts_keep_large_records_by_reference() -> None:
-    from kproto.messages import LARGE_WRITE_BYTES, encode_response_parts
-    from kproto.records import decode_batches, encode_batch
+    from samsa.kproto.messages import LARGE_WRITE_BYTES, encode_response_parts
+    from samsa.kproto.records import decode_batches, encode_batch
 
     batch = encode_batch([(b"k", bytes(20_000), ())] * 2, timestamp_ms=0)
     assert len(batch) >= LARGE_WRITE_BYTES

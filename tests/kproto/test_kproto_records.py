@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kproto import batch as kbatch
-from kproto.batch import CorruptBatchError, iter_batches, parse_header
-from kproto.compression import Codec, DecompressionError
-from kproto.records import (
+from samsa.kproto import batch as kbatch
+from samsa.kproto.batch import CorruptBatchError, iter_batches, parse_header
+from samsa.kproto.compression import Codec, DecompressionError
+from samsa.kproto.records import (
     ControlRecord,
     ControlType,
     Header,

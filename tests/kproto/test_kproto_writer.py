@@ -17,8 +17,8 @@ from kio.schema.index import api_key_map
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from kproto._writer import compiled_writer
-from kproto.messages import (
+from samsa.kproto._writer import compiled_writer
+from samsa.kproto.messages import (
     LARGE_WRITE_BYTES,
     RequestHeader,
     encode_response_parts,

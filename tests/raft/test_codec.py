@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.wire import build
-from kproto import messages as kproto
-from kproto.batch import BATCH_HEADER_BYTES, iter_batches
-from kproto.records import ControlType, decode_batches, decode_control_record, encode_batch
-from raft.codec import (
+from samsa.broker.wire import build
+from samsa.kproto import messages as kproto
+from samsa.kproto.batch import BATCH_HEADER_BYTES, iter_batches
+from samsa.kproto.records import ControlType, decode_batches, decode_control_record, encode_batch
+from samsa.raft.codec import (
     BEGIN_QUORUM_EPOCH_KEY,
     END_QUORUM_EPOCH_KEY,
     FETCH_KEY,
@@ -35,8 +35,8 @@ from raft.codec import (
     encode_response,
     error_response,
 )
-from raft.log import EntryKind, LogEntry, SnapshotId
-from raft.messages import (
+from samsa.raft.log import EntryKind, LogEntry, SnapshotId
+from samsa.raft.messages import (
     NO_EPOCH,
     NO_LEADER,
     BeginQuorumEpochRequest,

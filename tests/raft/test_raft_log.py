@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from raft.log import Diverging, LogEntry, NeedSnapshot, RaftLog, Snapshot, SnapshotId, Valid
+from samsa.raft.log import Diverging, LogEntry, NeedSnapshot, RaftLog, Snapshot, SnapshotId, Valid
 
 
 def _log(epochs: list[int], snapshot: Snapshot | None = None) -> RaftLog:

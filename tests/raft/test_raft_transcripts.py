@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from raft.core import RaftCore
-from raft.events import (
+from samsa.raft.core import RaftCore
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     Appended,
@@ -54,8 +54,8 @@ from raft.events import (
     Tick,
     TruncateLog,
 )
-from raft.log import EntryKind, LogEntry, Snapshot
-from raft.messages import (
+from samsa.raft.log import EntryKind, LogEntry, Snapshot
+from samsa.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -69,7 +69,7 @@ from raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from raft.quorum_state import Follower, QuorumConfig
+from samsa.raft.quorum_state import Follower, QuorumConfig
 
 TESTDATA = Path(__file__).parent / "testdata"
 

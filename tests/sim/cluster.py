@@ -14,8 +14,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from raft.core import RaftCore
-from raft.events import (
+from samsa.raft.core import RaftCore
+from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
     Appended,
@@ -33,8 +33,8 @@ from raft.events import (
     Tick,
     TruncateLog,
 )
-from raft.log import EntryKind, LogEntry, Snapshot
-from raft.messages import (
+from samsa.raft.log import EntryKind, LogEntry, Snapshot
+from samsa.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
     FetchRequest,
@@ -42,7 +42,7 @@ from raft.messages import (
     RaftMessage,
     VoteRequest,
 )
-from raft.quorum_state import Leader, QuorumConfig
+from samsa.raft.quorum_state import Leader, QuorumConfig
 from sim.invariants import Checker
 
 _REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from raft.log import LogEntry
-from raft.quorum_state import Leader
+from samsa.raft.log import LogEntry
+from samsa.raft.quorum_state import Leader
 
 if TYPE_CHECKING:
     from sim.cluster import Node, Simulation

@@ -6,7 +6,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from raft.events import Resign
+from samsa.raft.events import Resign
 from sim.cluster import FaultPlan, Simulation
 
 LIVENESS_BOUND_MS = 15_000  # after healing: a leader, a committed proposal, every node caught up

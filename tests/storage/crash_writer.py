@@ -14,7 +14,7 @@ from pathlib import Path
 
 from storage_batches import NOW_MS, make_batch
 
-from storage import LogConfig, LogManager
+from samsa.storage import LogConfig, LogManager
 
 
 def main() -> None:

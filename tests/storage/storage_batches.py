@@ -9,7 +9,7 @@ from typing import Any
 
 import crc32c
 
-from storage import Log, LogConfig
+from samsa.storage import Log, LogConfig
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, make_batch, make_control_batch, open_log
 
-from storage import Log, LogAppendInfo, LogConfig, StorageError
-from storage.batch_header import Header
-from storage.producer_state import ProducerStateManager
+from samsa.storage import Log, LogAppendInfo, LogConfig, StorageError
+from samsa.storage.batch_header import Header
+from samsa.storage.producer_state import ProducerStateManager
 
 
 def _script(rng: random.Random) -> list[tuple[bytes, int, int]]:

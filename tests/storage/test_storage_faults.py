@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, decode_values, make_batch, open_log
 
-from storage import (
+from samsa.storage import (
     FaultyFileIO,
     KafkaStorageError,
     Log,
@@ -20,7 +20,7 @@ from storage import (
     LogManager,
     OsFileIO,
 )
-from storage.disk_guard import DiskSpaceGuard
+from samsa.storage.disk_guard import DiskSpaceGuard
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent

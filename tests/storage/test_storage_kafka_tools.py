@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, make_batch, make_control_batch
 
-from storage import Log, LogConfig
+from samsa.storage import Log, LogConfig
 
 ORACLE = Path(__file__).resolve().parent.parent.parent / "compat-tests" / "oracle"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, compress_batch, decode_values, make_batch, make_control_batch, open_log
 
-from kproto.batch import iter_batches, parse_header
-from storage import (
+from samsa.kproto.batch import iter_batches, parse_header
+from samsa.storage import (
     CorruptRecordError,
     InconsistentOffsetsError,
     InvalidProducerEpochError,

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, decode_values, make_batch
 
-from storage import FaultyFileIO, Log, LogConfig, LogManager, OffsetOutOfRangeError
-from storage.checkpoint import CorruptCheckpointError, read_offset_checkpoint
-from storage.log_manager import parse_log_dir_name
+from samsa.storage import FaultyFileIO, Log, LogConfig, LogManager, OffsetOutOfRangeError
+from samsa.storage.checkpoint import CorruptCheckpointError, read_offset_checkpoint
+from samsa.storage.log_manager import parse_log_dir_name
 
 
 def test_parse_log_dir_name() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from storage_batches import make_batch, open_log
 
-from kproto.batch import TRANSACTIONAL_BIT
+from samsa.kproto.batch import TRANSACTIONAL_BIT
 
 T0 = 1_700_000_000_000
 DAY_MS = 86_400_000

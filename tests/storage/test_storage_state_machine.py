@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from storage_batches import NOW_MS, decode_values, make_batch
 
-from kproto.batch import iter_batches
-from storage import HandleCache, Log, LogConfig, OffsetOutOfRangeError
+from samsa.kproto.batch import iter_batches
+from samsa.storage import HandleCache, Log, LogConfig, OffsetOutOfRangeError
 
 
 class LogModel(RuleBasedStateMachine):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from broker.broker import Broker
-from broker.config import BrokerConfig
-from broker.controller import TopicSpec
-from broker.txn.state import TransactionState
-from kproto.errors import ErrorCode
-from kproto.records import decode_batches, decode_control_record, encode_batch
+from samsa.broker.broker import Broker
+from samsa.broker.config import BrokerConfig
+from samsa.broker.controller import TopicSpec
+from samsa.broker.txn.state import TransactionState
+from samsa.kproto.errors import ErrorCode
+from samsa.kproto.records import decode_batches, decode_control_record, encode_batch
 
 OVERRIDES = {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}
 
@@ -84,8 +84,8 @@ def test_restart_completes_a_prepared_commit_and_aborts_an_open_transaction(tmp_
 
 
 def test_transactional_offsets_survive_a_restart_and_count_only_when_committed(tmp_path: Path) -> None:
-    from broker.group.coordinator import OffsetAndMetadata
-    from broker.txn.service import OFFSETS_TOPIC
+    from samsa.broker.group.coordinator import OffsetAndMetadata
+    from samsa.broker.txn.service import OFFSETS_TOPIC
 
     broker = start(tmp_path)
     broker.controller.create_topics([TopicSpec("src", 1, 1)], validate_only=False).result()

@@ -6,17 +6,17 @@ import itertools
 import os
 from pathlib import Path
 
-from broker.txn.records import decode_key, decode_value, encode_key, encode_value, partition_for_transactional_id
-from broker.txn.state import (
+from samsa.broker.txn.records import decode_key, decode_value, encode_key, encode_value, partition_for_transactional_id
+from samsa.broker.txn.state import (
     MAX_PRODUCER_EPOCH,
     VALID_PREVIOUS_STATES,
     TransactionCoordinator,
     TransactionState,
     TxnConfig,
 )
-from kproto.errors import ErrorCode
-from storage.producer_state import ProducerStateEntry
-from storage.txn_index import ENTRY_BYTES, AbortedTxn, TransactionIndex, last_stable_offset
+from samsa.kproto.errors import ErrorCode
+from samsa.storage.producer_state import ProducerStateEntry
+from samsa.storage.txn_index import ENTRY_BYTES, AbortedTxn, TransactionIndex, last_stable_offset
 
 S = TransactionState
 E = ErrorCode
@@ -146,7 +146,7 @@ def test_last_stable_offset() -> None:
 
 
 def test_dirty_index_files_are_handed_out_once(tmp_path: Path) -> None:
-    from storage.txn_index import fsync_files
+    from samsa.storage.txn_index import fsync_files
 
     index = TransactionIndex._load(tmp_path, [], [0, 100], 300)
     index.append(100, AbortedTxn(2, 90, 110, 111))
