@@ -35,6 +35,7 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
 from samsa.raft.quorum_state import QuorumConfig
 from samsa.storage.config import LogConfig
+from samsa.storage.dir_lock import DataDirLock, DataDirLockedError
 from samsa.storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,18 @@ class Broker:
         self._topic_config_image: MetadataImage | None = None
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
+        # The directory is this process's before anything in it is read or written (Kafka's .lock).
+        try:
+            self._dir_lock = DataDirLock(data_dir)
+        except DataDirLockedError as e:
+            raise SystemExit(str(e)) from None
+        try:
+            self._open(config, data_dir)
+        except BaseException:
+            self._dir_lock.release()
+            raise
+
+    def _open(self, config: BrokerConfig, data_dir: Path) -> None:
         voters = config.quorum_voters()
         cluster_id = config.overrides.get("samsa.cluster.id") or (
             cluster_id_for_quorum(config.get("controller.quorum.voters")) if voters else None)
@@ -350,4 +363,7 @@ class Broker:
         self.log_manager.checkpoint_high_watermarks()
 
     def close(self) -> None:
-        self.log_manager.close()
+        try:
+            self.log_manager.close()
+        finally:
+            self._dir_lock.release()

@@ -40,6 +40,11 @@ def test_cluster_up_prints_a_working_bootstrap_and_down_stops_every_pid(tmp_path
             port = int(address.rpartition(":")[2])
             assert cluster_cli.listed_brokers(port) == {1, 2, 3}, address
 
+        # Every node's directory is locked by its broker: a stray `samsa serve` on one exits at once.
+        stray = _samsa("serve", "--data-dir", nodes[0]["data_dir"], "--listen", "127.0.0.1:0", timeout_s=30)
+        assert stray.returncode != 0 and ".lock" in stray.stderr, stray.stderr
+        assert cluster_cli.listed_brokers(int(bootstrap.split(",")[0].rpartition(":")[2])) == {1, 2, 3}
+
         again = _samsa("cluster", "up", "--nodes", "3", "--dir", str(directory))
         assert again.returncode == 1 and "running cluster" in again.stderr, again.stderr
         assert json.loads((directory / "cluster.json").read_text()) == state  # left alone
