@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,47 +19,30 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import cpu_seconds, describe, rss_mib
+from samsa.broker.launcher import LaunchError, ServeOptions, free_port, start_serve
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Broker:
     def __init__(self, data_dir: Path) -> None:
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(data_dir),
-             "--listen", f"127.0.0.1:{self.port}", "--log-level", "WARNING"],
-            cwd=REPO,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("broker did not start")
+        self.served = start_serve(ServeOptions(data_dir=data_dir, port=self.port, log_level="WARNING"),
+                                  data_dir.parent / f"samsa-{self.port}.log", cwd=REPO)
+        self.proc = self.served.popen
+        try:
+            self.served.wait_listening(30)
+        except LaunchError:
+            self.stop()
+            raise
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.served.stop(20)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

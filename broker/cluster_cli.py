@@ -18,12 +18,8 @@ The tests in tests/cluster drive clusters through the same functions (`plan_clus
 from __future__ import annotations
 
 import argparse
-import contextlib
-import ctypes
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,18 +28,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from samsa.broker import launcher
 from samsa.broker.client import Connection, KafkaClientError
+from samsa.broker.launcher import (  # noqa: F401  (re-exported: the tests and benches use them from here)
+    HOST,
+    LOG_TAIL_LINES,
+    READY_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    OwnedProcess,
+    ServeOptions,
+    free_ports,
+    log_tail,
+    owned,
+    pid_alive,
+    port_open,
+    process_start_time,
+    start_serve,
+    stop_pids,
+)
 
-HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
 STATE_VERSION = 1
 DEFAULT_DIR = "./samsa-cluster"
 MAX_NODES = 9  # a local toy cluster; Kafka recommends 3 or 5 voters
-READY_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.1
 PROBE_TIMEOUT_S = 2.0  # one Metadata probe; a stopped (SIGSTOP) node must not stall the wait
-LOG_TAIL_LINES = 25
 
 
 class ClusterError(Exception):
@@ -92,20 +101,6 @@ class ClusterPlan:
 # --- planning ------------------------------------------------------------------------------------------
 
 
-def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports, all held open together while choosing."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            socks.append(s)
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, overrides: Sequence[str] = (),
                  log_level: str = "INFO") -> ClusterPlan:
     """Node ids 1..N. Broker ports base_port..base_port+N-1 and controller ports the N after them, or
@@ -126,130 +121,28 @@ def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, o
     return ClusterPlan(directory, specs, tuple(overrides), log_level)
 
 
+def serve_options(plan: ClusterPlan, node: NodeSpec) -> ServeOptions:
+    return ServeOptions(data_dir=node.data_dir, port=node.broker_port, host=node.host, node_id=node.node_id,
+                        controller_quorum=plan.quorum, controller_listen=f"{node.host}:{node.controller_port}",
+                        overrides=plan.overrides, log_level=plan.log_level, netns=node.netns)
+
+
 def serve_command(plan: ClusterPlan, node: NodeSpec) -> list[str]:
-    # `ip netns exec` execs the command in place: the PID we get is the broker's.
-    command = [] if node.netns is None else ["ip", "netns", "exec", node.netns]
-    command += [sys.executable, "-m", "samsa.broker.cli", "serve",
-               "--node-id", str(node.node_id),
-               "--controller-quorum", plan.quorum,
-               "--controller-listen", f"{node.host}:{node.controller_port}",
-               "--listen", node.bootstrap,
-               "--advertise", node.bootstrap,
-               "--data-dir", str(node.data_dir),
-               "--log-level", plan.log_level]
-    for override in plan.overrides:
-        command += ["--override", override]
-    return command
+    return launcher.serve_command(serve_options(plan, node))
 
 
 # --- processes -----------------------------------------------------------------------------------------
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def start_node(plan: ClusterPlan, node: NodeSpec, *, die_with_parent: bool = False) -> subprocess.Popen[bytes]:
     """Start one node detached (its own session), appending to its log. `die_with_parent` (tests, from
     the main thread only: Linux signals when the forking *thread* exits) kills it if we die first."""
     node.data_dir.mkdir(parents=True, exist_ok=True)
-    command = serve_command(plan, node)
-    with open(node.log_path, "ab") as log:
-        log.write(("$ " + " ".join(command) + "\n").encode())
-        log.flush()
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=plan.directory,
-                                preexec_fn=_die_with_parent if die_with_parent else None)
-
-
-def process_start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None if gone or a
-    zombie. With the PID it names a process uniquely: a reused PID has another start time."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def pid_alive(pid: int, start_time: int | None = None) -> bool:
-    """`pid` runs (not a zombie) and, when `start_time` is given, is still the process we started."""
-    if not Path("/proc").is_dir():  # no procfs: signal 0 is the best we can do
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    current = process_start_time(pid)
-    return current is not None and (start_time is None or current == start_time)
-
-
-@dataclass(frozen=True, slots=True)
-class OwnedProcess:
-    """A PID we started, with its start time (None: unknown) and, for our own child, its Popen."""
-
-    pid: int
-    start_time: int | None = None
-    child: subprocess.Popen[bytes] | None = None
-
-    def alive(self) -> bool:
-        if self.child is not None:
-            self.child.poll()  # reap our own child, or it lingers as a zombie
-        return pid_alive(self.pid, self.start_time)
-
-    def signal(self, signum: int) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signum)
-
-
-def stop_pids(processes: Sequence[OwnedProcess], *, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
-    """SIGTERM each (and SIGCONT, or a SIGSTOPped process cannot act on it), wait up to `timeout_s`
-    for all, then SIGKILL the rest. Exactly one SIGTERM: a second one during a clean shutdown would
-    hit Python's default handler. Returns the PIDs that needed SIGKILL."""
-    running = [p for p in processes if p.alive()]
-    for p in running:
-        p.signal(signal.SIGTERM)
-        p.signal(signal.SIGCONT)
-    deadline = time.monotonic() + timeout_s
-    while any(p.alive() for p in running) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    killed = [p for p in running if p.alive()]
-    for p in killed:
-        p.signal(signal.SIGKILL)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while any(p.alive() for p in killed) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [p.pid for p in killed]
-
-
-def owned(child: subprocess.Popen[bytes]) -> OwnedProcess:
-    return OwnedProcess(child.pid, process_start_time(child.pid), child)
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()[-lines:]
-    except OSError:
-        return f"(no log at {path})"
-    return f"--- last {len(text)} lines of {path}\n" + "\n".join(text)
+    return start_serve(serve_options(plan, node), node.log_path, cwd=plan.directory, new_session=True,
+                       die_with_parent=die_with_parent).popen
 
 
 # --- readiness -----------------------------------------------------------------------------------------
-
-
-def port_open(port: int, timeout_s: float = 0.2, host: str = HOST) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def metadata(port: int, topics: Iterable[str] | None = None, *, timeout_s: float = PROBE_TIMEOUT_S,

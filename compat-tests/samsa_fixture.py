@@ -23,7 +23,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from oracle_fixture import HOST, die_with_parent_hook, free_port, port_open, stop_pid
+from oracle_fixture import HOST, free_port, stop_pid
+
+from samsa.broker.launcher import LaunchError, ServeOptions, start_serve
 
 REPO = Path(__file__).resolve().parent.parent
 SAMSA_BIN = Path(os.environ.get("SAMSA_BIN", REPO / ".venv" / "bin" / "samsa"))
@@ -85,7 +87,7 @@ def start_samsa(
     if not (SAMSA_BIN.is_file() and os.access(SAMSA_BIN, os.X_OK)):
         raise SamsaError(
             f"the samsa console script is missing: {SAMSA_BIN} does not exist. It comes from "
-            "pyproject's [project.scripts] samsa = broker.cli:main (`make test` installs the package); "
+            "pyproject's [project.scripts] samsa = samsa.broker.cli:main (`make test` installs the package); "
             "set SAMSA_BIN to use another executable."
         )
     t0 = time.monotonic()
@@ -93,34 +95,18 @@ def start_samsa(
     data = data_dir if data_dir is not None else workdir / "data"
     log_path = workdir / "samsa.log"
     port = port or free_port()
-    cmd = [
-        str(SAMSA_BIN), "serve",
-        "--listen", f"{HOST}:{port}",
-        "--advertise", f"{HOST}:{port}",
-        "--data-dir", str(data),
-        "--log-level", log_level,
-        *extra_args,
-    ]
-    with open(log_path, "wb") as log:
-        log.write(("$ " + " ".join(cmd) + "\n").encode())
-        log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=workdir, preexec_fn=die_with_parent_hook())
-    s = SamsaProcess(proc=proc, port=port, data_dir=data, log_path=log_path, workdir=workdir)
+    options = ServeOptions(data_dir=data, port=port, host=HOST, log_level=log_level, extra_args=tuple(extra_args),
+                           program=(str(SAMSA_BIN),))
+    served = start_serve(options, log_path, cwd=workdir, die_with_parent=True)
+    s = SamsaProcess(proc=served.popen, port=port, data_dir=data, log_path=log_path, workdir=workdir)
     ok = False
     try:
-        deadline = time.monotonic() + ready_timeout
-        while not port_open(HOST, port):
-            if not s.alive():
-                raise SamsaError(
-                    f"samsa exited with code {proc.returncode} during startup ({' '.join(cmd)})\n{s.log_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise SamsaError(f"samsa did not accept TCP on {s.bootstrap} within {ready_timeout}s\n{s.log_tail()}")
-            time.sleep(0.05)
+        served.wait_listening(ready_timeout)
         s.start_seconds = time.monotonic() - t0
         ok = True
         return s
+    except LaunchError as e:
+        raise SamsaError(str(e)) from None
     finally:
         if not ok:
             s.stop(timeout=5)  # the error message quotes the log

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.machine import cpu_seconds
+from samsa.broker.launcher import ServeOptions, start_serve
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = REPO / "compat-tests"
@@ -289,14 +290,12 @@ def start_samsa(*, settle: float = 2.0, ready_timeout: float = 120.0) -> Target:
         raise BenchError(f"{SAMSA_PYTHON} is missing (make test creates .venv); SAMSA_PYTHON overrides it")
     work = Path(tempfile.mkdtemp(prefix="samsa-bench-"))
     port = oracle_fixture.free_port()
-    cmd = [str(SAMSA_PYTHON), "-m", "samsa.broker.cli", "serve", "--data-dir", str(work / "data"),
-           "--listen", f"{HOST}:{port}", "--advertise", f"{HOST}:{port}", "--log-level", "WARNING"]
-    for k, v in SAMSA_OVERRIDES.items():
-        cmd += ["--override", f"{k}={v}"]
-    log = open(work / "samsa.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            preexec_fn=oracle_fixture.die_with_parent_hook())
-    log.close()
+    options = ServeOptions(data_dir=work / "data", port=port, host=HOST, log_level="WARNING",
+                           overrides=tuple(f"{k}={v}" for k, v in SAMSA_OVERRIDES.items()),
+                           program=(str(SAMSA_PYTHON), "-m", "samsa.broker.cli"))
+    served = start_serve(options, work / "samsa.log", cwd=REPO, die_with_parent=True)
+    proc = served.popen
+    cmd = served.command
 
     def stop() -> None:
         if proc.poll() is None:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from samsa.broker import launcher
 from samsa.broker.client import Connection
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,10 +18,7 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = launcher.free_port
 
 
 @dataclass
@@ -34,6 +28,7 @@ class SamsaProcess:
     extra_args: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
     log_path: Path | None = None
+    _process: launcher.ServeProcess | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -41,37 +36,22 @@ class SamsaProcess:
 
     def start(self) -> None:
         self.log_path = self.data_dir.parent / f"samsa-{self.port}.log"
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(self.data_dir),
-             "--listen", self.bootstrap, "--log-level", "INFO", *self.extra_args],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"samsa exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.stop(kill=True)
-        raise RuntimeError(f"samsa did not listen within {START_TIMEOUT_S}s:\n{self.log_tail()}")
+        self._process = launcher.start_serve(
+            launcher.ServeOptions(data_dir=self.data_dir, port=self.port, extra_args=self.extra_args),
+            self.log_path, cwd=REPO)
+        self.proc = self._process.popen
+        try:
+            self._process.wait_listening(START_TIMEOUT_S)
+        except launcher.LaunchError as e:
+            self.stop(kill=True)
+            raise RuntimeError(str(e)) from None
 
     def stop(self, *, kill: bool = False) -> int | None:
         if self.proc is None:
             return None
-        proc, self.proc = self.proc, None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(STOP_TIMEOUT_S)
-        return proc.returncode
+        self.proc = None
+        assert self._process is not None
+        return self._process.stop(STOP_TIMEOUT_S, kill=kill)
 
     def log_tail(self, lines: int = 40) -> str:
         if self.log_path is None or not self.log_path.exists():

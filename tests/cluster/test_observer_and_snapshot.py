@@ -3,8 +3,6 @@ catches up from a snapshot (FetchSnapshot), with real processes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +10,7 @@ from pathlib import Path
 import pytest
 from cluster_harness import HOST, Cluster, unique, wait_for
 
-from samsa.broker import cluster_cli
+from samsa.broker import launcher
 from samsa.broker.client import Connection, KafkaClientError
 from samsa.kproto.errors import ErrorCode
 
@@ -27,20 +25,17 @@ def _created(cluster: Cluster, node_id: int, topic: str, partitions: int = 1) ->
 @pytest.fixture
 def observer(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[int, int]]:
     """Node 4: roles=broker, following the three voters' quorum without a vote (no controller listener)."""
-    port = cluster_cli.free_ports(1)[0]
-    log = open(tmp_path / "node-4.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "samsa.broker.cli", "serve", "--node-id", "4", "--roles", "broker",
-         "--controller-quorum", cluster.plan.quorum, "--listen", f"{HOST}:{port}",
-         "--data-dir", str(tmp_path / "node-4"), "--log-level", "INFO"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    port = launcher.free_port()
+    served = launcher.start_serve(
+        launcher.ServeOptions(data_dir=tmp_path / "node-4", port=port, host=HOST, node_id=4, roles="broker",
+                              controller_quorum=cluster.plan.quorum),
+        tmp_path / "node-4.log", cwd=REPO)
     try:
         yield 4, port
     finally:
-        cluster_cli.stop_pids([cluster_cli.owned(proc)], timeout_s=10)
-        log.close()
-        if proc.returncode not in (0, None):
-            print((tmp_path / "node-4.log").read_text(errors="replace")[-3000:])
+        code = served.stop(10)
+        if code not in (0, None):
+            print(served.log_tail(60))
 
 
 @pytest.mark.timeout(120)
