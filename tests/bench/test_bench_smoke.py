@@ -122,3 +122,11 @@ def test_smoke_every_scenario_against_both_brokers(tmp_path: Path) -> None:
         assert _png_size((tmp_path / f"compare-{name}.png").read_bytes())
         assert f"--- {name}:" in res.stdout
     assert "Samsa/Kafka" in res.stdout
+
+
+def test_pytest_fixture_bench_smoke() -> None:
+    """bench.pytest_fixtures runs and prints both figures (not judged: the machine is shared)."""
+    done = subprocess.run([sys.executable, "-m", "bench.pytest_fixtures", "--smoke"], cwd=REPO, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "session broker ready: median" in done.stdout and "fresh topic: median" in done.stdout
