@@ -81,8 +81,8 @@ def _summary(name: str, f: dict[str, Any]) -> dict[str, float]:
     s = {"session_ready_median_s": statistics.median(ready), "session_ready_max_s": max(ready),
          "topic_median_ms": statistics.median(topic), "topic_p99_ms": sorted(topic)[int(0.99 * (len(topic) - 1))]}
     print(f"{name:6} session broker ready: median {s['session_ready_median_s']:.3f} s "
-          f"(max {s['session_ready_max_s']:.3f} s over {len(ready)}); fresh topic: median {s['topic_median_ms']:.1f} ms, p99 {s['topic_p99_ms']:.1f} ms"
-          f" over {len(topic)}")
+          f"(max {s['session_ready_max_s']:.3f} s over {len(ready)}); "
+          f"fresh topic: median {s['topic_median_ms']:.1f} ms, p99 {s['topic_p99_ms']:.1f} ms over {len(topic)}")
     return s
 
 
