@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -170,10 +170,11 @@ def samsa_topic(request: pytest.FixtureRequest, samsa_broker: SamsaBroker) -> st
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    report: pytest.TestReport = yield  # type: ignore[misc]
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if report.failed and "samsa_broker" in getattr(item, "fixturenames", ()):
         for broker in item.config.stash.get(_STASH_BROKERS, []):
             report.sections.append((f"samsa broker {broker.bootstrap_servers} (pid {broker.pid}) log",
                                     broker.log_tail()))
-    return report  # type: ignore[return-value]
+    return report
