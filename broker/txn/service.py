@@ -32,15 +32,13 @@ import anyio.to_thread
 from samsa.broker.group.batches import encode_batch, iter_records
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import (
-    CorruptRecordError,
     OffsetCommitKey,
     OffsetCommitValue,
-    decode_offset_commit_value,
     encode_offset_commit_value,
 )
-from samsa.broker.group.records import decode_key as decode_group_key
 from samsa.broker.group.records import encode_key as encode_group_key
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.txn.offset_replay import LOAD_READ_BYTES, OffsetCommit, replay_transactional_offsets
 from samsa.broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
@@ -56,9 +54,7 @@ from samsa.broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
-from samsa.kproto.batch import CorruptBatchError, iter_batches
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.records import ControlType, decode_batches, decode_control_record
 from samsa.kproto.records import encode_batch as encode_producer_batch
 from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
@@ -71,7 +67,6 @@ logger = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_READ_BYTES = 1 << 20
 MARKER_REQUEST_TIMEOUT_S = 10.0  # one WriteTxnMarkers to another broker; the timer retries after it
 WRITE_TXN_MARKERS_KEY = 27
 WRITE_TXN_MARKERS_VERSION = 1
@@ -269,54 +264,13 @@ class TxnService:
             return
         now = now_ms()
         coordinator = self.broker.groups.coordinator
-        pending: dict[int, list[tuple[str, str, int, OffsetCommitValue]]] = {}
+        pending: dict[int, list[OffsetCommit]] = {}
         for index in sorted(topic.partitions):
             partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
             if partition is None:
                 continue
-            log = partition.log
-            offset, end = log.log_start_offset, log.log_end_offset
-            while offset < end:
-                data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
-                last = offset - 1
-                try:
-                    # Headers only: the (many) plain offset commits are the group loader's, not decoded here.
-                    batches = [(header, position) for position, header in iter_batches(data, verify_crc=False)]
-                except CorruptBatchError as e:
-                    logger.warning("stopping the replay of %s-%d at %d: %s", OFFSETS_TOPIC, index, offset, e)
-                    break
-                for header, position in batches:
-                    last = header.last_offset
-                    if not header.is_transactional or header.base_offset < offset:
-                        continue
-                    try:
-                        ((_, records),) = decode_batches(data[position : position + header.size_bytes],
-                                                         max_decompressed_bytes=LOAD_READ_BYTES * 16)
-                    except (CorruptBatchError, ValueError) as e:
-                        logger.warning("skipping an unreadable transactional batch at %d: %s", header.base_offset, e)
-                        continue
-                    if header.is_control:
-                        done = pending.pop(header.producer_id, [])
-                        try:
-                            committed = bool(records) and decode_control_record(records[0]).type == ControlType.COMMIT
-                        except CorruptBatchError:
-                            committed = False
-                        if committed:
-                            for group_id, t, p, value in done:
-                                coordinator.load_offset(group_id, t, p, value, now)
-                        continue
-                    for record in records:
-                        try:
-                            key = decode_group_key(record.key) if record.key is not None else None
-                            if isinstance(key, OffsetCommitKey) and record.value is not None:
-                                pending.setdefault(header.producer_id, []).append(
-                                    (key.group_id, key.topic, key.partition, decode_offset_commit_value(record.value)))
-                        except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
-                            logger.warning("skipping an unreadable transactional offset commit at %d: %s",
-                                           record.offset, e)
-                if last < offset:
-                    break
-                offset = last + 1
+            replay_transactional_offsets(partition.log, f"{OFFSETS_TOPIC}-{index}", pending,
+                                         lambda g, t, p, value: coordinator.load_offset(g, t, p, value, now))
         for producer_id, commits in pending.items():
             md = self.coordinator.by_producer_id(producer_id)
             if md is not None and not (md.state is TransactionState.ONGOING or md.pending_markers):
