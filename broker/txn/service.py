@@ -24,11 +24,12 @@ import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 
+from samsa.broker.controller import TopicSpec
 from samsa.broker.group.batches import encode_batch, iter_records
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import (
@@ -54,14 +55,22 @@ from samsa.broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
+from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
+from samsa.kproto.messages import request_class
 from samsa.kproto.records import encode_batch as encode_producer_batch
 from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
-    from samsa.broker.metadata.image import MetadataImage
+    from collections.abc import Sequence
+
+    from samsa.broker.config import BrokerConfig
+    from samsa.broker.controller import Controller, TopicResult
+    from samsa.broker.group.service import GroupService
+    from samsa.broker.lifecycle import ProducerIdManager
+    from samsa.broker.metadata.image import BrokerImage, MetadataImage
+    from samsa.broker.replica_manager import ReplicaManager
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +83,32 @@ DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked 
 DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
 
 
+class TxnBroker(Protocol):
+    """What the transaction coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def image(self) -> MetadataImage: ...
+    @property
+    def controller(self) -> Controller: ...
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def producer_ids(self) -> ProducerIdManager: ...
+    @property
+    def groups(self) -> GroupService: ...
+    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None: ...
+    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]: ...
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _config_int(broker: Broker, key: str, default: int) -> int:
+def _config_int(broker: TxnBroker, key: str, default: int) -> int:
     try:
         return broker.config.get_int(key)
     except KeyError:
@@ -92,7 +122,7 @@ class PendingOffsets:
 
 
 class TxnService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: TxnBroker) -> None:
         self.broker = broker
         config = TxnConfig(
             max_timeout_ms=_config_int(broker, "transaction.max.timeout.ms", 900_000),
@@ -126,7 +156,6 @@ class TxnService:
     def ensure_topic(self) -> ErrorCode:
         if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from samsa.broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
@@ -362,8 +391,6 @@ class TxnService:
 
     async def _deliver(self, leader_id: int, keys: list[tuple[int, int, bool, str, int]],
                        values: dict[str, Any]) -> None:
-        from samsa.broker.wire import build
-        from samsa.kproto.messages import request_class
 
         try:
             broker = self.broker.image.brokers.get(leader_id)
