@@ -21,6 +21,8 @@ logger = logging.getLogger(__name__)
 
 def load(log: LocalLog, names: list[str], config: LogConfig, now_ms: int, recovery_point: int | None,
           log_start_offset: int | None, high_watermark: int | None) -> None:
+    """Fill a freshly built `log` from its directory listing `names`: stray files removed, segments
+    recovered from `recovery_point` on, bounds clamped, then the epoch cache and producer state."""
     io = log._io
     log_bases: set[int] = set()
     for name in names:
