@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.node_client import NodeUnavailableError
@@ -21,13 +21,22 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.lifecycle import BrokerLifecycle
 
 ZERO_UUID = uuid.UUID(int=0)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
+
+
+class ForwardingBroker(Protocol):
+    """What forwarding uses of its broker (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def is_active_controller(self) -> bool: ...
+    @property
+    def lifecycle(self) -> BrokerLifecycle: ...
 
 
 def _create_topics_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
@@ -103,7 +112,7 @@ def _not_controller(response: Any) -> bool:
     return False
 
 
-async def forward(broker: Broker, api_key: int, version: int, request: Any) -> Any:
+async def forward(broker: ForwardingBroker, api_key: int, version: int, request: Any) -> Any:
     """Send `request` to the active controller and return its response (or an error response)."""
     deadline = asyncio.get_running_loop().time() + FORWARD_TIMEOUT_S
     last = "no active controller is known"

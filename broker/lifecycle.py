@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.broker.metadata.quorum import Endpoint, NotControllerError
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
@@ -27,7 +27,9 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.config import BrokerConfig
+    from samsa.broker.controller import Controller
+    from samsa.broker.metadata.quorum import MetadataQuorum
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +40,33 @@ REQUEST_TIMEOUT_S = 5.0
 PREFETCH_REMAINING_FRACTION = 0.1  # Kafka fetches the next block at 90% use
 
 
+class LifecycleBroker(Protocol):
+    """What the lifecycle, the controller channel and the producer id manager use of their broker
+    (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def cluster_id(self) -> str: ...
+    @property
+    def incarnation_id(self) -> str: ...
+    @property
+    def roles(self) -> frozenset[str]: ...
+    @property
+    def single_voter(self) -> bool: ...
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def quorum(self) -> MetadataQuorum: ...
+    @property
+    def controller(self) -> Controller: ...
+    @property
+    def is_active_controller(self) -> bool: ...
+    @property
+    def lifecycle(self) -> BrokerLifecycle: ...
+    def controller_endpoint(self) -> tuple[int, Endpoint] | None: ...
+
+
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
 
@@ -45,7 +74,7 @@ def _monotonic_ms() -> float:
 class ControllerChannel:
     """Requests to the active controller's listener (one connection per controller node)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: LifecycleBroker) -> None:
         self._broker = broker
         self._clients: dict[int, NodeClient] = {}
 
@@ -73,7 +102,7 @@ class ControllerChannel:
 
 
 class BrokerLifecycle:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: LifecycleBroker) -> None:
         self.broker = broker
         self.channel = ControllerChannel(broker)
         self.broker_epoch = -1
@@ -224,7 +253,7 @@ class ProducerIdsUnavailableError(Exception):
 
 
 class ProducerIdManager:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: LifecycleBroker) -> None:
         self._broker = broker
         self._next = 0
         self._end = 0

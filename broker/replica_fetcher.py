@@ -21,10 +21,10 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
-from samsa.broker.replica_manager import Partition
+from samsa.broker.replica_manager import Partition, ReplicaManager
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
@@ -32,7 +32,8 @@ from samsa.storage.errors import StorageError
 from samsa.storage.log import Log
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.lifecycle import BrokerLifecycle
+    from samsa.broker.metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +47,25 @@ BACKOFF_S = 0.2  # replica.fetch.backoff.ms after an error
 REQUEST_TIMEOUT_S = 10.0
 
 
+class FetcherBroker(Protocol):
+    """What the replica fetchers use of their broker (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def image(self) -> MetadataImage: ...
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def lifecycle(self) -> BrokerLifecycle: ...
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
 class ReplicaFetcherManager:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: FetcherBroker) -> None:
         self._broker = broker
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         self._clients: dict[int, NodeClient] = {}

@@ -1,17 +1,14 @@
-"""One partition's log: a list of segments plus its bounds, leader epoch cache and producer state.
+"""One partition's log: appends (offsets, epochs, producer state), truncation, log start and retention.
 
-Mirrors Kafka's UnifiedLog/LocalLog/LogLoader.  All calls are synchronous and meant for the event
-loop thread, except `flush()`, which only fsyncs files through fds of its own and may run in a worker.
+Mirrors Kafka's UnifiedLog over LocalLog (local_log: the segments on disk) and LogLoader (log_loader:
+opening and recovery). All calls are synchronous and meant for the event loop thread, except `flush()`,
+which only fsyncs files through fds of its own and may run in a worker.
 """
 
 from __future__ import annotations
 
 import bisect
-import logging
-import os
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,11 +19,10 @@ from samsa.kproto.batch import (
     TIMESTAMP_TYPE_BIT,
     CorruptBatchError,
 )
+from samsa.storage import log_loader
 from samsa.storage.batch_header import Header, is_crc_valid, read_header
-from samsa.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError, read_epoch_checkpoint
 from samsa.storage.config import LogConfig
 from samsa.storage.disk_guard import DiskSpaceGuard
-from samsa.storage.epoch_cache import LeaderEpochCache
 from samsa.storage.errors import (
     CorruptRecordError,
     InconsistentOffsetsError,
@@ -36,13 +32,13 @@ from samsa.storage.errors import (
 )
 from samsa.storage.file_io import Buffer, FileIO
 from samsa.storage.handle_cache import HandleCache
-from samsa.storage.producer_state import SNAPSHOT_SUFFIX, ProducerStateEntry, ProducerStateManager
-from samsa.storage.records_scan import crc_with_header, record_timestamps
-from samsa.storage.segment import MAX_RELATIVE_OFFSET, CorruptIndexError, LogSegment
+from samsa.storage.local_log import DELETED_SUFFIX, FetchDataInfo, FileRegion, LocalLog
+from samsa.storage.producer_state import ProducerStateEntry, ProducerStateManager
+from samsa.storage.records_scan import crc_with_header
+from samsa.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 
-logger = logging.getLogger(__name__)
+__all__ = ["DELETED_SUFFIX", "FetchDataInfo", "FileRegion", "Log", "LogAppendInfo"]
 
-DELETED_SUFFIX = ".deleted"
 _COPY_THRESHOLD_BYTES = 128 << 10  # below this, copying `bytes` to rewrite in place beats pwritev
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 # the header fields the append path needs without a producer id: batchLength, magic, attributes,
@@ -73,66 +69,11 @@ class LogAppendInfo(NamedTuple):
 _new_tuple = tuple.__new__  # LogAppendInfo/Header without the keyword-handling __new__ of a NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class FileRegion:
-    fd: int  # valid only until the next call into storage
-    position: int
-    size_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    regions: tuple[FileRegion, ...]
-    first_offset: int  # base offset of the first returned batch, or the fetch offset if empty
-
-    def read_bytes(self) -> bytes:
-        parts = []
-        for r in self.regions:
-            data = os.pread(r.fd, r.size_bytes, r.position)
-            while len(data) < r.size_bytes:
-                more = os.pread(r.fd, r.size_bytes - len(data), r.position + len(data))
-                if not more:
-                    raise KafkaStorageError("segment shorter than the region read from it")
-                data += more
-            parts.append(data)
-        return b"".join(parts)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(r.size_bytes for r in self.regions)
-
-
-class Log:
-    # set in open(); declared here for mypy
-    directory: Path
-    config: LogConfig
-    log_start_offset: int
-    high_watermark: int
-    recovery_point: int
-
-    def __init__(self, directory: Path, config: LogConfig, file_io: FileIO, cache: HandleCache,
-                 disk_guard: DiskSpaceGuard) -> None:
-        self.directory = directory
-        self.config = config
-        self._io = file_io
-        self._cache = cache
-        self._disk_guard = disk_guard
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
-        self._epochs = LeaderEpochCache(file_io, directory)
-        self._producers = ProducerStateManager()
-        self._offline_reason: str | None = None
-        self._pending_deletes: list[tuple[int, list[Path], list[int]]] = []
-        self._flush_upto: int | None = None  # a roll asked for the old segments to be flushed
-        self._last_flush_ms = 0
-        self._read_hint: tuple[LogSegment, int, int, int] | None = None  # (segment, offset, position, index entry)
-        self._closed = False
-        self.log_start_offset = 0
-        self.high_watermark = 0
-        self.recovery_point = 0
+class Log(LocalLog):
+    """Kafka's UnifiedLog: what a partition's leader and followers call."""
 
     # =====================================================================================================
-    # opening and recovery (Kafka's LogLoader)
+    # opening (recovery is log_loader's: Kafka's LogLoader)
     # =====================================================================================================
 
     @classmethod
@@ -157,172 +98,12 @@ class Log:
         except FileNotFoundError:
             io.mkdir(directory)
             names = []
-        log._load(names, config, now_ms, recovery_point, log_start_offset, high_watermark)
+        log_loader.load(log, names, config, now_ms, recovery_point, log_start_offset, high_watermark)
         return log
 
-    def _load(self, names: list[str], config: LogConfig, now_ms: int, recovery_point: int | None,
-              log_start_offset: int | None, high_watermark: int | None) -> None:
-        io = self._io
-        log_bases: set[int] = set()
-        for name in names:
-            if name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
-                io.unlink(self.directory / name)
-            elif name.endswith(".log") and name[:-4].isdigit():
-                log_bases.add(int(name[:-4]))
-        for name in names:  # index files whose segment is gone
-            stem, _, ext = name.partition(".")
-            if ext in ("index", "timeindex") and stem.isdigit() and int(stem) not in log_bases:
-                io.unlink(self.directory / name)
-
-        rp = recovery_point if recovery_point is not None else -1
-        if not log_bases:
-            base = log_start_offset if log_start_offset is not None else 0
-            self._add_segment(LogSegment.create(self.directory, base, self._cache, config, created_ms=now_ms))
-        else:
-            for base in sorted(log_bases):
-                seg = LogSegment(self.directory, base, self._cache, config, created_ms=now_ms, size_bytes=-1)
-                seg.size_bytes = io.size(seg.log_path)
-                seg.tail_loaded = seg.size_bytes == 0
-                self._add_segment(seg)
-            self._recover_segments(rp)
-
-        leo = self.log_end_offset
-        first_base = self._segments[0].base_offset
-        start = max(log_start_offset if log_start_offset is not None else first_base, first_base)
-        self.log_start_offset = min(start, leo)
-        self.recovery_point = max(min(rp, leo), self.log_start_offset) if rp >= 0 else self.log_start_offset
-        hw = high_watermark if high_watermark is not None else self.log_start_offset
-        self.high_watermark = min(max(hw, self.log_start_offset), leo)
-        if self._offline_reason is not None:
-            return
-        self._load_epoch_cache(LEADER_EPOCH_CHECKPOINT in names)
-        self._load_producer_state(names if any(name.endswith(SNAPSHOT_SUFFIX) for name in names) else [])
-
-    def _add_segment(self, seg: LogSegment) -> None:
-        self._segments.append(seg)
-        self._bases.append(seg.base_offset)
-
-    def _recover_segments(self, rp: int) -> None:
-        """Kafka's recoverLog: trust what is below the recovery point, scan everything after it.
-
-        Damage in data below the recovery point (which was fsynced) takes the partition offline.
-        Damage above it (a crash cut the tail) is truncated away, with every later segment.
-        """
-        segs = self._segments
-        first_unflushed = max(0, bisect.bisect_right(self._bases, rp) - 1) if rp >= 0 else 0
-        for seg in segs[:first_unflushed]:
-            if not seg.indexes_sane():
-                logger.warning("%s: rebuilding damaged index files", seg.log_path)
-                _, error = seg.recover()
-                if error is not None:
-                    self._go_offline(f"corrupt closed segment {seg.log_path}: {error}")
-                    return
-        for i in range(first_unflushed, len(segs)):
-            seg = segs[i]
-            if rp >= 0 and seg.indexes_sane():
-                try:
-                    seg.load_tail()
-                    if seg.next_offset <= rp:
-                        continue  # fully flushed; no scan needed
-                except (CorruptBatchError, ValueError, OSError):
-                    pass
-            valid_bytes, error = seg.recover()
-            if error is None:
-                continue
-            if seg.next_offset < rp:
-                self._go_offline(f"corrupt segment {seg.log_path} below the recovery point {rp}: {error}")
-                return
-            dropped = segs[i + 1 :]
-            logger.warning("%s: truncating to %d bytes after a crash (%s); dropping %d later segments",
-                           seg.log_path, valid_bytes, error, len(dropped))
-            seg.truncate_to_position(valid_bytes)
-            for later in dropped:
-                for path in later.paths:
-                    self._cache.close_path(path)
-                    self._io.unlink(path)
-            del segs[i + 1 :]
-            del self._bases[i + 1 :]
-            break
-        last = segs[-1]
-        if not last.tail_loaded:
-            last.load_tail()
-
-    def _load_epoch_cache(self, exists: bool = True) -> None:
-        path = self._epochs._path
-        try:
-            entries = read_epoch_checkpoint(self._io, path) if exists else None
-        except CorruptCheckpointError as e:
-            logger.warning("%s is corrupt (%s): rebuilding it from the log", path, e)
-            entries = None
-        if entries is None:
-            self._epochs.reset([])
-            for _, header in self._iter_headers_from(self._segments[0].base_offset):
-                self._epochs.assign(header.partition_leader_epoch, header.base_offset, flush=False)
-            if exists or self._epochs.entries:  # a new, empty log needs no file (and no fsync) yet
-                self._epochs.flush()
-        else:
-            self._epochs.reset(entries)
-            self._epochs.truncate_from_end(self.log_end_offset)
-        self._epochs.truncate_from_start(self.log_start_offset)
-
-    def _load_producer_state(self, names: list[str] | None = None) -> None:
-        """Newest good snapshot at or below the log end, then replay the batches after it.
-
-        `names`: the directory listing if the caller has one ([] when it holds no snapshot).
-        """
-        leo = self.log_end_offset
-        snap = self._producers.load_latest_snapshot(self._io, self.directory, leo, names)
-        start = snap if snap is not None else self._segments[0].base_offset
-        for _, header in self._iter_headers_from(start):
-            self._producers.update(header)
-
-    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, Header]]:
-        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
-        for seg in self._segments[i:]:
-            found = self._translate(seg, offset)
-            if found is None:
-                continue
-            for _, header in seg.iter_headers(found[0]):
-                yield seg, header
-
-    def _go_offline(self, reason: str) -> None:
-        logger.error("%s offline: %s", self.directory, reason)
-        self._offline_reason = reason
-
-    @property
-    def offline_reason(self) -> str | None:
-        return self._offline_reason
-
-    def _check_online(self) -> None:
-        if self._offline_reason is not None:
-            raise KafkaStorageError(f"{self.directory} is offline: {self._offline_reason}")
-        if self._closed:
-            raise KafkaStorageError(f"{self.directory} is closed")
-
     # =====================================================================================================
-    # bounds and config
+    # epochs and producer state
     # =====================================================================================================
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
-
-    @property
-    def active_segment(self) -> LogSegment:
-        return self._segments[-1]
-
-    @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        return tuple(self._segments)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(s.size_bytes for s in self._segments)
-
-    def update_config(self, config: LogConfig) -> None:
-        self.config = config
-        for seg in self._segments:
-            seg.update_config(config)
 
     def update_high_watermark(self, offset: int) -> None:
         self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
@@ -568,252 +349,6 @@ class Log:
         max_ts = max(h.max_timestamp for _, h in batches)
         return LogAppendInfo(first_offset, expected - 1, max_ts, position, -1, self.log_start_offset)
 
-    def _write(self, buffers: list[Buffer], total: int, meta: list[tuple[int, int, int]]) -> int:
-        seg = self._segments[-1]
-        try:
-            return seg.append(buffers, total, meta)
-        except OSError as e:
-            raise self._write_failed(seg, e) from e
-
-    def _write_failed(self, seg: LogSegment, e: OSError) -> KafkaStorageError:
-        if seg.size_bytes != self._io.size(seg.log_path):
-            self._go_offline(f"write to {seg.log_path} failed and could not be undone: {e}")
-        return KafkaStorageError(f"write to {seg.log_path} failed: {e}")
-
-    # =====================================================================================================
-    # roll and flush
-    # =====================================================================================================
-
-    def _maybe_roll_for(self, now_ms: int, incoming_bytes: int, last_offset: int) -> None:
-        if self._segments[-1].needs_roll(now_ms, incoming_bytes, last_offset, self.config):
-            self._roll(now_ms)
-
-    def maybe_roll(self, now_ms: int) -> bool:
-        self._check_online()
-        if self._segments[-1].needs_roll(now_ms, 0, self.log_end_offset, self.config):
-            self._roll(now_ms)
-            return True
-        return False
-
-    def roll(self, now_ms: int) -> None:
-        """Start a new segment at the log end (no-op if the active segment is empty)."""
-        self._check_online()
-        if self._segments[-1].size_bytes:
-            self._roll(now_ms)
-
-    def _roll(self, now_ms: int) -> None:
-        old = self._segments[-1]
-        new_base = self.log_end_offset
-        try:
-            old.on_become_inactive()
-            self._producers.write_snapshot(self._io, self.directory, new_base)
-            seg = LogSegment.create(self.directory, new_base, self._cache, self.config, created_ms=now_ms)
-        except OSError as e:
-            raise KafkaStorageError(f"cannot roll {self.directory}: {e}") from e
-        self._add_segment(seg)
-        self._flush_upto = new_base
-
-    def flush(self, upto: int | None = None) -> None:
-        """fsync everything below `upto` (default: the log end) and advance the recovery point.
-
-        Safe to call from a worker thread: it only reads the segment list and opens its own fds.
-        """
-        end = self.log_end_offset if upto is None else upto
-        if end <= self.recovery_point:
-            return
-        segments = list(self._segments)
-        bases = [s.base_offset for s in segments]
-        first = max(0, bisect.bisect_right(bases, self.recovery_point) - 1)
-        try:
-            for seg in segments[first:]:
-                if seg.base_offset >= end and seg is not segments[-1]:
-                    break
-                seg.fsync()
-            for snap in self._producers.list_snapshots(self._io, self.directory):
-                if snap > self.recovery_point:
-                    try:
-                        fd = self._io.open(self.directory / f"{snap:020d}.snapshot", write=False)
-                    except FileNotFoundError:
-                        continue  # removed meanwhile by truncation or retention
-                    try:
-                        self._io.fsync(fd)
-                    finally:
-                        self._io.close(fd)
-            self._io.fsync_dir(self.directory)
-        except OSError as e:
-            self._go_offline(f"fsync failed: {e}")
-            raise KafkaStorageError(f"fsync of {self.directory} failed: {e}") from e
-        self.recovery_point = max(self.recovery_point, min(end, self.log_end_offset))
-        if self._flush_upto is not None and self._flush_upto <= self.recovery_point:
-            self._flush_upto = None
-
-    def needs_flush(self, now_ms: int) -> bool:
-        unflushed = self.log_end_offset - self.recovery_point
-        if unflushed <= 0:
-            return False
-        return (
-            self._flush_upto is not None
-            or unflushed >= self.config.flush_messages
-            or now_ms - self._last_flush_ms >= self.config.flush_ms
-        )
-
-    def maybe_flush(self, now_ms: int) -> None:
-        """Honour flush.messages / flush.ms, and flush segments a roll left behind (Kafka does that async)."""
-        if self._offline_reason is not None or self._closed:
-            return
-        unflushed = self.log_end_offset - self.recovery_point
-        if unflushed >= self.config.flush_messages or (
-            unflushed > 0 and now_ms - self._last_flush_ms >= self.config.flush_ms
-        ):
-            self.flush()
-            self._last_flush_ms = now_ms
-        elif self._flush_upto is not None:
-            self.flush(self._flush_upto)
-
-    # =====================================================================================================
-    # read and lookups
-    # =====================================================================================================
-
-    def _translate(self, seg: LogSegment, offset: int) -> tuple[int, Header] | None:
-        """seg.translate_offset, rebuilding a damaged index once (indexes are derived data)."""
-        try:
-            return seg.translate_offset(offset)
-        except CorruptIndexError as e:
-            logger.warning("%s: rebuilding index (%s)", seg.log_path, e)
-            self._read_hint = None
-            was_size = seg.size_bytes
-            _, error = seg.recover()
-            if error is not None or seg.size_bytes != was_size:
-                raise CorruptBatchError(f"{seg.log_path}: {error}") from e
-            return seg.translate_offset(offset)
-
-    def _segment_for(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
-
-    def read(self, fetch_offset: int, *, max_bytes: int, max_offset: int | None,
-             min_one_batch: bool = True) -> FetchDataInfo:
-        """Whole batches from the one holding `fetch_offset`, below `max_offset`, up to `max_bytes`.
-
-        At least one batch is returned (if any is below max_offset) when min_one_batch, even past
-        max_bytes.  Data comes from one segment per call, like Kafka.
-        """
-        self._check_online()
-        leo = self.log_end_offset
-        if fetch_offset < self.log_start_offset or fetch_offset > leo:
-            raise OffsetOutOfRangeError(
-                f"offset {fetch_offset} is outside [{self.log_start_offset}, {leo}] of {self.directory.name}"
-            )
-        limit = leo if max_offset is None else min(max_offset, leo)
-        empty = FetchDataInfo((), fetch_offset)
-        if fetch_offset >= limit:
-            return empty
-        try:
-            return self._read(fetch_offset, limit, max_bytes, min_one_batch)
-        except CorruptBatchError as e:
-            self._read_hint = None
-            seg = self._segments[self._segment_for(fetch_offset)]
-            logger.warning("%s: %s; rescanning the segment", seg.log_path, e)
-            try:
-                was_size = seg.size_bytes
-                _, error = seg.recover()  # a damaged index is rebuilt; damaged data takes us offline
-                if error is None and seg.size_bytes == was_size:
-                    return self._read(fetch_offset, limit, max_bytes, min_one_batch)
-                reason = f"corrupt batch in {seg.log_path}: {error}"
-            except (CorruptBatchError, OSError) as e2:
-                reason = f"corrupt batch found while reading: {e2}"
-            self._go_offline(reason)
-            raise KafkaStorageError(reason) from e
-        except OSError as e:
-            raise KafkaStorageError(f"read from {self.directory} failed: {e}") from e
-
-    def _read(self, fetch_offset: int, limit: int, max_bytes: int, min_one_batch: bool) -> FetchDataInfo:
-        segments = self._segments
-        for i in range(self._segment_for(fetch_offset), len(segments)):
-            seg = segments[i]
-            if seg.base_offset >= limit:
-                break
-            found: tuple[int, int, Header] | None = None
-            hint = self._read_hint
-            if hint is not None and hint[0] is seg and hint[1] == fetch_offset:
-                # a consumer continuing where its last fetch ended: no index search needed
-                header = seg.read_header(hint[2])
-                if header is not None and header.base_offset == fetch_offset:
-                    found = (hint[3], hint[2], header)
-            if found is None:
-                found = seg.locate(fetch_offset)
-                if found is None:
-                    continue
-            index_entry, start, header = found
-            if header.last_offset >= limit:
-                break
-            # a closed segment's tail may not be loaded: bound it by the next segment's base instead
-            seg_end = seg.next_offset if i == len(segments) - 1 else segments[i + 1].base_offset
-            if limit >= seg_end:
-                limit_position = seg.size_bytes
-            else:
-                at_limit = seg.translate_offset(limit)
-                limit_position = at_limit[0] if at_limit is not None else seg.size_bytes
-            end_target = min(limit_position, start + max(max_bytes, 0))
-            end, end_entry, next_header = seg.read_end(index_entry, start, end_target)
-            if end == start:
-                if not min_one_batch:
-                    return FetchDataInfo((), header.base_offset)
-                end = start + header.size_bytes
-                next_header = None
-            self._read_hint = (seg, next_header.base_offset, end, end_entry) if next_header is not None else None
-            return FetchDataInfo((FileRegion(seg.fd(), start, end - start),), header.base_offset)
-        return FetchDataInfo((), fetch_offset)
-
-    def fetch_offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int, int] | None:
-        """(offset, timestamp, leader epoch) of the first record with timestamp >= timestamp_ms, else None."""
-        self._check_online()
-        start_offset = self.log_start_offset
-        for seg in self._segments:
-            if seg.next_offset <= start_offset and seg.tail_loaded:
-                continue
-            if seg.max_timestamp_and_offset()[0] < timestamp_ms:
-                continue
-            _, indexed_offset = seg.time_index.lookup(timestamp_ms)
-            found = self._translate(seg, max(indexed_offset, start_offset, seg.base_offset))
-            if found is None:
-                continue
-            for pos, h in seg.iter_headers(found[0]):
-                if h.max_timestamp < timestamp_ms or h.last_offset < start_offset:
-                    continue
-                data = seg.read_bytes(pos, h.size_bytes)
-                try:
-                    for offset, ts in record_timestamps(data, h):
-                        if ts >= timestamp_ms and offset >= start_offset:
-                            return offset, ts, h.partition_leader_epoch
-                except (ValueError, IndexError):
-                    return max(h.base_offset, start_offset), h.max_timestamp, h.partition_leader_epoch
-        return None
-
-    def max_timestamp_offset(self) -> tuple[int, int, int]:
-        """(offset, timestamp, leader epoch) of the record with the largest timestamp (ListOffsets -3).
-
-        (-1, -1, -1) when the log has no timestamped record.
-        """
-        self._check_online()
-        best_ts, best_offset, best_seg = -1, -1, None
-        for seg in self._segments:
-            ts, offset = seg.max_timestamp_and_offset()
-            if ts > best_ts:
-                best_ts, best_offset, best_seg = ts, offset, seg
-        if best_seg is None:
-            return -1, -1, -1
-        found = self._translate(best_seg, best_offset)
-        if found is None:
-            return best_offset, best_ts, -1
-        pos, h = found
-        try:
-            for offset, ts in record_timestamps(best_seg.read_bytes(pos, h.size_bytes), h):
-                if ts == best_ts:
-                    return offset, ts, h.partition_leader_epoch
-        except (ValueError, IndexError):
-            pass
-        return h.last_offset, best_ts, h.partition_leader_epoch
-
     # =====================================================================================================
     # truncation, log start, retention
     # =====================================================================================================
@@ -852,7 +387,7 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, leo)
         self._epochs.truncate_from_end(leo)
         ProducerStateManager.delete_snapshots_above(self._io, self.directory, leo)
-        self._load_producer_state()
+        log_loader.rebuild_producer_state(self)
         self.high_watermark = min(self.high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)
         if self._flush_upto is not None and self._flush_upto > leo:
@@ -926,74 +461,3 @@ class Log:
         self._epochs.truncate_from_start(self.log_start_offset)
         ProducerStateManager.delete_snapshots_below(self._io, self.directory, self._segments[0].base_offset)
         return count
-
-    def _delete_segment_files(self, doomed: list[LogSegment], *, now_ms: int | None) -> None:
-        """Rename to `.deleted` now (readers of the old name get out-of-range), unlink after the delay."""
-        paths: list[Path] = []
-        fds: list[int] = []
-        for seg in doomed:
-            for path in seg.paths:
-                fd = self._cache.detach(path)  # kept open until the unlink, for readers still sending
-                if fd is not None:
-                    fds.append(fd)
-                target = path.with_name(path.name + DELETED_SUFFIX)
-                try:
-                    self._io.rename(path, target)
-                    paths.append(target)
-                except FileNotFoundError:
-                    pass
-            seg.offset_index.forget()
-            seg.time_index.forget()
-        if now_ms is None or self.config.file_delete_delay_ms <= 0:
-            for path in paths:
-                self._io.unlink(path)
-            for fd in fds:
-                self._io.close(fd)
-        else:
-            self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths, fds))
-
-    def _purge_deleted(self, now_ms: int | None) -> None:
-        keep = []
-        for due_ms, paths, fds in self._pending_deletes:
-            if now_ms is None or now_ms >= due_ms:
-                for path in paths:
-                    self._io.unlink(path)
-                for fd in fds:
-                    self._io.close(fd)
-            else:
-                keep.append((due_ms, paths, fds))
-        self._pending_deletes = keep
-
-    # =====================================================================================================
-    # shutdown
-    # =====================================================================================================
-
-    def close(self) -> None:
-        """Clean shutdown: index tails, a producer snapshot at the log end, fsync, release fds."""
-        if self._closed:
-            return
-        try:
-            if self._offline_reason is None:
-                for seg in self._segments:
-                    seg.flush_index_tails()
-                self._producers.write_snapshot(self._io, self.directory, self.log_end_offset)
-                self.flush()
-        finally:
-            self._purge_deleted(None)
-            for seg in self._segments:
-                for path in seg.paths:
-                    self._cache.close_path(path)
-            self._closed = True
-
-    def close_for_delete(self) -> None:
-        """Release fds without flushing: the log is about to be deleted."""
-        for _, _, fds in self._pending_deletes:
-            for fd in fds:
-                self._io.close(fd)
-        self._pending_deletes.clear()
-        self._cache.close_under(self.directory)
-        self._closed = True
-
-    @property
-    def closed(self) -> bool:
-        return self._closed

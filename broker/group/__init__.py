@@ -1,6 +1,8 @@
 """Consumer groups: the classic group coordinator (pure) and its `__consumer_offsets` shell.
 
-    state.py              GroupState and the transition table (Kafka's ClassicGroupState)
+    state.py              GroupState, GroupEvent and the (state, event) -> state table (Kafka's ClassicGroupState)
+    classic_group.py      Group and Member (Kafka's ClassicGroup), the values the coordinator answers with
+    offsets.py            validate/commit/delete/expire a group's offsets (Kafka's OffsetMetadataManager)
     coordinator.py        GroupCoordinator: join/sync/heartbeat/leave, fencing, static membership,
                           timers, offsets, expiry -- a pure state machine driven with now_ms
     records.py            Kafka's __consumer_offsets key/value formats (+ Samsa's reset audit records)

@@ -1,13 +1,19 @@
 """The classic group coordinator: a pure state machine of groups, members, generations and offsets.
 
-It mirrors Kafka 4.1's GroupMetadataManager/ClassicGroup (the classic rebalance protocol) and
-OffsetMetadataManager.  No I/O and no clock: every call takes `now_ms`, `tick(now_ms)` fires the
-timers (session expiry, join/sync deadlines, the initial rebalance delay), and randomness comes
-from a seeded `random.Random`.  The shell (`broker/group/service.py`) persists what
-`drain_records()` returns to `__consumer_offsets` before it answers, and turns `Pending` results
-(JoinGroup and SyncGroup are delayed operations) into awaitable events.
+It mirrors Kafka 4.1's GroupMetadataManager (the classic rebalance protocol over ClassicGroup, in
+`classic_group.py`) and OffsetMetadataManager (`offsets.py`). No I/O and no clock: every call takes
+`now_ms`, `tick(now_ms)` fires the timers (session expiry, join/sync deadlines, the initial rebalance
+delay), and randomness comes from a seeded `random.Random`. The shell (`broker/group/service.py`)
+persists what `drain_records()` returns to `__consumer_offsets` before it answers, and turns `Pending`
+results (JoinGroup and SyncGroup are delayed operations) into awaitable events.
 
-State transitions are checked against the table in `broker/group/state.py`.
+Every state change is an event of the table in `broker/group/state.py`, (state, event) -> state:
+
+    PREPARE_REBALANCE  Empty | CompletingRebalance | Stable -> PreparingRebalance
+    JOIN_COMPLETED     PreparingRebalance -> CompletingRebalance
+    ALL_MEMBERS_LEFT   PreparingRebalance -> Empty
+    LEADER_SYNCED      CompletingRebalance -> Stable
+    DELETED            any -> Dead
 """
 
 from __future__ import annotations
@@ -15,32 +21,38 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from samsa.broker.group.consumer_protocol import subscribed_topics
-from samsa.broker.group.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadata,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    encode_group_metadata_value,
-    encode_key,
-    encode_offset_commit_value,
+from samsa.broker.group import offsets as offset_manager
+from samsa.broker.group.classic_group import (
+    Group,
+    GroupDescription,
+    GroupRecord,
+    JoinRequest,
+    JoinResult,
+    Member,
+    OffsetAndMetadata,
+    Pending,
+    SyncResult,
 )
-from samsa.broker.group.state import GroupState, can_transition
+from samsa.broker.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitValue, encode_key
+from samsa.broker.group.state import GroupEvent, GroupState, can_handle
 from samsa.kproto.errors import ErrorCode
 
-T = TypeVar("T")
+__all__ = [
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupDescription",
+    "GroupRecord",
+    "JoinRequest",
+    "JoinResult",
+    "OffsetAndMetadata",
+    "Pending",
+    "SyncResult",
+]
 
 logger = logging.getLogger(__name__)
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
-NO_GENERATION = -1
-NO_LEADER_EPOCH = -1
-NO_OFFSET = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,239 +66,6 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
     new_member_join_timeout_ms: int = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
-
-
-class Pending(Generic[T]):
-    """The eventual answer of a delayed operation; the shell registers a callback to wake its waiter."""
-
-    __slots__ = ("_callbacks", "result")
-
-    def __init__(self, result: T | None = None) -> None:
-        self.result: T | None = result
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def done(self) -> bool:
-        return self.result is not None
-
-    def complete(self, result: T) -> None:
-        if self.result is not None:
-            return
-        self.result = result
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def on_done(self, callback: Callable[[], None]) -> None:
-        if self.result is not None:
-            callback()
-        else:
-            self._callbacks.append(callback)
-
-
-@dataclass(frozen=True, slots=True)
-class JoinedMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error: ErrorCode
-    member_id: str
-    generation_id: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = ""
-    skip_assignment: bool = False
-    members: tuple[JoinedMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: ErrorCode
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    require_known_member_id: bool = True  # JoinGroup v4+
-    supports_skip_assignment: bool = True  # JoinGroup v9+
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
-    expire_timestamp_ms: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRecord:
-    """A record for the group's `__consumer_offsets` partition; value None is a tombstone."""
-
-    group_id: str
-    key: bytes
-    value: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    state: GroupState
-    protocol_type: str
-    protocol_name: str
-    members: tuple[MemberDescription, ...]
-
-
-@dataclass(eq=False, slots=True)
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    assignment: bytes = b""
-    join_waiter: Pending[JoinResult] | None = None
-    sync_waiter: Pending[SyncResult] | None = None
-    heartbeat_deadline_ms: int = 0
-    is_new: bool = False
-
-    def metadata(self, protocol_name: str | None) -> bytes:
-        for name, metadata in self.protocols:
-            if name == protocol_name:
-                return metadata
-        return b""
-
-    def matches(self, protocols: tuple[tuple[str, bytes], ...]) -> bool:
-        return self.protocols == protocols
-
-    @property
-    def awaiting_join(self) -> bool:
-        return self.join_waiter is not None
-
-    @property
-    def awaiting_sync(self) -> bool:
-        return self.sync_waiter is not None
-
-
-@dataclass(eq=False, slots=True)
-class Group:
-    group_id: str
-    state: GroupState = GroupState.EMPTY
-    previous_state: GroupState = GroupState.EMPTY
-    state_timestamp_ms: int = -1
-    generation_id: int = 0
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
-    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
-    pending_members: dict[str, int] = field(default_factory=dict)  # member id -> expiry (MEMBER_ID_REQUIRED)
-    pending_sync_members: set[str] = field(default_factory=set)
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
-    # timers
-    join_deadline_ms: int | None = None
-    initial_delay_remaining_ms: int | None = None  # set while the first rebalance is being delayed
-    new_member_added: bool = False
-    sync_deadline_ms: int | None = None
-
-    def transition(self, target: GroupState, now_ms: int) -> None:
-        assert can_transition(self.state, target), f"group {self.group_id}: illegal {self.state} -> {target}"
-        self.previous_state = self.state
-        self.state = target
-        self.state_timestamp_ms = now_ms
-
-    @property
-    def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def has_all_members_joined(self) -> bool:
-        return all(m.awaiting_join for m in self.members.values()) and not self.pending_members
-
-    def supports_protocols(self, protocol_type: str, protocols: Iterable[str]) -> bool:
-        names = list(protocols)
-        if not self.members:
-            return bool(protocol_type) and bool(names)
-        if protocol_type != self.protocol_type:
-            return False
-        common = self.candidate_protocols()
-        return any(name in common for name in names)
-
-    def candidate_protocols(self) -> list[str]:
-        """Protocols every member supports, in the order of some member's preference."""
-        members = list(self.members.values())
-        if not members:
-            return []
-        supported = set.intersection(*({name for name, _ in m.protocols} for m in members))
-        return [name for name, _ in members[0].protocols if name in supported]
-
-    def select_protocol(self) -> str:
-        # Kafka's ClassicGroup.selectProtocol: every member votes for its most preferred candidate.
-        candidates = self.candidate_protocols()
-        assert candidates, f"group {self.group_id} has no common protocol"
-        votes = dict.fromkeys(candidates, 0)
-        for m in self.members.values():
-            for name, _ in m.protocols:
-                if name in votes:
-                    votes[name] += 1
-                    break
-        return max(candidates, key=lambda name: votes[name])
-
-    def subscribed_topics(self) -> set[str] | None:
-        """The union of the members' consumer subscriptions, None when unknown (not a consumer group)."""
-        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
-            return None
-        topics: set[str] = set()
-        for m in self.members.values():
-            subscribed = subscribed_topics(m.metadata(self.protocol_name))
-            if subscribed is None:
-                return None
-            topics |= subscribed
-        return topics
-
-    def is_static_member(self, member_id: str) -> bool:
-        member = self.members.get(member_id)
-        return member is not None and member.group_instance_id is not None
-
-    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
-        """Kafka's ClassicGroup.validateMember."""
-        if group_instance_id is not None:
-            existing = self.static_members.get(group_instance_id)
-            if existing is None:
-                return ErrorCode.unknown_member_id
-            if existing != member_id:
-                return ErrorCode.fenced_instance_id
-            return ErrorCode.none
-        return ErrorCode.none if member_id in self.members else ErrorCode.unknown_member_id
 
 
 class GroupCoordinator:
@@ -328,16 +107,7 @@ class GroupCoordinator:
         return None if group is None or group.state is GroupState.DEAD else group
 
     def _store_group(self, group: Group, assignment: dict[str, bytes] | None = None) -> None:
-        members = tuple(
-            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                           m.session_timeout_ms, m.metadata(group.protocol_name),
-                           (assignment or {}).get(m.member_id, m.assignment))
-            for m in group.members.values()
-        )
-        value = GroupMetadataValue(group.protocol_type or "", group.generation_id, group.protocol_name,
-                                   group.leader_id, group.state_timestamp_ms, members)
-        self._records.append(GroupRecord(group.group_id, encode_key(GroupMetadataKey(group.group_id)),
-                                         encode_group_metadata_value(value)))
+        self._records.append(group.metadata_record(assignment))
 
     def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None) -> None:
         member.heartbeat_deadline_ms = now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms)
@@ -401,7 +171,7 @@ class GroupCoordinator:
             case GroupState.COMPLETING_REBALANCE:
                 if member.matches(req.protocols):
                     # The member lost its join response: give it the current generation again.
-                    return Pending(self._join_response(group, member, skip_assignment=False))
+                    return Pending(group.join_response(member, skip_assignment=False))
                 return self._update_member_and_rebalance(group, member, req, now_ms)
             case GroupState.STABLE:
                 if group.leader_id == member.member_id or not member.matches(req.protocols):
@@ -412,15 +182,6 @@ class GroupCoordinator:
                                           group.protocol_name, group.leader_id or ""))
             case _:
                 return Pending(JoinResult(ErrorCode.unknown_member_id, req.member_id))
-
-    def _join_response(self, group: Group, member: Member, *, skip_assignment: bool) -> JoinResult:
-        is_leader = group.leader_id == member.member_id
-        members: tuple[JoinedMember, ...] = ()
-        if is_leader:
-            members = tuple(JoinedMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
-                            for m in group.members.values())
-        return JoinResult(ErrorCode.none, member.member_id, group.generation_id, group.protocol_type,
-                          group.protocol_name, group.leader_id or "", skip_assignment, members)
 
     def _add_member_and_rebalance(self, group: Group, req: JoinRequest, member_id: str,
                                   now_ms: int) -> Pending[JoinResult]:
@@ -462,24 +223,9 @@ class GroupCoordinator:
                                now_ms: int) -> Pending[JoinResult]:
         """KIP-345: a static member that comes back gets the old member's place, fencing the old id."""
         assert req.group_instance_id is not None
-        old_id = group.static_members[req.group_instance_id]
-        old = group.members.pop(old_id)
-        if old.join_waiter is not None:
-            old.join_waiter.complete(JoinResult(ErrorCode.fenced_instance_id, old_id))
-            old.join_waiter = None
-        if old.sync_waiter is not None:
-            old.sync_waiter.complete(SyncResult(ErrorCode.fenced_instance_id))
-            old.sync_waiter = None
         member = Member(new_member_id, req.group_instance_id, req.client_id, req.client_host,
-                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, req.protocols,
-                        assignment=old.assignment)
-        group.members[new_member_id] = member
-        group.static_members[req.group_instance_id] = new_member_id
-        if group.leader_id == old_id:
-            group.leader_id = new_member_id
-        if old_id in group.pending_sync_members:
-            group.pending_sync_members.discard(old_id)
-            group.pending_sync_members.add(new_member_id)
+                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, req.protocols)
+        group.replace_static_member(req.group_instance_id, member)
         self._schedule_heartbeat(member, now_ms)
         match group.state:
             case GroupState.STABLE:
@@ -487,7 +233,7 @@ class GroupCoordinator:
                     # Same protocol for the next generation: no rebalance, the member resumes its assignment.
                     self._store_group(group)
                     is_leader = group.leader_id == new_member_id
-                    result = self._join_response(group, member, skip_assignment=is_leader)
+                    result = group.join_response(member, skip_assignment=is_leader)
                     if is_leader and not req.supports_skip_assignment:
                         result = JoinResult(result.error, result.member_id, result.generation_id,
                                             result.protocol_type, result.protocol_name, result.leader_id)
@@ -510,7 +256,7 @@ class GroupCoordinator:
     # --- rebalance phases ---------------------------------------------------------------------
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int, reason: str) -> None:
-        if can_transition(group.state, GroupState.PREPARING_REBALANCE):
+        if can_handle(group.state, GroupEvent.PREPARE_REBALANCE):
             self._prepare_rebalance(group, now_ms, reason)
         else:
             self._maybe_complete_join(group, now_ms)
@@ -519,11 +265,11 @@ class GroupCoordinator:
         logger.info("group %s: preparing to rebalance in state %s with generation %d: %s", group.group_id,
                     group.state.value, group.generation_id, reason)
         if group.state is GroupState.COMPLETING_REBALANCE:
-            self._propagate_assignment_error(group, ErrorCode.rebalance_in_progress)
+            group.propagate_assignment_error(ErrorCode.rebalance_in_progress)
         group.pending_sync_members.clear()
         group.sync_deadline_ms = None
         initial = group.state is GroupState.EMPTY
-        group.transition(GroupState.PREPARING_REBALANCE, now_ms)
+        group.transition(GroupEvent.PREPARE_REBALANCE, now_ms)
         if initial:
             delay_ms = self.config.initial_rebalance_delay_ms
             group.join_deadline_ms = now_ms + delay_ms
@@ -561,9 +307,9 @@ class GroupCoordinator:
         group.initial_delay_remaining_ms = None
         group.new_member_added = False
         for member in [m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]:
-            self._remove_member(group, member, ErrorCode.unknown_member_id)
+            group.remove_member(member, ErrorCode.unknown_member_id)
         group.pending_members.clear()
-        if group.members and not self._maybe_elect_joined_leader(group):
+        if group.members and not group.maybe_elect_joined_leader():
             # Nobody rejoined (only static members that went quiet): wait for session timeouts.
             group.join_deadline_ms = now_ms + group.rebalance_timeout_ms
             return
@@ -571,57 +317,25 @@ class GroupCoordinator:
         if not group.members:
             group.protocol_name = None
             group.leader_id = None
-            group.transition(GroupState.EMPTY, now_ms)
+            group.transition(GroupEvent.ALL_MEMBERS_LEFT, now_ms)
             self._store_group(group)
             return
         group.protocol_name = group.select_protocol()
-        group.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        group.transition(GroupEvent.JOIN_COMPLETED, now_ms)
         logger.info("group %s: generation %d (%s) with %d member(s), leader %s", group.group_id, group.generation_id,
                     group.protocol_name, len(group.members), group.leader_id)
         for member in group.members.values():
             waiter = member.join_waiter
             member.join_waiter = None
             if waiter is not None:
-                waiter.complete(self._join_response(group, member, skip_assignment=False))
+                waiter.complete(group.join_response(member, skip_assignment=False))
             self._schedule_heartbeat(member, now_ms)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         group.sync_deadline_ms = now_ms + group.rebalance_timeout_ms
 
-    def _maybe_elect_joined_leader(self, group: Group) -> bool:
-        leader = group.members.get(group.leader_id) if group.leader_id else None
-        if leader is not None and leader.awaiting_join:
-            return True
-        for member in group.members.values():
-            if member.awaiting_join:
-                group.leader_id = member.member_id
-                return True
-        return False
-
-    def _propagate_assignment_error(self, group: Group, error: ErrorCode) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-            if member.sync_waiter is not None:
-                waiter, member.sync_waiter = member.sync_waiter, None
-                waiter.complete(SyncResult(error))
-
-    def _remove_member(self, group: Group, member: Member, error: ErrorCode) -> None:
-        del group.members[member.member_id]
-        instance_id = member.group_instance_id
-        if instance_id is not None and group.static_members.get(instance_id) == member.member_id:
-            del group.static_members[instance_id]
-        group.pending_sync_members.discard(member.member_id)
-        if member.join_waiter is not None:
-            waiter, member.join_waiter = member.join_waiter, None
-            waiter.complete(JoinResult(error, member.member_id))
-        if member.sync_waiter is not None:
-            sync, member.sync_waiter = member.sync_waiter, None
-            sync.complete(SyncResult(error))
-        if group.leader_id == member.member_id:
-            group.leader_id = next(iter(group.members), None)
-
     def _remove_member_and_update_group(self, group: Group, member: Member, now_ms: int) -> None:
-        self._remove_member(group, member, ErrorCode.unknown_member_id)
+        group.remove_member(member, ErrorCode.unknown_member_id)
         match group.state:
             case GroupState.STABLE | GroupState.COMPLETING_REBALANCE:
                 self._prepare_rebalance(group, now_ms, f"removing member {member.member_id}")
@@ -666,7 +380,7 @@ class GroupCoordinator:
                     self._store_group(group, full)
                     for m in group.members.values():
                         m.assignment = full[m.member_id]
-                    group.transition(GroupState.STABLE, now_ms)
+                    group.transition(GroupEvent.LEADER_SYNCED, now_ms)
                     for m in group.members.values():
                         if m.sync_waiter is not None:
                             sync, m.sync_waiter = m.sync_waiter, None
@@ -712,33 +426,9 @@ class GroupCoordinator:
         if group is None:
             return ErrorCode.unknown_member_id, [(m, i, ErrorCode.unknown_member_id) for m, i in members]
         self._fire_timers(group, now_ms)
-        results: list[tuple[str, str | None, ErrorCode]] = []
-        leaving: list[Member] = []
-        pending_left = False
-        for member_id, instance_id in members:
-            if member_id in group.pending_members:
-                del group.pending_members[member_id]
-                pending_left = True
-                results.append((member_id, instance_id, ErrorCode.none))
-                continue
-            if instance_id is not None:
-                existing = group.static_members.get(instance_id)
-                if existing is None:
-                    results.append((member_id, instance_id, ErrorCode.unknown_member_id))
-                    continue
-                if member_id and existing != member_id:
-                    results.append((member_id, instance_id, ErrorCode.fenced_instance_id))
-                    continue
-                member_id = existing
-            member = group.members.get(member_id)
-            if member is None:
-                results.append((member_id, instance_id, ErrorCode.unknown_member_id))
-                continue
-            if member not in leaving:
-                leaving.append(member)
-            results.append((member_id, instance_id, ErrorCode.none))
+        results, leaving, pending_left = group.leaving_members(members)
         for member in leaving:
-            self._remove_member(group, member, ErrorCode.unknown_member_id)
+            group.remove_member(member, ErrorCode.unknown_member_id)
         if leaving:
             if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
                 self._prepare_rebalance(group, now_ms, f"{len(leaving)} member(s) left")
@@ -779,21 +469,13 @@ class GroupCoordinator:
                     for member_id in list(group.pending_sync_members):
                         late = group.members.get(member_id)
                         if late is not None:
-                            self._remove_member(group, late, ErrorCode.unknown_member_id)
+                            group.remove_member(late, ErrorCode.unknown_member_id)
                     group.pending_sync_members.clear()
                     self._prepare_rebalance(group, now_ms, "members did not sync in time")
 
     def next_deadline_ms(self) -> int | None:
-        deadlines: list[int] = []
-        for group in self.groups.values():
-            if group.state is GroupState.DEAD:
-                continue
-            deadlines.extend(group.pending_members.values())
-            deadlines.extend(m.heartbeat_deadline_ms for m in group.members.values())
-            if group.join_deadline_ms is not None:
-                deadlines.append(group.join_deadline_ms)
-            if group.sync_deadline_ms is not None:
-                deadlines.append(group.sync_deadline_ms)
+        deadlines = [d for g in self.groups.values() if g.state is not GroupState.DEAD
+                     and (d := g.next_deadline_ms()) is not None]
         return min(deadlines, default=None)
 
     # --- offsets ------------------------------------------------------------------------------
@@ -804,41 +486,15 @@ class GroupCoordinator:
         group = self._live_group(group_id)
         if group is not None:
             self._fire_timers(group, now_ms)
-        if group is None:
-            if generation_id < 0:
-                return ErrorCode.none  # a "simple" group (admin tools, assign-only consumers)
-            return ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
-        if generation_id < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.none
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            error = group.validate_member(member_id, group_instance_id)
-            if error != ErrorCode.none:
-                return error
-            if generation_id != group.generation_id:
-                return ErrorCode.illegal_generation
-        elif group.state is not GroupState.EMPTY:
-            return ErrorCode.unknown_member_id
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.rebalance_in_progress
-        return ErrorCode.none
+        return offset_manager.validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                                     api_version)
 
     def commit_offsets(self, group_id: str, member_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
                        now_ms: int) -> dict[tuple[str, int], ErrorCode]:
         """Store validated offsets; returns the per-partition error (metadata too large)."""
-        group = self._get_or_create(group_id, now_ms)
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        for tp, value in offsets.items():
-            if len(value.metadata.encode()) > self.config.offset_metadata_max_bytes:
-                errors[tp] = ErrorCode.offset_metadata_too_large
-                continue
-            group.offsets[tp] = value
-            self._records.append(GroupRecord(
-                group_id, encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
-                encode_offset_commit_value(OffsetCommitValue(value.offset, value.leader_epoch, value.metadata,
-                                                             value.commit_timestamp_ms, value.expire_timestamp_ms))))
-            errors[tp] = ErrorCode.none
-        # Unlike Kafka's old (Scala) coordinator, Kafka 4's does not count a commit as a heartbeat: a
-        # member that commits but stops heartbeating is still expired after session.timeout.ms.
+        errors, records = offset_manager.commit_offsets(self._get_or_create(group_id, now_ms), offsets,
+                                                        self.config.offset_metadata_max_bytes)
+        self._records.extend(records)
         return errors
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
@@ -851,53 +507,26 @@ class GroupCoordinator:
         group = self._live_group(group_id)
         if group is None:
             return ErrorCode.group_id_not_found, {}
-        subscribed = group.subscribed_topics() if group.state is not GroupState.EMPTY else set()
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        for tp in partitions:
-            if subscribed is None or tp[0] in subscribed:
-                errors[tp] = ErrorCode.group_subscribed_to_topic
-                continue
-            if group.offsets.pop(tp, None) is not None:
-                self._records.append(GroupRecord(group_id, encode_key(OffsetCommitKey(group_id, *tp)), None))
-            errors[tp] = ErrorCode.none
+        errors, records = offset_manager.delete_offsets(group, partitions)
+        self._records.extend(records)
         self._maybe_delete_empty_group(group, now_ms)
         return ErrorCode.none, errors
 
     def expire_offsets(self, now_ms: int) -> int:
         """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets); returns how many."""
         expired = 0
-        retention = self.config.offsets_retention_ms
         for group in list(self.groups.values()):
             if group.state is GroupState.DEAD:
                 continue
-            # Kafka's ClassicGroup.offsetExpirationCondition: an empty consumer group counts from when it
-            # became empty; a simple group, or a stable group's unsubscribed topics, from the commit.
-            since_empty = False
-            if not group.protocol_type:
-                candidates = list(group.offsets)
-            elif group.state is GroupState.EMPTY:
-                since_empty = group.state_timestamp_ms >= 0
-                candidates = list(group.offsets)
-            elif group.state is GroupState.STABLE and (topics := group.subscribed_topics()) is not None:
-                candidates = [tp for tp in group.offsets if tp[0] not in topics]
-            else:
-                continue
-            for tp in candidates:
-                o = group.offsets[tp]
-                base_ms = group.state_timestamp_ms if since_empty else o.commit_timestamp_ms
-                due = (now_ms >= o.expire_timestamp_ms if o.expire_timestamp_ms is not None
-                       else now_ms - base_ms >= retention)
-                if due:
-                    del group.offsets[tp]
-                    self._records.append(GroupRecord(group.group_id,
-                                                     encode_key(OffsetCommitKey(group.group_id, *tp)), None))
-                    expired += 1
+            records = offset_manager.expire_offsets(group, now_ms, self.config.offsets_retention_ms)
+            self._records.extend(records)
+            expired += len(records)
             self._maybe_delete_empty_group(group, now_ms)
         return expired
 
     def _maybe_delete_empty_group(self, group: Group, now_ms: int) -> None:
         if group.state is GroupState.EMPTY and not group.offsets:
-            group.transition(GroupState.DEAD, now_ms)
+            group.transition(GroupEvent.DELETED, now_ms)
             del self.groups[group.group_id]
             self._records.append(GroupRecord(group.group_id, encode_key(GroupMetadataKey(group.group_id)), None))
 
@@ -914,7 +543,7 @@ class GroupCoordinator:
                 results[group_id] = ErrorCode.non_empty_group
                 continue
             for tp in group.offsets:
-                self._records.append(GroupRecord(group_id, encode_key(OffsetCommitKey(group_id, *tp)), None))
+                self._records.append(offset_manager.offset_tombstone(group_id, tp))
             group.offsets.clear()
             self._maybe_delete_empty_group(group, now_ms)
             results[group_id] = ErrorCode.none
@@ -922,16 +551,7 @@ class GroupCoordinator:
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
         group = self._live_group(group_id)
-        if group is None:
-            return None
-        stable = group.state is GroupState.STABLE
-        members = tuple(
-            MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                              m.metadata(group.protocol_name) if stable else b"", m.assignment if stable else b"")
-            for m in group.members.values()
-        )
-        return GroupDescription(group.group_id, group.state, group.protocol_type or "",
-                                (group.protocol_name or "") if stable else "", members)
+        return group.describe() if group is not None else None
 
     def list_groups(self, states: set[GroupState] | None = None) -> list[tuple[str, str, GroupState]]:
         """(group id, protocol type, state) of every live group, optionally only those in `states`."""
@@ -948,35 +568,14 @@ class GroupCoordinator:
             if group is not None:
                 group.offsets.pop((topic, partition), None)
             return
-        group = self._get_or_create(group_id, now_ms)
-        group.offsets[(topic, partition)] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
-                                                              value.commit_timestamp_ms, value.expire_timestamp_ms)
+        offset_manager.replay_offset(self._get_or_create(group_id, now_ms), (topic, partition), value)
 
     def load_group(self, group_id: str, value: GroupMetadataValue | None, now_ms: int) -> None:
         """Replay one group metadata record (None: tombstone, the group was deleted)."""
         if value is None:
             self.groups.pop(group_id, None)
             return
-        group = self._get_or_create(group_id, now_ms)
-        group.protocol_type = value.protocol_type or None
-        group.generation_id = value.generation_id
-        group.protocol_name = value.protocol_name
-        group.leader_id = value.leader_id
-        group.state_timestamp_ms = value.current_state_timestamp_ms
-        group.members = {}
-        group.static_members = {}
-        for m in value.members:
-            protocols = ((value.protocol_name, m.subscription),) if value.protocol_name is not None else ()
-            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                            m.session_timeout_ms, value.protocol_type, protocols, assignment=m.assignment)
-            member.heartbeat_deadline_ms = now_ms + m.session_timeout_ms
-            group.members[m.member_id] = member
-            if m.group_instance_id is not None:
-                group.static_members[m.group_instance_id] = m.member_id
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
-        group.previous_state = group.state
-        if group.leader_id not in group.members:
-            group.leader_id = next(iter(group.members), None)
+        self._get_or_create(group_id, now_ms).replay(value, now_ms)
 
     def finish_loading(self, now_ms: int) -> None:
         """After replay: groups that hold nothing any more are dropped, like Kafka's loader does."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
+from samsa.broker.controller import TopicSpec
 from samsa.broker.group.batches import encode_batch, iter_records
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
 from samsa.broker.group.records import (
@@ -30,17 +31,21 @@ from samsa.broker.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     ResetAuditKey,
+    decode_audit_value,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
+    encode_key,
     partition_for_group,
 )
 from samsa.kproto.errors import ErrorCode
+from samsa.storage.log import Log
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
-    from samsa.broker.metadata.image import MetadataImage
-    from samsa.broker.replica_manager import Partition
+    from samsa.broker.config import BrokerConfig
+    from samsa.broker.controller import Controller, TopicResult
+    from samsa.broker.metadata.image import BrokerImage, MetadataImage
+    from samsa.broker.replica_manager import Partition, ReplicaManager
 
 logger = logging.getLogger(__name__)
 
@@ -56,18 +61,36 @@ DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000
 DEFAULT_COMMIT_TIMEOUT_MS = 5000
 
 
+class GroupBroker(Protocol):
+    """What the group coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def image(self) -> MetadataImage: ...
+    @property
+    def controller(self) -> Controller: ...
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None: ...
+    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]: ...
+    def topic_config(self, topic: str) -> Mapping[str, str]: ...
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _config_int(broker: Broker, key: str, default: int) -> int:
+def _config_int(broker: GroupBroker, key: str, default: int) -> int:
     try:
         return broker.config.get_int(key)
     except KeyError:
         return default
 
 
-def group_config(broker: Broker) -> GroupConfig:
+def group_config(broker: GroupBroker) -> GroupConfig:
     return GroupConfig(
         min_session_timeout_ms=_config_int(broker, "group.min.session.timeout.ms", 6000),
         max_session_timeout_ms=_config_int(broker, "group.max.session.timeout.ms", 1_800_000),
@@ -79,7 +102,7 @@ def group_config(broker: Broker) -> GroupConfig:
 
 
 class GroupService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: GroupBroker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
         self.num_partitions = _config_int(broker, "offsets.topic.num.partitions", 50)
@@ -100,7 +123,6 @@ class GroupService:
     def ensure_offsets_topic(self) -> ErrorCode:
         if OFFSETS_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from samsa.broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
@@ -182,7 +204,6 @@ class GroupService:
         return error, appended
 
     def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes, audit: dict[str, object]) -> None:
-        from samsa.broker.group.records import encode_key
 
         self.coordinator._records.append(GroupRecord(group_id, encode_key(key), value))
         self._audit.setdefault(group_id, []).append(audit)
@@ -229,8 +250,6 @@ class GroupService:
             self.load()
 
     def _load_partition(self, log: object, now: int) -> int:
-        from samsa.broker.group.records import decode_audit_value
-        from samsa.storage.log import Log
 
         assert isinstance(log, Log)
         offset = log.log_start_offset

@@ -1,11 +1,7 @@
-"""The classic group states and the one table of legal transitions between them (Kafka's ClassicGroupState).
+"""The classic group's states and the one table of its transitions, (state, event) -> state (Kafka's ClassicGroupState).
 
-    from / to             Empty  PreparingRebalance  CompletingRebalance  Stable  Dead
-    Empty                   .          join                  .              .    delete / expiry
-    PreparingRebalance    all left     .             join phase done        .    delete
-    CompletingRebalance     .      member change             .         leader sync  delete
-    Stable                  .      member change             .              .    delete
-    Dead                    .          .                     .              .    (stays)
+The table is the whole truth: Group.transition(event) looks the pair up and raises IllegalGroupTransition
+for any pair it lacks (a bug of ours, checked even under `python -O`), as h11's _state.py does.
 
 - Empty: no members; may still hold committed offsets (also "simple" groups that only commit).
 - PreparingRebalance: members are (re)joining; the join phase ends when every member has joined,
@@ -28,26 +24,55 @@ class GroupState(Enum):
     DEAD = "Dead"
 
 
+class GroupEvent(Enum):
+    PREPARE_REBALANCE = "prepare rebalance"  # a member joins, rejoins, changes protocols, leaves or expires
+    JOIN_COMPLETED = "join completed"  # the join phase ended with members: join responses go out
+    ALL_MEMBERS_LEFT = "all members left"  # the join phase ended with nobody left in the group
+    LEADER_SYNCED = "leader synced"  # the leader's SyncGroup brought the assignment
+    DELETED = "deleted"  # DeleteGroups, OffsetDelete or offset expiry left the group with nothing
+
+
 E, P, C, S, D = (GroupState.EMPTY, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
                  GroupState.STABLE, GroupState.DEAD)
 
-# next state -> the states it may be entered from (Kafka's validPreviousStates).
+EVENT_TRIGGERED_TRANSITIONS: dict[tuple[GroupState, GroupEvent], GroupState] = {
+    (E, GroupEvent.PREPARE_REBALANCE): P,
+    (C, GroupEvent.PREPARE_REBALANCE): P,
+    (S, GroupEvent.PREPARE_REBALANCE): P,
+    (P, GroupEvent.JOIN_COMPLETED): C,
+    (P, GroupEvent.ALL_MEMBERS_LEFT): E,
+    (C, GroupEvent.LEADER_SYNCED): S,
+    (E, GroupEvent.DELETED): D,
+    (P, GroupEvent.DELETED): D,
+    (C, GroupEvent.DELETED): D,
+    (S, GroupEvent.DELETED): D,
+    (D, GroupEvent.DELETED): D,
+}
+
+
+class IllegalGroupTransition(RuntimeError):
+    """An event the table does not allow in the group's state: a coordinator bug, never a client's doing."""
+
+
+def next_state(state: GroupState, event: GroupEvent) -> GroupState:
+    try:
+        return EVENT_TRIGGERED_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise IllegalGroupTransition(f"{event.value} in state {state.value}") from None
+
+
+def can_handle(state: GroupState, event: GroupEvent) -> bool:
+    return (state, event) in EVENT_TRIGGERED_TRANSITIONS
+
+
+# The table read by target: next state -> the states it may be entered from (Kafka's validPreviousStates),
+# and state -> the states it may move to.
 VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    E: frozenset({P}),
-    P: frozenset({S, C, E}),
-    C: frozenset({P}),
-    S: frozenset({C}),
-    D: frozenset({S, P, C, E, D}),
+    target: frozenset(s for (s, _), t in EVENT_TRIGGERED_TRANSITIONS.items() if t is target) for target in GroupState
 }
-
-# The same table, read the other way: state -> states it may move to.
 TRANSITIONS: dict[GroupState, frozenset[GroupState]] = {
-    s: frozenset(t for t, prev in VALID_PREVIOUS_STATES.items() if s in prev) for s in GroupState
+    s: frozenset(t for (f, _), t in EVENT_TRIGGERED_TRANSITIONS.items() if f is s) for s in GroupState
 }
-
-
-def can_transition(current: GroupState, target: GroupState) -> bool:
-    return current in VALID_PREVIOUS_STATES[target]
 
 
 def parse_state(name: str) -> GroupState | None:

@@ -24,23 +24,22 @@ import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 
+from samsa.broker.controller import TopicSpec
 from samsa.broker.group.batches import encode_batch, iter_records
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import (
-    CorruptRecordError,
     OffsetCommitKey,
     OffsetCommitValue,
-    decode_offset_commit_value,
     encode_offset_commit_value,
 )
-from samsa.broker.group.records import decode_key as decode_group_key
 from samsa.broker.group.records import encode_key as encode_group_key
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.txn.offset_replay import LOAD_READ_BYTES, OffsetCommit, replay_transactional_offsets
 from samsa.broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
@@ -56,22 +55,27 @@ from samsa.broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
-from samsa.kproto.batch import CorruptBatchError, iter_batches
+from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.records import ControlType, decode_batches, decode_control_record
+from samsa.kproto.messages import request_class
 from samsa.kproto.records import encode_batch as encode_producer_batch
 from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
-    from samsa.broker.metadata.image import MetadataImage
+    from collections.abc import Sequence
+
+    from samsa.broker.config import BrokerConfig
+    from samsa.broker.controller import Controller, TopicResult
+    from samsa.broker.group.service import GroupService
+    from samsa.broker.lifecycle import ProducerIdManager
+    from samsa.broker.metadata.image import BrokerImage, MetadataImage
+    from samsa.broker.replica_manager import ReplicaManager
 
 logger = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
-LOAD_READ_BYTES = 1 << 20
 MARKER_REQUEST_TIMEOUT_S = 10.0  # one WriteTxnMarkers to another broker; the timer retries after it
 WRITE_TXN_MARKERS_KEY = 27
 WRITE_TXN_MARKERS_VERSION = 1
@@ -79,11 +83,32 @@ DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked 
 DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
 
 
+class TxnBroker(Protocol):
+    """What the transaction coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def image(self) -> MetadataImage: ...
+    @property
+    def controller(self) -> Controller: ...
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def producer_ids(self) -> ProducerIdManager: ...
+    @property
+    def groups(self) -> GroupService: ...
+    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None: ...
+    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]: ...
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _config_int(broker: Broker, key: str, default: int) -> int:
+def _config_int(broker: TxnBroker, key: str, default: int) -> int:
     try:
         return broker.config.get_int(key)
     except KeyError:
@@ -97,7 +122,7 @@ class PendingOffsets:
 
 
 class TxnService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: TxnBroker) -> None:
         self.broker = broker
         config = TxnConfig(
             max_timeout_ms=_config_int(broker, "transaction.max.timeout.ms", 900_000),
@@ -131,7 +156,6 @@ class TxnService:
     def ensure_topic(self) -> ErrorCode:
         if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
             return ErrorCode.none
-        from samsa.broker.controller import TopicSpec
 
         live = len(self.broker.controller.live_brokers())
         configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
@@ -269,54 +293,13 @@ class TxnService:
             return
         now = now_ms()
         coordinator = self.broker.groups.coordinator
-        pending: dict[int, list[tuple[str, str, int, OffsetCommitValue]]] = {}
+        pending: dict[int, list[OffsetCommit]] = {}
         for index in sorted(topic.partitions):
             partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
             if partition is None:
                 continue
-            log = partition.log
-            offset, end = log.log_start_offset, log.log_end_offset
-            while offset < end:
-                data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
-                last = offset - 1
-                try:
-                    # Headers only: the (many) plain offset commits are the group loader's, not decoded here.
-                    batches = [(header, position) for position, header in iter_batches(data, verify_crc=False)]
-                except CorruptBatchError as e:
-                    logger.warning("stopping the replay of %s-%d at %d: %s", OFFSETS_TOPIC, index, offset, e)
-                    break
-                for header, position in batches:
-                    last = header.last_offset
-                    if not header.is_transactional or header.base_offset < offset:
-                        continue
-                    try:
-                        ((_, records),) = decode_batches(data[position : position + header.size_bytes],
-                                                         max_decompressed_bytes=LOAD_READ_BYTES * 16)
-                    except (CorruptBatchError, ValueError) as e:
-                        logger.warning("skipping an unreadable transactional batch at %d: %s", header.base_offset, e)
-                        continue
-                    if header.is_control:
-                        done = pending.pop(header.producer_id, [])
-                        try:
-                            committed = bool(records) and decode_control_record(records[0]).type == ControlType.COMMIT
-                        except CorruptBatchError:
-                            committed = False
-                        if committed:
-                            for group_id, t, p, value in done:
-                                coordinator.load_offset(group_id, t, p, value, now)
-                        continue
-                    for record in records:
-                        try:
-                            key = decode_group_key(record.key) if record.key is not None else None
-                            if isinstance(key, OffsetCommitKey) and record.value is not None:
-                                pending.setdefault(header.producer_id, []).append(
-                                    (key.group_id, key.topic, key.partition, decode_offset_commit_value(record.value)))
-                        except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
-                            logger.warning("skipping an unreadable transactional offset commit at %d: %s",
-                                           record.offset, e)
-                if last < offset:
-                    break
-                offset = last + 1
+            replay_transactional_offsets(partition.log, f"{OFFSETS_TOPIC}-{index}", pending,
+                                         lambda g, t, p, value: coordinator.load_offset(g, t, p, value, now))
         for producer_id, commits in pending.items():
             md = self.coordinator.by_producer_id(producer_id)
             if md is not None and not (md.state is TransactionState.ONGOING or md.pending_markers):
@@ -408,8 +391,6 @@ class TxnService:
 
     async def _deliver(self, leader_id: int, keys: list[tuple[int, int, bool, str, int]],
                        values: dict[str, Any]) -> None:
-        from samsa.broker.wire import build
-        from samsa.kproto.messages import request_class
 
         try:
             broker = self.broker.image.brokers.get(leader_id)

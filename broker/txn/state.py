@@ -8,22 +8,26 @@ Prepare*, the markers are written to every partition, then Complete*.  Fencing f
 KIP-588: every InitProducerId bumps the epoch; an ongoing transaction found there is aborted with a
 bumped epoch first (PrepareEpochFence), so the old producer instance is fenced.
 
-    state               valid previous states (Kafka's TransactionState.validPreviousStates)
-    Empty               Empty, CompleteCommit, CompleteAbort
-    Ongoing             Ongoing, Empty, CompleteCommit, CompleteAbort
-    PrepareCommit       Ongoing
-    PrepareAbort        Ongoing, PrepareEpochFence
-    CompleteCommit      PrepareCommit
-    CompleteAbort       PrepareAbort
-    Dead                Empty, CompleteCommit, CompleteAbort
-    PrepareEpochFence   Ongoing
+Every state change is an event of TRANSITIONS, (state, event) -> state, Kafka's
+TransactionState.validPreviousStates with the cause of each step named; an event the table lacks in
+the transaction's state raises IllegalTxnTransition, also under `python -O`:
+
+    event               from                                   to
+    INIT_PRODUCER_ID    Empty, CompleteCommit, CompleteAbort   Empty
+    ADD_PARTITIONS      Ongoing, Empty, Complete*              Ongoing
+    END_COMMIT          Ongoing                                PrepareCommit
+    END_ABORT           Ongoing                                PrepareAbort
+    FENCE_EPOCH         Ongoing                                PrepareEpochFence
+    ABORT_FENCED        PrepareEpochFence                      PrepareAbort
+    MARKERS_WRITTEN     PrepareCommit / PrepareAbort           CompleteCommit / CompleteAbort
+    EXPIRE_ID           Empty, CompleteCommit, CompleteAbort   Dead
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 from samsa.kproto.errors import ErrorCode
 
@@ -60,16 +64,48 @@ _NAMES = {
 }
 STATE_BY_NAME = {name: state for state, name in _NAMES.items()}
 
-VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
-    S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
-    S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
-    S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
-    S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
-    S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
+
+
+class TxnEvent(Enum):
+    INIT_PRODUCER_ID = "InitProducerId"  # a new epoch for a producer with no open transaction
+    ADD_PARTITIONS = "AddPartitionsToTxn"  # (or AddOffsetsToTxn) the transaction is open
+    END_COMMIT = "EndTxn(commit)"
+    END_ABORT = "EndTxn(abort)"
+    FENCE_EPOCH = "fence epoch"  # InitProducerId or the timeout found the transaction open: bump first
+    ABORT_FENCED = "abort fenced"  # ... then abort it with the bumped epoch
+    MARKERS_WRITTEN = "markers written"  # every partition has the marker
+    EXPIRE_ID = "expire transactional id"  # idle past transactional.id.expiration.ms
+
+
+_DONE = (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+TRANSITIONS: dict[tuple[TransactionState, TxnEvent], TransactionState] = {
+    **{(s, TxnEvent.INIT_PRODUCER_ID): S.EMPTY for s in _DONE},
+    **{(s, TxnEvent.ADD_PARTITIONS): S.ONGOING for s in (S.ONGOING, *_DONE)},
+    (S.ONGOING, TxnEvent.END_COMMIT): S.PREPARE_COMMIT,
+    (S.ONGOING, TxnEvent.END_ABORT): S.PREPARE_ABORT,
+    (S.ONGOING, TxnEvent.FENCE_EPOCH): S.PREPARE_EPOCH_FENCE,
+    (S.PREPARE_EPOCH_FENCE, TxnEvent.ABORT_FENCED): S.PREPARE_ABORT,
+    (S.PREPARE_COMMIT, TxnEvent.MARKERS_WRITTEN): S.COMPLETE_COMMIT,
+    (S.PREPARE_ABORT, TxnEvent.MARKERS_WRITTEN): S.COMPLETE_ABORT,
+    **{(s, TxnEvent.EXPIRE_ID): S.DEAD for s in _DONE},
 }
+
+# The table read by target (Kafka's TransactionState.validPreviousStates).
+VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
+    target: frozenset(s for (s, _), t in TRANSITIONS.items() if t is target) for target in TransactionState
+}
+
+
+class IllegalTxnTransition(RuntimeError):
+    """An event the table does not allow in the transaction's state: a coordinator bug, never a client's doing."""
+
+
+def next_state(state: TransactionState, event: TxnEvent) -> TransactionState:
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise IllegalTxnTransition(f"{event.value} in state {state.kafka_name}") from None
+
 
 TopicPartition = tuple[str, int]
 
@@ -86,9 +122,9 @@ class TransactionMetadata:
     last_update_ms: int = -1
     last_producer_epoch: int = NO_PRODUCER_EPOCH  # not persisted (Kafka keeps it in memory too)
 
-    def transition(self, to: TransactionState, now_ms: int) -> None:
-        assert self.state in VALID_PREVIOUS_STATES[to], f"{self.transactional_id}: {self.state.name} -> {to.name}"
-        self.state = to
+    def transition(self, event: TxnEvent, now_ms: int) -> None:
+        """Move by TRANSITIONS; an event it does not allow here raises IllegalTxnTransition."""
+        self.state = next_state(self.state, event)
         self.last_update_ms = now_ms
 
     @property
@@ -197,15 +233,15 @@ class TransactionCoordinator:
             if expected_epoch != md.producer_epoch:
                 return InitResult(ErrorCode.producer_fenced), None
         if md.state is S.ONGOING:
-            md.transition(S.PREPARE_EPOCH_FENCE, now_ms)
+            md.transition(TxnEvent.FENCE_EPOCH, now_ms)
             self._bump_epoch(md)
-            md.transition(S.PREPARE_ABORT, now_ms)
+            md.transition(TxnEvent.ABORT_FENCED, now_ms)
             self._changed(md)
             return InitResult(ErrorCode.concurrent_transactions), md
         self._bump_epoch(md)
         md.timeout_ms = timeout_ms
         md.partitions = set()
-        md.transition(S.EMPTY, now_ms)
+        md.transition(TxnEvent.INIT_PRODUCER_ID, now_ms)
         self._changed(md)
         return InitResult(ErrorCode.none, md.producer_id, md.producer_epoch), None
 
@@ -234,7 +270,7 @@ class TransactionCoordinator:
             md.partitions = set()
             md.start_ms = now_ms
         md.partitions |= wanted
-        md.transition(S.ONGOING, now_ms)
+        md.transition(TxnEvent.ADD_PARTITIONS, now_ms)
         self._changed(md)
         return ErrorCode.none
 
@@ -250,7 +286,7 @@ class TransactionCoordinator:
         assert md is not None
         match md.state:
             case S.ONGOING:
-                md.transition(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, now_ms)
+                md.transition(TxnEvent.END_COMMIT if committed else TxnEvent.END_ABORT, now_ms)
                 self._changed(md)
                 return ErrorCode.none, md
             case S.COMPLETE_COMMIT:
@@ -270,7 +306,7 @@ class TransactionCoordinator:
         """Every marker of a Prepare* transaction is written: move it to Complete*."""
         md = self.transactions[transactional_id]
         assert md.pending_markers, md.state
-        md.transition(S.COMPLETE_COMMIT if md.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT, now_ms)
+        md.transition(TxnEvent.MARKERS_WRITTEN, now_ms)
         md.partitions = set()
         self._changed(md)
 
@@ -281,9 +317,9 @@ class TransactionCoordinator:
         out = []
         for md in self.transactions.values():
             if md.state is S.ONGOING and md.start_ms + md.timeout_ms <= now_ms:
-                md.transition(S.PREPARE_EPOCH_FENCE, now_ms)
+                md.transition(TxnEvent.FENCE_EPOCH, now_ms)
                 self._bump_epoch(md)
-                md.transition(S.PREPARE_ABORT, now_ms)
+                md.transition(TxnEvent.ABORT_FENCED, now_ms)
                 self._changed(md)
                 out.append(md)
         return out
@@ -298,7 +334,7 @@ class TransactionCoordinator:
         limit = self.config.transactional_id_expiration_ms
         for md in list(self.transactions.values()):
             if md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.last_update_ms + limit <= now_ms:
-                md.transition(S.DEAD, now_ms)
+                md.transition(TxnEvent.EXPIRE_ID, now_ms)
                 del self.transactions[md.transactional_id]
                 if self._by_producer_id.get(md.producer_id) is md:
                     del self._by_producer_id[md.producer_id]

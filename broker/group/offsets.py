@@ -1,0 +1,107 @@
+"""A classic group's committed offsets: validate, commit, delete and expire them (Kafka's OffsetMetadataManager).
+
+Pure functions over one Group: each returns the `__consumer_offsets` records the coordinator must
+append, and the coordinator keeps the list of groups and the records in order.
+"""
+
+from __future__ import annotations
+
+from samsa.broker.group.classic_group import Group, GroupRecord, OffsetAndMetadata
+from samsa.broker.group.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_offset_commit_value
+from samsa.broker.group.state import GroupState
+from samsa.kproto.errors import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+def validate_offset_commit(group: Group | None, generation_id: int, member_id: str, group_instance_id: str | None,
+                           api_version: int) -> ErrorCode:
+    """Kafka's ClassicGroup.validateOffsetCommit, before anything is written (timers already fired)."""
+    if group is None:
+        if generation_id < 0:
+            return ErrorCode.none  # a "simple" group (admin tools, assign-only consumers)
+        return ErrorCode.group_id_not_found if api_version >= 9 else ErrorCode.illegal_generation
+    if generation_id < 0 and group.state is GroupState.EMPTY:
+        return ErrorCode.none
+    if generation_id >= 0 or member_id or group_instance_id is not None:
+        error = group.validate_member(member_id, group_instance_id)
+        if error != ErrorCode.none:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+    elif group.state is not GroupState.EMPTY:
+        return ErrorCode.unknown_member_id
+    if group.state is GroupState.COMPLETING_REBALANCE:
+        return ErrorCode.rebalance_in_progress
+    return ErrorCode.none
+
+
+def offset_tombstone(group_id: str, tp: TopicPartition) -> GroupRecord:
+    return GroupRecord(group_id, encode_key(OffsetCommitKey(group_id, *tp)), None)
+
+
+def commit_offsets(group: Group, offsets: dict[TopicPartition, OffsetAndMetadata],
+                   offset_metadata_max_bytes: int) -> tuple[dict[TopicPartition, ErrorCode], list[GroupRecord]]:
+    """Store validated offsets: the per-partition error (metadata too large) and the records to append."""
+    errors: dict[TopicPartition, ErrorCode] = {}
+    records: list[GroupRecord] = []
+    for tp, value in offsets.items():
+        if len(value.metadata.encode()) > offset_metadata_max_bytes:
+            errors[tp] = ErrorCode.offset_metadata_too_large
+            continue
+        group.offsets[tp] = value
+        records.append(GroupRecord(
+            group.group_id, encode_key(OffsetCommitKey(group.group_id, tp[0], tp[1])),
+            encode_offset_commit_value(OffsetCommitValue(value.offset, value.leader_epoch, value.metadata,
+                                                         value.commit_timestamp_ms, value.expire_timestamp_ms))))
+        errors[tp] = ErrorCode.none
+    # Unlike Kafka's old (Scala) coordinator, Kafka 4's does not count a commit as a heartbeat: a
+    # member that commits but stops heartbeating is still expired after session.timeout.ms.
+    return errors, records
+
+
+def delete_offsets(group: Group,
+                   partitions: list[TopicPartition]) -> tuple[dict[TopicPartition, ErrorCode], list[GroupRecord]]:
+    """OffsetDelete: refused per partition while the group is subscribed to its topic."""
+    subscribed = group.subscribed_topics() if group.state is not GroupState.EMPTY else set()
+    errors: dict[TopicPartition, ErrorCode] = {}
+    records: list[GroupRecord] = []
+    for tp in partitions:
+        if subscribed is None or tp[0] in subscribed:
+            errors[tp] = ErrorCode.group_subscribed_to_topic
+            continue
+        if group.offsets.pop(tp, None) is not None:
+            records.append(offset_tombstone(group.group_id, tp))
+        errors[tp] = ErrorCode.none
+    return errors, records
+
+
+def expire_offsets(group: Group, now_ms: int, retention_ms: int) -> list[GroupRecord]:
+    """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets): their tombstones."""
+    # Kafka's ClassicGroup.offsetExpirationCondition: an empty consumer group counts from when it
+    # became empty; a simple group, or a stable group's unsubscribed topics, from the commit.
+    since_empty = False
+    if not group.protocol_type:
+        candidates = list(group.offsets)
+    elif group.state is GroupState.EMPTY:
+        since_empty = group.state_timestamp_ms >= 0
+        candidates = list(group.offsets)
+    elif group.state is GroupState.STABLE and (topics := group.subscribed_topics()) is not None:
+        candidates = [tp for tp in group.offsets if tp[0] not in topics]
+    else:
+        return []
+    records: list[GroupRecord] = []
+    for tp in candidates:
+        o = group.offsets[tp]
+        base_ms = group.state_timestamp_ms if since_empty else o.commit_timestamp_ms
+        due = now_ms >= o.expire_timestamp_ms if o.expire_timestamp_ms is not None else now_ms - base_ms >= retention_ms
+        if due:
+            del group.offsets[tp]
+            records.append(offset_tombstone(group.group_id, tp))
+    return records
+
+
+def replay_offset(group: Group, tp: TopicPartition, value: OffsetCommitValue) -> None:
+    """Take one OffsetCommit record from `__consumer_offsets`."""
+    group.offsets[tp] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
+                                          value.commit_timestamp_ms, value.expire_timestamp_ms)
