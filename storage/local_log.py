@@ -62,7 +62,7 @@ class FetchDataInfo:
 class LocalLog:
     """The segments on disk: writing at the end, reading, rolling, flushing, deleting files, closing."""
 
-    # set in open(); declared here for mypy
+    # set in __init__, then by log_loader.load when Log.open runs; declared here for mypy
     directory: Path
     config: LogConfig
     log_start_offset: int

@@ -19,12 +19,11 @@ marker and keeping those of a transaction still open.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
@@ -38,7 +37,7 @@ from samsa.broker.group.records import (
     encode_offset_commit_value,
 )
 from samsa.broker.group.records import encode_key as encode_group_key
-from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.txn.marker_channel import TransactionMarkerChannelManager
 from samsa.broker.txn.offset_replay import LOAD_READ_BYTES, OffsetCommit, replay_transactional_offsets
 from samsa.broker.txn.records import (
     CorruptTxnRecordError,
@@ -55,9 +54,7 @@ from samsa.broker.txn.state import (
     TransactionState,
     TxnConfig,
 )
-from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.messages import request_class
 from samsa.kproto.records import encode_batch as encode_producer_batch
 from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
@@ -76,9 +73,6 @@ logger = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
-MARKER_REQUEST_TIMEOUT_S = 10.0  # one WriteTxnMarkers to another broker; the timer retries after it
-WRITE_TXN_MARKERS_KEY = 27
-WRITE_TXN_MARKERS_VERSION = 1
 DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked for (Kafka: 10 s)
 DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
 
@@ -137,13 +131,9 @@ class TxnService:
         # producer id -> offsets committed in its open transaction, per group
         self.pending_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         self._loaded: set[int] = set()  # __transaction_state partitions replayed into the coordinator
-        # Markers for partitions other brokers lead go out as WriteTxnMarkers (Kafka's
-        # TransactionMarkerChannelManager): (producer id, epoch, committed, topic, partition) -> the
-        # leader's answer, and the ones on their way.
-        self._remote_results: dict[tuple[int, int, bool, str, int], ErrorCode] = {}
-        self._remote_in_flight: set[tuple[int, int, bool, str, int]] = set()
-        self._marker_clients: dict[int, NodeClient] = {}
-        self._deliveries: set[asyncio.Task[None]] = set()
+        # Markers for partitions other brokers lead go out as WriteTxnMarkers; each answer finishes
+        # what it completes at once, without waiting for the timer.
+        self.markers = TransactionMarkerChannelManager(broker, lambda: self.tick(now_ms()))
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -353,7 +343,7 @@ class TxnService:
                 local.append((topic, index))
                 continue
             key = (producer_id, producer_epoch, committed, topic, index)
-            answered = self._remote_results.get(key)
+            answered = self.markers.answer(key)
             if answered is not None and answered != ErrorCode.not_leader_or_follower:
                 results[(topic, index)] = answered
                 continue
@@ -364,57 +354,12 @@ class TxnService:
                 continue
             results[(topic, index)] = ErrorCode.not_leader_or_follower
             leader = image.brokers.get(p.leader)
-            if leader is not None and not leader.fenced and key not in self._remote_in_flight:
+            if leader is not None and not leader.fenced and not self.markers.in_flight(key):
                 to_send[leader.broker_id].append((topic, index))
         results.update(self.write_markers(producer_id, producer_epoch, coordinator_epoch, committed, local, now))
         for leader_id, tps in to_send.items():
-            self._send_markers(leader_id, producer_id, producer_epoch, coordinator_epoch, committed, tps)
+            self.markers.send(leader_id, producer_id, producer_epoch, coordinator_epoch, committed, tps)
         return results
-
-    def _send_markers(self, leader_id: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                      committed: bool, partitions: list[tuple[str, int]]) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no event loop (a direct call in a test): the partitions stay pending
-        keys = [(producer_id, producer_epoch, committed, t, p) for t, p in partitions]
-        self._remote_in_flight.update(keys)
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for t, p in partitions:
-            by_topic[t].append(p)
-        values = {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch,
-                               "transaction_result": committed, "coordinator_epoch": coordinator_epoch,
-                               "topics": [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}]}
-        task = loop.create_task(self._deliver(leader_id, keys, values))
-        self._deliveries.add(task)  # held until done: the loop keeps only weak references to tasks
-        task.add_done_callback(self._deliveries.discard)
-
-    async def _deliver(self, leader_id: int, keys: list[tuple[int, int, bool, str, int]],
-                       values: dict[str, Any]) -> None:
-
-        try:
-            broker = self.broker.image.brokers.get(leader_id)
-            if broker is None:
-                return
-            client = self._marker_clients.get(leader_id)
-            if client is None or (client.host, client.port) != (broker.host, broker.port):
-                client = self._marker_clients[leader_id] = NodeClient(
-                    broker.host, broker.port, client_id=f"broker-{self.broker.node_id}-txn-markers")
-            request = build(request_class(WRITE_TXN_MARKERS_KEY, WRITE_TXN_MARKERS_VERSION), values)
-            try:
-                response = await client.request(request, timeout_s=MARKER_REQUEST_TIMEOUT_S)
-            except (TimeoutError, NodeUnavailableError) as e:
-                logger.info("transaction markers to broker %d: %s; retrying", leader_id, e)
-                return
-            for marker in response.markers:
-                for t in marker.topics:
-                    for r in t.partitions:
-                        key = (int(marker.producer_id), keys[0][1], keys[0][2], t.name, int(r.partition_index))
-                        if key in self._remote_in_flight:
-                            self._remote_results[key] = ErrorCode(r.error_code)
-        finally:
-            self._remote_in_flight.difference_update(keys)
-        self.tick(now_ms())  # finish what this answer completes, without waiting for the timer
 
     def _complete_offsets(self, producer_id: int, committed: bool, now: int) -> None:
         pending = self.pending_offsets.pop(producer_id, None)
@@ -445,8 +390,7 @@ class TxnService:
             logger.warning("transaction %s: markers not written yet: %s", md.transactional_id,
                            {f"{t}-{p}": e.name for (t, p), e in failed.items()})
             return ErrorCode.coordinator_load_in_progress
-        for key in [k for k in self._remote_results if k[0] == md.producer_id]:
-            del self._remote_results[key]
+        self.markers.forget(md.producer_id)
         self.coordinator.complete(md.transactional_id, now)
         return self.persist(now)
 
