@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.config import BROKER_DEFAULTS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource
+from samsa.broker.config import BROKER_SCHEMA, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from samsa.broker.context import RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -35,7 +35,7 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
             value, source = default_value, default_source
         if default_source != ConfigSource.DEFAULT_CONFIG and d.broker_key is not None:
             chain.append({"name": d.broker_key, "value": default_value, "source": default_source})
-        if d.broker_key is not None and BROKER_DEFAULTS.get(d.broker_key, (None, ""))[1] != "":
+        if d.broker_key is not None and d.broker_key in BROKER_SCHEMA and BROKER_SCHEMA[d.broker_key].default != "":
             # Kafka lists a broker default synonym only where the broker key itself has a default;
             # derived keys (log.retention.ms from log.retention.hours, ...) have none.
             chain.append({"name": d.broker_key, "value": d.default, "source": ConfigSource.DEFAULT_CONFIG})
@@ -47,20 +47,37 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
     return out
 
 
+def _broker_entry(name: str, value: str | None, source: ConfigSource, synonyms: bool, docs: bool) -> dict[str, Any]:
+    entry = BROKER_SCHEMA.get(name)
+    # Kafka's ConfigHelper: a key it has no type for (not in its schema) or a PASSWORD is sensitive, its
+    # value withheld.
+    sensitive = entry is None or entry.type == ConfigType.PASSWORD
+    shown = None if sensitive else value
+    return {
+        "name": name, "value": shown, "read_only": name not in DYNAMIC_BROKER_CONFIGS, "config_source": source,
+        "is_sensitive": sensitive,
+        "synonyms": [{"name": name, "value": shown, "source": source}] if synonyms else (),
+        "config_type": entry.type if entry is not None else ConfigType.UNKNOWN,
+        "documentation": (entry.documentation if entry is not None else None) if docs else None,
+    }
+
+
 def _broker_configs(ctx: RequestContext, keys: Any, synonyms: bool, docs: bool) -> list[dict[str, Any]]:
+    """Every schema key with a value, then every other key given at start (Kafka lists a broker's
+    originals too: listeners, advertised.listeners and each --override key, STATIC_BROKER_CONFIG)."""
     config = ctx.broker.config
     out = []
-    for key, (ctype, _default) in BROKER_DEFAULTS.items():
+    for key in BROKER_SCHEMA:
         if keys is not None and key not in keys:
             continue
         value, source = config.lookup(key)
         if value == "":
             continue
-        chain = [{"name": key, "value": value, "source": source}] if synonyms else ()
-        out.append({
-            "name": key, "value": value, "read_only": key not in DYNAMIC_BROKER_CONFIGS, "config_source": source,
-            "is_sensitive": False, "synonyms": chain, "config_type": ctype, "documentation": None,
-        })
+        out.append(_broker_entry(key, value, source, synonyms, docs))
+    for key, value in config.overrides.items():
+        if key in BROKER_SCHEMA or (keys is not None and key not in keys):
+            continue
+        out.append(_broker_entry(key, value, ConfigSource.STATIC_BROKER_CONFIG, synonyms, docs))
     return out
 
 
@@ -70,7 +87,8 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Any:
     results = []
     for r in request.resources:
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
-        result: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": None,
+        # Kafka answers a described resource with error_message "" (not null).
+        result: dict[str, Any] = {"error_code": ErrorCode.none, "error_message": "",
                                   "resource_type": r.resource_type, "resource_name": r.resource_name,
                                   "configs": ()}
         if r.resource_type == TOPIC:
