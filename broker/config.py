@@ -73,9 +73,9 @@ BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = (
 BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "node.id": K(INT, "1", "this node's id in the cluster", at_least(0)),
     "broker.id": K(INT, "1", "the pre-KRaft name of node.id", at_least(0)),
-    "listeners": K(LIST, "PLAINTEXT://:9092", "NAME://host:port this broker listens on (the first is served)",
+    "listeners": K(STRING, "PLAINTEXT://:9092", "NAME://host:port this broker listens on (the first is served)",
                    Endpoints()),
-    "advertised.listeners": K(LIST, "", "NAME://host:port clients are told to connect to", Endpoints()),
+    "advertised.listeners": K(STRING, "", "NAME://host:port clients are told to connect to", Endpoints()),
     "log.dirs": K(STRING, "./samsa-data", "the data directory (the first of the list is used)"),
     "log.dir": K(STRING, "/tmp/kafka-logs", "the data directory when log.dirs is not set"),
     "num.partitions": K(INT, "1", "partitions of a topic created without a count", at_least(1)),

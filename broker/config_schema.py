@@ -190,14 +190,13 @@ _ENDPOINT = re.compile(r"([A-Za-z0-9_]+)://(\[[0-9a-fA-F:.]*\]|[^:\[\]]*):([0-9]
 
 @dataclass(frozen=True, slots=True)
 class Endpoints:
-    """listeners / advertised.listeners: NAME://host:port items (Kafka's Endpoint parsing)."""
+    """listeners / advertised.listeners (STRING, as Kafka's): comma-separated NAME://host:port items."""
 
     def check(self, name: str, value: ConfigValue) -> None:
-        assert isinstance(value, tuple), value
-        for item in value:
+        for item in _COMMA.split(str(value)) if str(value) else ():
             found = _ENDPOINT.fullmatch(item)
             if found is None or int(found.group(3)) > 65535:
-                raise ConfigError(name, _java(value), f"Unable to parse {item} to a broker endpoint")
+                raise ConfigError(name, value, f"Unable to parse {item} to a broker endpoint")
 
     def describe(self) -> str:
         return "a list of NAME://host:port"

@@ -47,16 +47,26 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Any, synonyms: bool, do
     return out
 
 
-def _broker_entry(name: str, value: str | None, source: ConfigSource, synonyms: bool, docs: bool) -> dict[str, Any]:
+def _broker_entry(ctx: RequestContext, name: str, value: str | None, source: ConfigSource, synonyms: bool,
+                  docs: bool) -> dict[str, Any]:
     entry = BROKER_SCHEMA.get(name)
     # Kafka's ConfigHelper: a key it has no type for (not in its schema) or a PASSWORD is sensitive, its
     # value withheld.
     sensitive = entry is None or entry.type == ConfigType.PASSWORD
-    shown = None if sensitive else value
+    chain = []
+    if synonyms:
+        # Kafka's synonyms: every layer that holds the key, most precedent first, then its default.
+        config = ctx.broker.config
+        for layer, layer_source in ((config.dynamic_node, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                                    (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                    (config.overrides, ConfigSource.STATIC_BROKER_CONFIG)):
+            if name in layer:
+                chain.append({"name": name, "value": None if sensitive else layer[name], "source": layer_source})
+        if entry is not None and entry.default != "":
+            chain.append({"name": name, "value": entry.default, "source": ConfigSource.DEFAULT_CONFIG})
     return {
-        "name": name, "value": shown, "read_only": name not in DYNAMIC_BROKER_CONFIGS, "config_source": source,
-        "is_sensitive": sensitive,
-        "synonyms": [{"name": name, "value": shown, "source": source}] if synonyms else (),
+        "name": name, "value": None if sensitive else value, "read_only": name not in DYNAMIC_BROKER_CONFIGS,
+        "config_source": source, "is_sensitive": sensitive, "synonyms": chain,
         "config_type": entry.type if entry is not None else ConfigType.UNKNOWN,
         "documentation": (entry.documentation if entry is not None else None) if docs else None,
     }
@@ -73,12 +83,18 @@ def _broker_configs(ctx: RequestContext, keys: Any, synonyms: bool, docs: bool) 
         value, source = config.lookup(key)
         if value == "":
             continue
-        out.append(_broker_entry(key, value, source, synonyms, docs))
+        out.append(_broker_entry(ctx, key, value, source, synonyms, docs))
     for key, value in config.overrides.items():
         if key in BROKER_SCHEMA or (keys is not None and key not in keys):
             continue
-        out.append(_broker_entry(key, value, ConfigSource.STATIC_BROKER_CONFIG, synonyms, docs))
+        out.append(_broker_entry(ctx, key, value, ConfigSource.STATIC_BROKER_CONFIG, synonyms, docs))
     return out
+
+
+def _cluster_default_configs(ctx: RequestContext, keys: Any, synonyms: bool, docs: bool) -> list[dict[str, Any]]:
+    """The "" broker resource: only the cluster-wide dynamic defaults set (Kafka's perBrokerConfig=false)."""
+    return [_broker_entry(ctx, key, value, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, synonyms, docs)
+            for key, value in ctx.broker.config.dynamic_default.items() if keys is None or key in keys]
 
 
 def handle_describe_configs(request: Any, ctx: RequestContext) -> Any:
@@ -102,6 +118,8 @@ def handle_describe_configs(request: Any, ctx: RequestContext) -> Any:
                 result.update(error_code=ErrorCode.invalid_request,
                               error_message=f"Unexpected broker id, expected {ctx.broker.node_id} or empty "
                                             f"string, but received {r.resource_name}")
+            elif r.resource_name == "":
+                result["configs"] = _cluster_default_configs(ctx, keys, synonyms, docs)
             else:
                 result["configs"] = _broker_configs(ctx, keys, synonyms, docs)
         else:
