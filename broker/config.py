@@ -413,8 +413,7 @@ class BrokerConfig:
         return d.default, ConfigSource.DEFAULT_CONFIG
 
 
-@dataclass(frozen=True, slots=True)
-class StaticConfigCheck:
+class StaticConfigCheck(NamedTuple):
     """What `check_static_config` found: refusals (the broker must not start) and warnings."""
 
     errors: tuple[str, ...]
