@@ -516,13 +516,16 @@ def log_config_for(broker: BrokerConfig, topic_overrides: Mapping[str, str]) -> 
 
     policy = c["cleanup.policy"]
     assert isinstance(policy, tuple)
+    # Kafka's UnifiedLog.deleteOldSegments: retention.ms / retention.bytes delete segments only when
+    # cleanup.policy includes delete; a compact-only topic (__consumer_offsets) or an empty policy keeps them.
+    deletes = "delete" in policy
     return LogConfig(
         segment_bytes=number("segment.bytes"),
         segment_ms=number("segment.ms"),
         segment_index_bytes=number("segment.index.bytes"),
         index_interval_bytes=number("index.interval.bytes"),
-        retention_ms=number("retention.ms"),
-        retention_bytes=number("retention.bytes"),
+        retention_ms=number("retention.ms") if deletes else -1,
+        retention_bytes=number("retention.bytes") if deletes else -1,
         message_timestamp_type=str(c["message.timestamp.type"]),
         flush_messages=number("flush.messages"),
         flush_ms=number("flush.ms"),

@@ -179,3 +179,11 @@ def test_dynamic_broker_configs_are_validated_by_the_schema() -> None:
     assert validate_broker_config("log.segment.bytes", "100") == (
         "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576")
     assert validate_broker_config("log.retention.hours", None) is None
+
+
+def test_retention_deletes_only_when_the_cleanup_policy_says_delete() -> None:
+    config = BrokerConfig()
+    for policy, deletes in (("delete", True), ("compact,delete", True), ("compact", False), ("", False)):
+        log_config = log_config_for(config, {"cleanup.policy": policy, "retention.ms": "1000",
+                                             "retention.bytes": "5000"})
+        assert (log_config.retention_ms, log_config.retention_bytes) == ((1000, 5000) if deletes else (-1, -1))
