@@ -106,7 +106,7 @@ def test_topic_config_set_rules() -> None:
 
 def test_the_schema_is_complete_and_its_defaults_are_valid() -> None:
     for name, entry in BROKER_SCHEMA.items():
-        assert entry.documentation, name
+        assert entry.documentation, f"{name}: give it a doc line (K(type, default, doc) or BROKER_DOCS)"
         if entry.default != "":
             check_value(name, entry.type, entry.validator, entry.default)
     for name, d in TOPIC_CONFIGS.items():
