@@ -11,36 +11,63 @@ import sys
 import time
 from pathlib import Path
 
-from samsa.broker.config import BrokerConfig, read_properties
+from samsa.broker.config import BrokerConfig, check_static_config, read_properties
+
+
+class ServeConfigError(Exception):
+    """A `samsa serve` argument that cannot be read; the message is the one line printed before exiting."""
 
 
 def _host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep:
         return text, default_port
+    if not port.isdigit() or int(port) > 65535:
+        raise ServeConfigError(f"Invalid address {text}: expected HOST:PORT with a port from 0 to 65535")
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
-    overrides: dict[str, str] = {}
+def _endpoint(host: str, port: int) -> str:
+    return f"PLAINTEXT://[{host}]:{port}" if ":" in host else f"PLAINTEXT://{host}:{port}"
+
+
+def given_config(args: argparse.Namespace) -> dict[str, str]:
+    """The broker keys the user gave: the --config file's, then each --override (which wins)."""
+    given: dict[str, str] = {}
     if args.config:
-        overrides.update(read_properties(Path(args.config)))
+        try:
+            given.update(read_properties(Path(args.config)))
+        except (OSError, UnicodeDecodeError) as e:
+            raise ServeConfigError(f"Cannot read --config {args.config}: {e}") from e
     for item in args.override or ():
-        key, _, value = item.partition("=")
-        overrides[key.strip()] = value.strip()
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ServeConfigError(f"Invalid --override {item!r}: expected KEY=VALUE")
+        given[key.strip()] = value.strip()
+    return given
+
+
+def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
+    """The broker's config from `samsa serve`'s arguments; ServeConfigError for an argument that cannot be
+    read (values are checked against the schema by check_static_config)."""
+    overrides = given_config(args)
     listen = args.listen
     if listen is None:
         listen = "127.0.0.1:9092"
-        for key in ("listeners",):
-            if key in overrides:
-                first = overrides[key].split(",")[0]
-                listen = first.split("://", 1)[-1]
+        if overrides.get("listeners"):
+            listen = overrides["listeners"].split(",")[0].strip().split("://", 1)[-1]
     host, port = _host_port(listen)
     advertise = args.advertise
-    if advertise is None and "advertised.listeners" in overrides:
-        advertise = overrides["advertised.listeners"].split(",")[0].split("://", 1)[-1]
+    if advertise is None and overrides.get("advertised.listeners"):
+        advertise = overrides["advertised.listeners"].split(",")[0].strip().split("://", 1)[-1]
     adv_host, adv_port = _host_port(advertise, port) if advertise else (host if host != "0.0.0.0" else "127.0.0.1",
                                                                       port)
+    # What the broker listens on and advertises were given at start (flags or file): DescribeConfigs reports
+    # them as static broker configs, as Kafka does.
+    if args.listen is not None or "listeners" not in overrides:
+        overrides["listeners"] = _endpoint(host, port)
+    if args.advertise is not None or "advertised.listeners" not in overrides:
+        overrides["advertised.listeners"] = _endpoint(adv_host, adv_port)
     data_dir = args.data_dir
     if data_dir is None:
         data_dir = overrides.get("log.dirs", overrides.get("log.dir", "./samsa-data")).split(",")[0]
@@ -60,6 +87,26 @@ def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
     )
 
 
+def load_serve_config(args: argparse.Namespace, log: logging.Logger) -> BrokerConfig | None:
+    """The validated config, or None after logging why the broker must not start (one line per bad key).
+
+    Every key given is checked against the schema before anything listens: a bad value refuses the start;
+    an unknown key or a Kafka key Samsa does not implement is one WARN line each.
+    """
+    try:
+        given = given_config(args)
+        config = broker_config_from_args(args)
+        report = check_static_config({**given, **{k: v for k, v in config.overrides.items() if k not in given}})
+    except ServeConfigError as e:
+        log.error("samsa serve: %s", e)
+        return None
+    for warning in report.warnings:
+        log.warning("%s", warning)
+    for error in report.errors:
+        log.error("samsa serve: %s", error)
+    return None if report.errors else config
+
+
 SHUTDOWN_HANDOVER_S = 5.0
 
 
@@ -74,7 +121,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     log = logging.getLogger("samsa")
-    config = broker_config_from_args(args)
+    loaded = load_serve_config(args, log)
+    if loaded is None:
+        return 1
+    config = loaded
     started = time.monotonic()
     broker = Broker(config)
     # main() turned the cyclic GC off for the imports and the broker's construction (they allocate much

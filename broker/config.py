@@ -1,173 +1,167 @@
-"""Broker and topic configuration under Kafka's names, with Kafka 4.1's defaults.
+"""Broker and topic configuration under Kafka's names, with Kafka 4.1's defaults, typed and parsed once.
 
-`BrokerConfig` reads a Kafka `server.properties`; `TOPIC_CONFIGS` lists every topic config Samsa
-understands, the broker key that supplies its default, and its type, so DescribeConfigs can report
-value, source and type exactly as Kafka does.
+`BROKER_DEFAULTS` is the broker half of the schema (the topic half, `TOPIC_CONFIGS`, and the types,
+parsing and validators are in `config_schema`); `BrokerConfig` holds what a broker runs with, as strings
+and as a parsed, typed view built once (at start and on each dynamic change); `check_static_config`
+validates a `server.properties` / `--override` set before the broker listens.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
+from typing import NamedTuple
 
+from samsa.broker.config_schema import (
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    ConfigDef,
+    ConfigError,
+    ConfigSource,
+    ConfigType,
+    ConfigValue,
+    Endpoints,
+    HostPort,
+    QuorumVoters,
+    Validator,
+    at_least,
+    check_topic_configs,
+    check_value,
+    closest,
+    expected,
+    one_of,
+)
 from samsa.storage.config import LogConfig
 
-LONG_MAX = 9223372036854775807
+__all__ = [
+    "BROKER_DEFAULTS", "BROKER_SCHEMA", "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "TOPIC_CONFIGS", "BrokerConfig",
+    "BrokerKey", "ConfigDef", "ConfigSource", "ConfigType", "K", "check_static_config", "check_topic_configs",
+    "effective_topic_config", "log_config_for", "validate_broker_config", "validate_topic_config",
+]
+
+logger = logging.getLogger("samsa.config")
 
 
-class ConfigType(IntEnum):
-    """DescribeConfigs config_type (KIP-336)."""
+class BrokerKey(NamedTuple):
+    """One broker config: type, default ("" = none, Kafka's null), one documentation line, validator
+    (beyond the type), dynamic (AlterConfigs may change it) and implemented (Samsa honours it)."""
 
-    UNKNOWN = 0
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs config_source."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    name: str
     type: ConfigType
     default: str
-    broker_key: str | None = None  # the broker config that supplies the topic default
-    valid: tuple[str, ...] = ()  # allowed values for enumerations (lower-case compare)
-    minimum: int | None = None
     documentation: str = ""
+    validator: Validator | None = None
+    dynamic: bool = False
+    implemented: bool = True
 
 
-# Topic configs (Kafka's LogConfig / TopicConfig), with the broker key that supplies each default.
-TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
-    d.name: d
-    for d in (
-        ConfigDef("cleanup.policy", ConfigType.LIST, "delete", "log.cleanup.policy", ("delete", "compact")),
-        ConfigDef("compression.gzip.level", ConfigType.INT, "-1", "compression.gzip.level", minimum=-1),
-        ConfigDef("compression.lz4.level", ConfigType.INT, "9", "compression.lz4.level", minimum=1),
-        ConfigDef("compression.zstd.level", ConfigType.INT, "3", "compression.zstd.level", minimum=-131072),
-        ConfigDef("compression.type", ConfigType.STRING, "producer", "compression.type",
-                  ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-        ConfigDef("delete.retention.ms", ConfigType.LONG, "86400000", "log.cleaner.delete.retention.ms", minimum=0),
-        ConfigDef("file.delete.delay.ms", ConfigType.LONG, "60000", "log.segment.delete.delay.ms", minimum=0),
-        ConfigDef("follower.replication.throttled.replicas", ConfigType.LIST, ""),
-        ConfigDef("flush.messages", ConfigType.LONG, str(LONG_MAX), "log.flush.interval.messages", minimum=1),
-        ConfigDef("flush.ms", ConfigType.LONG, str(LONG_MAX), "log.flush.interval.ms", minimum=0),
-        ConfigDef("index.interval.bytes", ConfigType.INT, "4096", "log.index.interval.bytes", minimum=0),
-        ConfigDef("leader.replication.throttled.replicas", ConfigType.LIST, ""),
-        ConfigDef("max.compaction.lag.ms", ConfigType.LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms",
-                  minimum=1),
-        ConfigDef("max.message.bytes", ConfigType.INT, "1048588", "message.max.bytes", minimum=0),
-        ConfigDef("message.timestamp.after.max.ms", ConfigType.LONG, "3600000",
-                  "log.message.timestamp.after.max.ms", minimum=0),
-        ConfigDef("message.timestamp.before.max.ms", ConfigType.LONG, str(LONG_MAX),
-                  "log.message.timestamp.before.max.ms", minimum=0),
-        ConfigDef("message.timestamp.type", ConfigType.STRING, "CreateTime", "log.message.timestamp.type",
-                  ("createtime", "logappendtime")),
-        ConfigDef("min.cleanable.dirty.ratio", ConfigType.DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio"),
-        ConfigDef("min.compaction.lag.ms", ConfigType.LONG, "0", "log.cleaner.min.compaction.lag.ms", minimum=0),
-        ConfigDef("min.insync.replicas", ConfigType.INT, "1", "min.insync.replicas", minimum=1),
-        ConfigDef("preallocate", ConfigType.BOOLEAN, "false", "log.preallocate", ("true", "false")),
-        ConfigDef("retention.bytes", ConfigType.LONG, "-1", "log.retention.bytes"),
-        ConfigDef("retention.ms", ConfigType.LONG, "604800000", "log.retention.ms", minimum=-1),
-        ConfigDef("segment.bytes", ConfigType.INT, "1073741824", "log.segment.bytes", minimum=14),
-        ConfigDef("segment.index.bytes", ConfigType.INT, "10485760", "log.index.size.max.bytes", minimum=4),
-        ConfigDef("segment.jitter.ms", ConfigType.LONG, "0", "log.roll.jitter.ms", minimum=0),
-        ConfigDef("segment.ms", ConfigType.LONG, "604800000", "log.roll.ms", minimum=1),
-        ConfigDef("unclean.leader.election.enable", ConfigType.BOOLEAN, "false",
-                  "unclean.leader.election.enable", ("true", "false")),
-    )
-}
+def K(ctype: ConfigType, default: str, documentation: str, validator: Validator | None = None, *,
+      dynamic: bool = False, implemented: bool = True) -> BrokerKey:
+    return BrokerKey(ctype, default, documentation, validator, dynamic, implemented)
 
-# Broker configs Samsa reads. Values are strings as in server.properties.
-BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
-    "node.id": (ConfigType.INT, "1"),
-    "broker.id": (ConfigType.INT, "1"),
-    "num.partitions": (ConfigType.INT, "1"),
-    "default.replication.factor": (ConfigType.INT, "1"),
-    "auto.create.topics.enable": (ConfigType.BOOLEAN, "true"),
-    "delete.topic.enable": (ConfigType.BOOLEAN, "true"),
-    "message.max.bytes": (ConfigType.INT, "1048588"),
-    "socket.request.max.bytes": (ConfigType.INT, "104857600"),
-    "log.dirs": (ConfigType.STRING, "./samsa-data"),
-    "log.retention.hours": (ConfigType.INT, "168"),
-    "log.retention.minutes": (ConfigType.INT, ""),
-    "log.retention.ms": (ConfigType.LONG, ""),
-    "log.retention.bytes": (ConfigType.LONG, "-1"),
-    "log.retention.check.interval.ms": (ConfigType.LONG, "300000"),
-    "log.segment.bytes": (ConfigType.INT, "1073741824"),
-    "log.roll.hours": (ConfigType.INT, "168"),
-    "log.roll.ms": (ConfigType.LONG, ""),
-    "log.roll.jitter.ms": (ConfigType.LONG, ""),
-    "log.roll.jitter.hours": (ConfigType.INT, "0"),
-    "log.index.interval.bytes": (ConfigType.INT, "4096"),
-    "log.index.size.max.bytes": (ConfigType.INT, "10485760"),
-    "log.flush.interval.messages": (ConfigType.LONG, str(LONG_MAX)),
-    "log.flush.interval.ms": (ConfigType.LONG, ""),
-    "log.flush.scheduler.interval.ms": (ConfigType.LONG, str(LONG_MAX)),
-    "log.message.timestamp.type": (ConfigType.STRING, "CreateTime"),
-    "log.message.timestamp.after.max.ms": (ConfigType.LONG, "3600000"),
-    "log.message.timestamp.before.max.ms": (ConfigType.LONG, str(LONG_MAX)),
-    "log.cleanup.policy": (ConfigType.LIST, "delete"),
-    "log.cleaner.delete.retention.ms": (ConfigType.LONG, "86400000"),
-    "log.cleaner.max.compaction.lag.ms": (ConfigType.LONG, str(LONG_MAX)),
-    "log.cleaner.min.compaction.lag.ms": (ConfigType.LONG, "0"),
-    "log.cleaner.min.cleanable.ratio": (ConfigType.DOUBLE, "0.5"),
-    "log.segment.delete.delay.ms": (ConfigType.LONG, "60000"),
-    "log.preallocate": (ConfigType.BOOLEAN, "false"),
-    "compression.type": (ConfigType.STRING, "producer"),
-    "compression.gzip.level": (ConfigType.INT, "-1"),
-    "compression.lz4.level": (ConfigType.INT, "9"),
-    "compression.zstd.level": (ConfigType.INT, "3"),
-    "min.insync.replicas": (ConfigType.INT, "1"),
-    "unclean.leader.election.enable": (ConfigType.BOOLEAN, "false"),
-    "offsets.topic.num.partitions": (ConfigType.INT, "50"),
-    "offsets.topic.replication.factor": (ConfigType.SHORT, "3"),
-    "offsets.retention.minutes": (ConfigType.INT, "10080"),
-    "group.initial.rebalance.delay.ms": (ConfigType.INT, "3000"),
-    "group.min.session.timeout.ms": (ConfigType.INT, "6000"),
-    "group.max.session.timeout.ms": (ConfigType.INT, "1800000"),
-    "transaction.state.log.num.partitions": (ConfigType.INT, "50"),
-    "queued.max.requests": (ConfigType.INT, "500"),
-    "samsa.max.open.files": (ConfigType.INT, "1000"),
-    "samsa.min.free.disk.bytes": (ConfigType.LONG, "104857600"),
-    "samsa.max.decompressed.batch.bytes": (ConfigType.INT, "67108864"),
-    "producer.id.expiration.ms": (ConfigType.INT, "86400000"),
-    "producer.id.expiration.check.interval.ms": (ConfigType.INT, "600000"),
-    "transactional.id.expiration.ms": (ConfigType.INT, "604800000"),
-    "transaction.max.timeout.ms": (ConfigType.INT, "900000"),
-    "transaction.state.log.replication.factor": (ConfigType.SHORT, "3"),
-    "group.max.size": (ConfigType.INT, "2147483647"),
-    "offset.metadata.max.bytes": (ConfigType.INT, "4096"),
-    "offsets.retention.check.interval.ms": (ConfigType.LONG, "600000"),
-    "offsets.commit.timeout.ms": (ConfigType.INT, "5000"),
+
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST = (
+    ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE,
+    ConfigType.LIST)
+
+# Broker configs, Kafka's name -> K(type, default, doc, validator, dynamic=..., implemented=...).
+# The short form `"name": (ConfigType.X, "default"),` is accepted too (type-checked only, static,
+# implemented; its doc line goes in BROKER_DOCS). Broker keys that supply a topic config's default
+# (TOPIC_CONFIGS[...].broker_key) take that topic config's validator and are dynamic, as Kafka's.
+BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
+    "node.id": K(INT, "1", "this node's id in the cluster", at_least(0)),
+    "broker.id": K(INT, "1", "the pre-KRaft name of node.id", at_least(0)),
+    "listeners": K(STRING, "PLAINTEXT://:9092", "NAME://host:port this broker listens on (the first is served)",
+                   Endpoints()),
+    "advertised.listeners": K(STRING, "", "NAME://host:port clients are told to connect to", Endpoints()),
+    "log.dirs": K(STRING, "./samsa-data", "the data directory (the first of the list is used)"),
+    "log.dir": K(STRING, "/tmp/kafka-logs", "the data directory when log.dirs is not set"),
+    "num.partitions": K(INT, "1", "partitions of a topic created without a count", at_least(1)),
+    "default.replication.factor": K(INT, "1", "replication factor of a topic created without one", at_least(1)),
+    "auto.create.topics.enable": K(BOOLEAN, "true", "Metadata may create a topic it is asked about"),
+    "delete.topic.enable": K(BOOLEAN, "true", "DeleteTopics is allowed"),
+    "message.max.bytes": K(INT, "1048588", "the largest record batch a topic accepts by default"),
+    "socket.request.max.bytes": K(INT, "104857600", "the largest request frame", at_least(1)),
+    "log.retention.hours": K(INT, "168", "retention.ms's default in hours", dynamic=True),
+    "log.retention.minutes": K(INT, "", "retention.ms's default in minutes (over hours)", dynamic=True),
+    "log.retention.ms": K(LONG, "", "retention.ms's default (over minutes and hours)"),
+    "log.retention.bytes": K(LONG, "-1", "retention.bytes's default"),
+    "log.retention.check.interval.ms": K(LONG, "300000", "how often retention runs", at_least(1)),
+    "log.segment.bytes": K(INT, "1073741824", "segment.bytes's default"),
+    "log.roll.hours": K(INT, "168", "segment.ms's default in hours", at_least(1), dynamic=True),
+    "log.roll.ms": K(LONG, "", "segment.ms's default (over hours)"),
+    "log.roll.jitter.ms": K(LONG, "", "segment.jitter.ms's default", implemented=False),
+    "log.roll.jitter.hours": K(INT, "0", "segment.jitter.ms's default in hours", at_least(0), dynamic=True,
+                               implemented=False),
+    "log.index.interval.bytes": K(INT, "4096", "index.interval.bytes's default"),
+    "log.index.size.max.bytes": K(INT, "10485760", "segment.index.bytes's default"),
+    "log.flush.interval.messages": K(LONG, str(LONG_MAX), "flush.messages's default"),
+    "log.flush.interval.ms": K(LONG, "", "flush.ms's default (else log.flush.scheduler.interval.ms)"),
+    "log.flush.scheduler.interval.ms": K(LONG, str(LONG_MAX), "flush.ms's default when log.flush.interval.ms is unset"),
+    "log.message.timestamp.type": K(STRING, "CreateTime", "message.timestamp.type's default"),
+    "log.message.timestamp.after.max.ms": K(LONG, "3600000", "message.timestamp.after.max.ms's default"),
+    "log.message.timestamp.before.max.ms": K(LONG, str(LONG_MAX), "message.timestamp.before.max.ms's default"),
+    "log.cleanup.policy": K(LIST, "delete", "cleanup.policy's default"),
+    "log.cleaner.delete.retention.ms": K(LONG, "86400000", "delete.retention.ms's default", implemented=False),
+    "log.cleaner.max.compaction.lag.ms": K(LONG, str(LONG_MAX), "max.compaction.lag.ms's default", implemented=False),
+    "log.cleaner.min.compaction.lag.ms": K(LONG, "0", "min.compaction.lag.ms's default", implemented=False),
+    "log.cleaner.min.cleanable.ratio": K(DOUBLE, "0.5", "min.cleanable.dirty.ratio's default", implemented=False),
+    "log.segment.delete.delay.ms": K(LONG, "60000", "file.delete.delay.ms's default"),
+    "log.preallocate": K(BOOLEAN, "false", "preallocate's default", implemented=False),
+    "compression.type": K(STRING, "producer", "compression.type's default", implemented=False),
+    "compression.gzip.level": K(INT, "-1", "compression.gzip.level's default", implemented=False),
+    "compression.lz4.level": K(INT, "9", "compression.lz4.level's default", implemented=False),
+    "compression.zstd.level": K(INT, "3", "compression.zstd.level's default", implemented=False),
+    "min.insync.replicas": K(INT, "1", "min.insync.replicas's default"),
+    "unclean.leader.election.enable": K(BOOLEAN, "false", "unclean.leader.election.enable's default"),
+    "offsets.topic.num.partitions": K(INT, "50", "partitions of __consumer_offsets", at_least(1)),
+    "offsets.topic.replication.factor": K(SHORT, "3", "replication factor of __consumer_offsets", at_least(1)),
+    "offsets.retention.minutes": K(INT, "10080", "how long an empty group's offsets are kept", at_least(1)),
+    "group.initial.rebalance.delay.ms": K(INT, "3000", "how long a new group waits for more members to join"),
+    "group.min.session.timeout.ms": K(INT, "6000", "the shortest session timeout a member may ask for"),
+    "group.max.session.timeout.ms": K(INT, "1800000", "the longest session timeout a member may ask for"),
+    "transaction.state.log.num.partitions": K(INT, "50", "partitions of __transaction_state", at_least(1)),
+    "queued.max.requests": K(INT, "500", "requests queued per connection before reading pauses", at_least(1),
+                             implemented=False),
+    "samsa.max.open.files": K(INT, "1000", "segment files kept open at once (Samsa)", at_least(1)),
+    "samsa.min.free.disk.bytes": K(LONG, "104857600", "appends are refused below this free disk space (Samsa)",
+                                   at_least(0)),
+    "samsa.max.decompressed.batch.bytes": K(INT, "67108864", "the largest batch decompressed for validation (Samsa)",
+                                            at_least(1)),
+    "producer.id.expiration.ms": K(INT, "86400000", "how long an idle producer id's state is kept", at_least(1)),
+    "producer.id.expiration.check.interval.ms": K(INT, "600000", "how often idle producer ids are expired",
+                                                  at_least(1)),
+    "transactional.id.expiration.ms": K(INT, "604800000", "how long an idle transactional id is kept", at_least(1)),
+    "transaction.max.timeout.ms": K(INT, "900000", "the longest transaction timeout a producer may ask for",
+                                    at_least(1)),
+    "transaction.state.log.replication.factor": K(SHORT, "3", "replication factor of __transaction_state",
+                                                  at_least(1)),
+    # Kafka's default is 10 s; Samsa looks for timed-out transactions every second.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": K(
+        INT, "1000", "how often timed-out transactions are aborted", at_least(1)),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": K(
+        INT, "3600000", "how often expired transactional ids are removed", at_least(1)),
+    "group.max.size": K(INT, "2147483647", "the most members a group may have", at_least(1)),
+    "offset.metadata.max.bytes": K(INT, "4096", "the longest metadata string of a committed offset"),
+    "offsets.retention.check.interval.ms": K(LONG, "600000", "how often expired offsets are removed", at_least(1)),
+    "offsets.commit.timeout.ms": K(INT, "5000", "how long an offset commit waits for replication", at_least(1)),
     # KRaft: the metadata quorum and broker liveness (Kafka's names and defaults).
-    "process.roles": (ConfigType.LIST, "broker,controller"),
-    "controller.quorum.voters": (ConfigType.LIST, ""),
-    "controller.quorum.election.timeout.ms": (ConfigType.INT, "1000"),
-    "controller.quorum.fetch.timeout.ms": (ConfigType.INT, "2000"),
-    "broker.session.timeout.ms": (ConfigType.INT, "9000"),
-    "broker.heartbeat.interval.ms": (ConfigType.INT, "2000"),
-    "replica.lag.time.max.ms": (ConfigType.LONG, "30000"),
+    "process.roles": K(LIST, "broker,controller", "broker, controller, or both (combined mode)",
+                       one_of("broker", "controller")),
+    "controller.quorum.voters": K(LIST, "", "the metadata quorum's voters, id@host:port (empty: this node alone)",
+                                  QuorumVoters()),
+    "controller.quorum.election.timeout.ms": K(INT, "1000", "how long without a leader before an election"),
+    "controller.quorum.fetch.timeout.ms": K(INT, "2000", "how long without a fetch from the leader before an election"),
+    "broker.session.timeout.ms": K(INT, "9000", "a broker without a heartbeat this long is fenced"),
+    "broker.heartbeat.interval.ms": K(INT, "2000", "how often a broker heartbeats to the controller"),
+    "replica.lag.time.max.ms": K(LONG, "30000", "a follower this far behind leaves the ISR"),
+    "samsa.controller.listen": K(STRING, "", "HOST:PORT of this node's controller listener (Samsa)", HostPort()),
+    "samsa.cluster.id": K(STRING, "", "the cluster id to format the data directory with (Samsa)"),
     # Entries between metadata snapshots (Kafka counts bytes: metadata.log.max.record.bytes.between.snapshots).
-    "samsa.metadata.snapshot.interval.entries": (ConfigType.INT, "10000"),
+    "samsa.metadata.snapshot.interval.entries": K(INT, "10000", "metadata entries between snapshots (Samsa)",
+                                                  at_least(1)),
     # The active controller moves leadership back to preferred replicas (broker.reassignment).
     "auto.leader.rebalance.enable": (ConfigType.BOOLEAN, "true"),
     "leader.imbalance.check.interval.seconds": (ConfigType.LONG, "300"),
@@ -201,12 +195,72 @@ def read_properties(path: Path) -> dict[str, str]:
     return result
 
 
+# Doc lines of the entries of BROKER_DEFAULTS declared in the short form (ConfigType, default).
+BROKER_DOCS: dict[str, str] = {
+    "auto.leader.rebalance.enable": "the active controller moves leadership back to preferred replicas",
+    "leader.imbalance.check.interval.seconds": "how often the controller checks the leader balance",
+    "leader.imbalance.per.broker.percentage": "the share of non-preferred leaders per broker that triggers a move",
+}
+
+_TOPIC_BY_BROKER_KEY = {d.broker_key: d for d in TOPIC_CONFIGS.values() if d.broker_key is not None}
+
+
+def _entry(name: str, raw: BrokerKey | tuple[ConfigType, str]) -> BrokerKey:
+    entry = raw if isinstance(raw, BrokerKey) else BrokerKey(raw[0], raw[1], BROKER_DOCS.get(name, ""))
+    topic = _TOPIC_BY_BROKER_KEY.get(name)
+    if topic is not None:
+        # Kafka's DynamicLogConfig: a topic config's broker default is dynamic and validated as the topic config.
+        entry = entry._replace(validator=entry.validator or topic.validator, dynamic=True,
+                               implemented=entry.implemented and topic.implemented)
+    return entry
+
+
+# The broker schema, every entry in its full form.
+BROKER_SCHEMA: Mapping[str, BrokerKey] = {name: _entry(name, raw) for name, raw in BROKER_DEFAULTS.items()}
+
 # Broker configs that AlterConfigs / IncrementalAlterConfigs may change at run time (per broker or as
 # the cluster-wide default), like Kafka's DynamicLogConfig: the broker keys behind topic configs.
-DYNAMIC_BROKER_CONFIGS = frozenset(
-    {d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key is not None}
-    | {"log.retention.hours", "log.retention.minutes", "log.roll.hours", "log.roll.jitter.hours"}
+DYNAMIC_BROKER_CONFIGS = frozenset(name for name, entry in BROKER_SCHEMA.items() if entry.dynamic)
+
+# Kafka broker configs Samsa knows and does not implement: given at start, each gets one WARN line.
+KAFKA_UNIMPLEMENTED_KEYS = frozenset({
+    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "principal.builder.class",
+    "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
+    "controller.listener.names", "controller.quorum.bootstrap.servers", "controller.quorum.request.timeout.ms",
+    "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "early.start.listeners",
+    "connections.max.idle.ms", "connections.max.reauth.ms", "max.connections", "max.connections.per.ip",
+    "max.connections.per.ip.overrides", "max.connection.creation.rate", "queued.max.request.bytes",
+    "num.network.threads", "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+    "background.threads", "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "socket.listen.backlog.size",
+    "replica.fetch.max.bytes", "replica.fetch.min.bytes", "replica.fetch.wait.max.ms", "replica.fetch.backoff.ms",
+    "replica.fetch.response.max.bytes", "replica.socket.timeout.ms", "replica.socket.receive.buffer.bytes",
+    "replica.high.watermark.checkpoint.interval.ms", "replica.selector.class", "broker.rack",
+    "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
+    "log.dir.failure.timeout.ms", "log.initial.task.delay.ms", "log.message.timestamp.difference.max.ms",
+    "create.topic.policy.class.name", "alter.config.policy.class.name", "client.quota.callback.class",
+    "metric.reporters", "auto.include.jmx.reporter", "metadata.log.dir", "metadata.log.segment.bytes",
+    "metadata.log.segment.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms",
+    "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
+    "transaction.state.log.min.isr", "transaction.state.log.segment.bytes", "transaction.state.log.load.buffer.size",
+    "transaction.partition.verification.enable", "offsets.topic.segment.bytes", "offsets.load.buffer.size",
+    "offsets.topic.compression.codec", "offsets.commit.required.acks", "group.coordinator.rebalance.protocols",
+    "group.coordinator.threads", "unstable.api.versions.enable", "unstable.feature.versions.enable",
+    "reserved.broker.max.id", "fetch.max.bytes", "fetch.purgatory.purge.interval.requests",
+    "producer.purgatory.purge.interval.requests", "delete.records.purgatory.purge.interval.requests",
+    "request.timeout.ms", "initial.broker.registration.timeout.ms", "broker.heartbeat.interval.ms.max",
+    "controlled.shutdown.enable", "node.id.generation", "num.quota.samples", "quota.window.num",
+    "quota.window.size.seconds", "log.local.retention.bytes", "log.local.retention.ms",
+})
+KAFKA_UNIMPLEMENTED_PREFIXES = (
+    "log.cleaner.", "sasl.", "ssl.", "listener.name.", "remote.log.", "share.", "group.share.", "group.consumer.",
+    "delegation.token.", "metrics.", "kafka.metrics.", "password.encoder.", "zookeeper.", "transaction.two.phase.",
+    "client.telemetry.", "config.providers",
 )
+
+
+def is_unimplemented_kafka_key(name: str) -> bool:
+    return name in KAFKA_UNIMPLEMENTED_KEYS or name.startswith(KAFKA_UNIMPLEMENTED_PREFIXES)
+
 
 # Families where one broker key can be given in several units; the most precise wins (Kafka's rule).
 _FAMILIES = {
@@ -221,7 +275,11 @@ _FAMILIES = {
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """Broker configuration: per-broker dynamic > cluster-default dynamic > server.properties > default."""
+    """Broker configuration: per-broker dynamic > cluster-default dynamic > server.properties > default.
+
+    The strings are kept as given (DescribeConfigs reports them); every schema key's value is also
+    parsed once, when the config is built, into a typed view that the typed accessors read.
+    """
 
     overrides: Mapping[str, str] = dataclasses.field(default_factory=dict)
     listen_host: str = "127.0.0.1"
@@ -231,8 +289,23 @@ class BrokerConfig:
     data_dir: Path = Path("samsa-data")
     dynamic_default: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dynamic_node: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    _values: Mapping[str, ConfigValue] = dataclasses.field(default_factory=dict, init=False, repr=False,
+                                                           compare=False)
+
+    def __post_init__(self) -> None:
+        values: dict[str, ConfigValue] = {}
+        for name, entry in BROKER_SCHEMA.items():
+            try:
+                raw, _source = self.lookup(name)
+                if raw != "":
+                    values[name] = check_value(name, entry.type, None, raw)
+            except (KeyError, ValueError):
+                continue  # unparsable (refused at start-up by check_static_config): the accessors raise
+        object.__setattr__(self, "_values", values)
 
     def with_dynamic(self, default: Mapping[str, str], node: Mapping[str, str]) -> BrokerConfig:
+        if default == self.dynamic_default and node == self.dynamic_node:
+            return self  # nothing changed: keep the parsed view
         return dataclasses.replace(self, dynamic_default=dict(default), dynamic_node=dict(node))
 
     def _layers(self) -> tuple[tuple[Mapping[str, str], ConfigSource], ...]:
@@ -255,21 +328,45 @@ class BrokerConfig:
                     return str(int(layer[member]) * factor), source
         if family is not None:
             for member, factor in family:
-                default = BROKER_DEFAULTS.get(member, (ConfigType.STRING, ""))[1]
+                default = BROKER_SCHEMA[member].default if member in BROKER_SCHEMA else ""
                 if default:
                     return str(int(default) * factor), ConfigSource.DEFAULT_CONFIG
-        if key in BROKER_DEFAULTS:
-            return BROKER_DEFAULTS[key][1], ConfigSource.DEFAULT_CONFIG
+        if key in BROKER_SCHEMA:
+            return BROKER_SCHEMA[key].default, ConfigSource.DEFAULT_CONFIG
         raise KeyError(key)
 
     def get(self, key: str) -> str:
         return self.lookup(key)[0]
 
+    def value(self, key: str) -> ConfigValue:
+        """The typed value of schema key `key` (parsed once); KeyError if it has none."""
+        return self._values[key]
+
     def get_int(self, key: str) -> int:
+        found = self._values.get(key)
+        if type(found) is int:
+            return found
         return int(self.get(key))
 
+    get_long = get_int
+
     def get_bool(self, key: str) -> bool:
+        found = self._values.get(key)
+        if type(found) is bool:
+            return found
         return self.get(key).strip().lower() == "true"
+
+    def get_float(self, key: str) -> float:
+        found = self._values.get(key)
+        if type(found) is float:
+            return found
+        return float(self.get(key))
+
+    def get_list(self, key: str) -> tuple[str, ...]:
+        found = self._values.get(key)
+        if type(found) is tuple:
+            return found
+        return tuple(item.strip() for item in self.get(key).split(",") if item.strip())
 
     def source(self, key: str) -> ConfigSource:
         return self.lookup(key)[1]
@@ -277,19 +374,18 @@ class BrokerConfig:
     @property
     def node_id(self) -> int:
         if "node.id" in self.overrides:
-            return int(self.overrides["node.id"])
-        return int(self.get("broker.id"))
+            return self.get_int("node.id")
+        return self.get_int("broker.id")
 
     @property
     def roles(self) -> frozenset[str]:
-        return frozenset(r.strip() for r in self.get("process.roles").split(",") if r.strip())
+        return frozenset(self.get_list("process.roles"))
 
     def quorum_voters(self) -> dict[int, tuple[str, int]]:
         """controller.quorum.voters ("1@host:port,2@host:port"); empty means a one-voter quorum of this
         node (combined mode, like `make run`)."""
         voters: dict[int, tuple[str, int]] = {}
-        for item in self.get("controller.quorum.voters").split(","):
-            item = item.strip()
+        for item in self.get_list("controller.quorum.voters"):
             if not item:
                 continue
             node, _, address = item.partition("@")
@@ -317,43 +413,77 @@ class BrokerConfig:
         return d.default, ConfigSource.DEFAULT_CONFIG
 
 
+class StaticConfigCheck(NamedTuple):
+    """What `check_static_config` found: refusals (the broker must not start) and warnings."""
+
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
+    """Validate the keys given at start (server.properties and --override) against the schema.
+
+    A bad value is an error naming key, value and what is expected; an unknown key, a topic config given
+    as a broker key and a Kafka key Samsa does not implement are one warning each.
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    for name, raw in given.items():
+        entry = BROKER_SCHEMA.get(name)
+        if entry is None:
+            if is_unimplemented_kafka_key(name):
+                warnings.append(f"{name} is a Kafka broker config Samsa does not implement: ignored")
+            elif name in TOPIC_CONFIGS:
+                hint = TOPIC_CONFIGS[name].broker_key
+                warnings.append(f"{name} is a topic config, not a broker config: ignored"
+                                + (f" (its broker default is {hint})" if hint else ""))
+            else:
+                suggestion = closest(name, list(BROKER_SCHEMA))
+                warnings.append(f"{name} is not a known broker config: ignored"
+                                + (f" (did you mean {suggestion}?)" if suggestion else ""))
+            continue
+        try:
+            check_value(name, entry.type, entry.validator, raw)
+        except ConfigError as e:
+            errors.append(f"{e} (expected {expected(entry.type, entry.validator)})")
+            continue
+        if not entry.implemented:
+            warnings.append(f"{name} is a Kafka broker config Samsa accepts but does not implement yet")
+    return StaticConfigCheck(tuple(errors), tuple(warnings))
+
+
 def validate_broker_config(name: str, value: str | None) -> str | None:
     """None if broker config `name` may be set to `value` at run time, else an error message."""
     if name not in DYNAMIC_BROKER_CONFIGS:
         return f"Cannot update these configs dynamically: Set({name})"
     if value is None:
         return None
-    for topic_name, d in TOPIC_CONFIGS.items():
-        if d.broker_key == name:
-            return validate_topic_config(topic_name, value)
+    entry = BROKER_SCHEMA[name]
     try:
-        int(value)
-    except ValueError:
-        return f"Invalid value {value} for configuration {name}"
+        check_value(name, entry.type, entry.validator, value)
+    except ConfigError as e:
+        return str(e)
     return None
 
 
+_warned_topic_configs: set[str] = set()
+
+
 def validate_topic_config(name: str, value: str | None) -> str | None:
-    """None if `value` is acceptable for topic config `name`, else an error message."""
+    """None if `value` is acceptable for topic config `name` (Kafka's LogConfig validators), else
+    INVALID_CONFIG's message, Kafka's. None as a value (a deletion) is acceptable."""
     d = TOPIC_CONFIGS.get(name)
     if d is None:
         return f"Unknown topic config name: {name}"
     if value is None:
         return None
     try:
-        if d.type in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
-            n = int(value)
-            if d.minimum is not None and n < d.minimum:
-                return f"Invalid value {value} for configuration {name}: Value must be at least {d.minimum}"
-        elif d.type == ConfigType.DOUBLE:
-            float(value)
-    except ValueError:
-        return f"Invalid value {value} for configuration {name}: Not a number of type {d.type.name}"
-    if d.valid:
-        parts = [p.strip().lower() for p in value.split(",")] if d.type == ConfigType.LIST else [value.lower()]
-        for p in parts:
-            if p not in d.valid:
-                return f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(d.valid)}"
+        check_value(name, d.type, d.validator, value)
+    except ConfigError as e:
+        return str(e)
+    if not d.implemented and name not in _warned_topic_configs:
+        _warned_topic_configs.add(name)
+        logger.warning("topic config %s is accepted as Kafka does but Samsa does not implement it yet", name)
     return None
 
 
@@ -364,19 +494,42 @@ def effective_topic_config(broker: BrokerConfig, topic_overrides: Mapping[str, s
     }
 
 
+def typed_topic_config(broker: BrokerConfig, topic_overrides: Mapping[str, str]) -> dict[str, ConfigValue]:
+    """A topic's effective configs, parsed (a value that does not parse falls back to its Kafka default)."""
+    out: dict[str, ConfigValue] = {}
+    for name, raw in effective_topic_config(broker, topic_overrides).items():
+        d = TOPIC_CONFIGS[name]
+        try:
+            out[name] = check_value(name, d.type, None, raw)
+        except ConfigError:
+            out[name] = check_value(name, d.type, None, d.default)
+    return out
+
+
 def log_config_for(broker: BrokerConfig, topic_overrides: Mapping[str, str]) -> LogConfig:
-    c = effective_topic_config(broker, topic_overrides)
+    c = typed_topic_config(broker, topic_overrides)
+
+    def number(name: str) -> int:
+        found = c[name]
+        assert isinstance(found, int), (name, found)
+        return found
+
+    policy = c["cleanup.policy"]
+    assert isinstance(policy, tuple)
+    # Kafka's UnifiedLog.deleteOldSegments: retention.ms / retention.bytes delete segments only when
+    # cleanup.policy includes delete; a compact-only topic (__consumer_offsets) or an empty policy keeps them.
+    deletes = "delete" in policy
     return LogConfig(
-        segment_bytes=int(c["segment.bytes"]),
-        segment_ms=int(c["segment.ms"]),
-        segment_index_bytes=int(c["segment.index.bytes"]),
-        index_interval_bytes=int(c["index.interval.bytes"]),
-        retention_ms=int(c["retention.ms"]),
-        retention_bytes=int(c["retention.bytes"]),
-        message_timestamp_type=c["message.timestamp.type"],
-        flush_messages=int(c["flush.messages"]),
-        flush_ms=int(c["flush.ms"]),
-        file_delete_delay_ms=int(c["file.delete.delay.ms"]),
-        cleanup_policy=c["cleanup.policy"],
-        min_free_disk_bytes=int(broker.get("samsa.min.free.disk.bytes")),
+        segment_bytes=number("segment.bytes"),
+        segment_ms=number("segment.ms"),
+        segment_index_bytes=number("segment.index.bytes"),
+        index_interval_bytes=number("index.interval.bytes"),
+        retention_ms=number("retention.ms") if deletes else -1,
+        retention_bytes=number("retention.bytes") if deletes else -1,
+        message_timestamp_type=str(c["message.timestamp.type"]),
+        flush_messages=number("flush.messages"),
+        flush_ms=number("flush.ms"),
+        file_delete_delay_ms=number("file.delete.delay.ms"),
+        cleanup_policy=",".join(policy),
+        min_free_disk_bytes=broker.get_int("samsa.min.free.disk.bytes"),
     )

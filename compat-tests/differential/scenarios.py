@@ -371,6 +371,118 @@ def alter_configs(ctx: Ctx) -> Any:
     return out
 
 
+# Kafka's INVALID_CONFIG messages for topic configs are fixed texts (ConfigDef's and LogConfig's), so these
+# scenarios report them under "message", which normalize.py does not erase (it erases "error_message").
+BAD_TOPIC_CONFIGS: list[tuple[str, str]] = [
+    ("retention.ms", "soon"), ("retention.ms", "-2"), ("retention.ms", ""), ("retention.ms", " 5 "),
+    ("cleanup.policy", "compact2"), ("cleanup.policy", "Compact"), ("cleanup.policy", "compact,,delete"),
+    ("cleanup.policy", "compact, delete"), ("cleanup.policy", ""), ("message.timestamp.type", "createtime"),
+    ("compression.type", "GZIP"), ("compression.type", "brotli"), ("compression.gzip.level", "0"),
+    ("compression.lz4.level", "18"), ("compression.zstd.level", "-131073"), ("min.cleanable.dirty.ratio", "1.5"),
+    ("min.cleanable.dirty.ratio", "x"), ("preallocate", "yes"), ("preallocate", "TRUE"),
+    ("unclean.leader.election.enable", "1"), ("segment.bytes", "13"), ("segment.bytes", "3000000000"),
+    ("segment.index.bytes", "3"), ("max.message.bytes", "1e3"), ("min.insync.replicas", "0"), ("segment.ms", "0"),
+    ("flush.messages", "0"), ("max.compaction.lag.ms", "0"), ("leader.replication.throttled.replicas", "x"),
+    ("leader.replication.throttled.replicas", "0:1,1:2"), ("retention.bytes", "-5"),
+    ("message.timestamp.after.max.ms", "-1"), ("delete.retention.ms", "1.5"), ("no.such.config", "1"),
+    ("message.format.version", "3.0"),
+]
+
+
+def _config_result(x: Any) -> dict[str, Any]:
+    return {"error": err(x), "message": x.error_message}
+
+
+@scenario
+def topic_config_validation(ctx: Ctx) -> Any:
+    """Bad (and borderline) topic config values through CreateTopics, AlterConfigs and IncrementalAlterConfigs:
+    the error code and Kafka's message for each, and what a topic then describes."""
+    c = ctx.connect()
+    out: dict[str, Any] = {}
+    created = []
+    for i, (name, value) in enumerate(BAD_TOPIC_CONFIGS):
+        r = c.request(19, {"topics": [{"name": ctx.topic(f"cfg{i}"), "num_partitions": 1, "replication_factor": 1,
+                                       "assignments": (), "configs": [{"name": name, "value": value}]}],
+                           "timeout": 30000, "validate_only": True}, version=7)
+        created.append([name, value, _config_result(r.topics[0])])
+    out["create_validate_only"] = created
+    r = c.request(19, {"topics": [{"name": ctx.topic("lags"), "num_partitions": 1, "replication_factor": 1,
+                                   "assignments": (), "configs": [{"name": "min.compaction.lag.ms", "value": "10"},
+                                                                  {"name": "max.compaction.lag.ms", "value": "5"}]}],
+                       "timeout": 30000, "validate_only": True}, version=7)
+    out["create_min_lag_over_max"] = _config_result(r.topics[0])
+
+    t = ctx.topic()
+    out["create"] = err(ctx.create_topic(c, t, 1))
+
+    def incremental(ops: list[tuple[str, int, str | None]], name: str = t, validate_only: bool = False) -> Any:
+        r = c.request(44, {"resources": [{"resource_type": 2, "resource_name": name, "configs": [
+            {"name": n, "config_operation": op, "value": v} for n, op, v in ops]}], "validate_only": validate_only},
+            version=1)
+        return _config_result(r.responses[0])
+
+    def show(keys: list[str]) -> Any:
+        r = c.request(32, {"resources": [{"resource_type": 2, "resource_name": t, "configuration_keys": keys}],
+                           "include_synonyms": False, "include_documentation": False}, version=4)
+        res = r.results[0]
+        return {"error": err(res), "message": res.error_message,
+                "configs": {x.name: [x.value, x.config_source] for x in res.configs}}
+
+    out["incremental_bad"] = [[n, v, incremental([(n, 0, v)], validate_only=True)] for n, v in BAD_TOPIC_CONFIGS]
+    out["empty_cleanup_policy"] = incremental([("cleanup.policy", 0, "")])
+    out["after_empty_cleanup_policy"] = show(["cleanup.policy"])
+    out["append_to_long"] = incremental([("retention.ms", 2, "5")])
+    out["subtract_from_unknown"] = incremental([("no.such.config", 3, "5")])
+    out["append_then_subtract_all"] = [incremental([("cleanup.policy", 2, "compact")]),
+                                       incremental([("cleanup.policy", 3, "compact")])]
+    out["after_subtract_all"] = show(["cleanup.policy"])
+    out["set_null"] = incremental([("retention.ms", 0, None)])
+    out["duplicate_key"] = incremental([("retention.ms", 0, "5"), ("retention.ms", 0, "6")])
+    out["min_lag_over_max"] = incremental([("min.compaction.lag.ms", 0, "10"), ("max.compaction.lag.ms", 0, "5")])
+    out["max_lag_under_existing_min"] = [incremental([("min.compaction.lag.ms", 0, "10")]),
+                                         incremental([("max.compaction.lag.ms", 0, "5")])]
+    r = c.request(44, {"resources": [{"resource_type": 2, "resource_name": t, "configs": [
+        {"name": "retention.ms", "config_operation": 0, "value": "7"}]}] * 2, "validate_only": False}, version=1)
+    out["duplicate_resource"] = [_config_result(x) for x in r.responses]
+
+    def legacy(configs: list[tuple[str, str | None]]) -> Any:
+        r = c.request(33, {"resources": [{"resource_type": 2, "resource_name": t, "configs": [
+            {"name": n, "value": v} for n, v in configs]}], "validate_only": False}, version=2)
+        return _config_result(r.responses[0])
+
+    out["legacy_bad"] = legacy([("segment.ms", "0")])
+    out["legacy_null"] = legacy([("segment.ms", None)])
+    out["legacy_empty_cleanup_policy"] = legacy([("cleanup.policy", "")])
+    out["after_legacy"] = show(["cleanup.policy", "segment.ms", "min.compaction.lag.ms"])
+    return out
+
+
+@scenario
+def describe_configs_broker(ctx: Ctx) -> Any:
+    """DescribeConfigs for the broker: error_message on success, the static listeners, a bad broker id."""
+    c = ctx.connect()
+
+    def describe(name: str, keys: list[str] | None) -> Any:
+        r = c.request(32, {"resources": [{"resource_type": 4, "resource_name": name, "configuration_keys": keys}],
+                           "include_synonyms": True, "include_documentation": False}, version=4)
+        return r.results[0]
+
+    res = describe("1", ["listeners", "advertised.listeners", "message.max.bytes", "no.such.config"])
+    out: dict[str, Any] = {"error": err(res), "message": res.error_message}
+    out["configs"] = {x.name: {"source": x.config_source, "read_only": x.read_only, "sensitive": x.is_sensitive,
+                               "type": x.config_type, "synonym_sources": [s.source for s in x.synonyms]}
+                      for x in res.configs}
+    res = describe("1", None)
+    listed = {x.name: x.config_source for x in res.configs}
+    out["all"] = {"error": err(res), "message": res.error_message,
+                  "listeners": listed.get("listeners"), "advertised.listeners": listed.get("advertised.listeners")}
+    res = describe("", ["message.max.bytes"])
+    out["default_resource"] = {"error": err(res), "names": [x.name for x in res.configs]}
+    res = describe("7", None)
+    out["other_broker"] = {"error": err(res), "configs": len(res.configs)}
+    return out
+
+
 # --- admin: topics, partitions, records ----------------------------------------------------------
 
 

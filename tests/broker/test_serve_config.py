@@ -1,10 +1,22 @@
-"""`samsa serve --config server.properties` honours Kafka's broker keys; SIGTERM shuts down cleanly."""
+"""`samsa serve --config server.properties` honours Kafka's broker keys, validated before it listens (a bad value
+refuses the start, unknown and unimplemented keys warn); SIGTERM shuts down cleanly."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def test_server_properties_keys_apply(samsa_factory: Any, tmp_path: Path) -> None:
@@ -55,3 +67,93 @@ def test_sigterm_shuts_down_cleanly_and_checkpoints(samsa_factory: Any) -> None:
     assert "ck 0 1" in text
     assert (s.data_dir / "recovery-point-offset-checkpoint").exists()
     assert "clean" in s.log_tail().lower() or "shut down" in s.log_tail().lower()
+
+
+def _serve_refused(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """Run `samsa serve` with arguments that must be refused; its exit code and output."""
+    data_dir = tmp_path / "data"
+    proc = subprocess.run(
+        [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(data_dir),
+         "--listen", f"127.0.0.1:{free_port()}", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert not data_dir.exists(), "the broker was built (its data directory made) before the refusal"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_bad_value_refuses_to_start_naming_key_value_and_expectation(tmp_path: Path) -> None:
+    code, output = _serve_refused(tmp_path, "--override", "num.partitions=abc")
+    assert code != 0
+    errors = [line for line in output.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, output
+    assert "num.partitions" in errors[0] and "abc" in errors[0]
+    assert "Not a number of type INT" in errors[0] and "expected an INT in [1,...]" in errors[0]
+    assert "ready on" not in output and "Traceback" not in output
+
+
+def test_bad_values_in_a_properties_file_and_ranges_are_refused(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("num.partitions=0\nauto.create.topics.enable=yes\nlisteners=PLAINTEXT://127.0.0.1:99999\n")
+    code, output = _serve_refused(tmp_path, "--config", str(props))
+    assert code != 0
+    errors = [line for line in output.splitlines() if "ERROR" in line]
+    assert len(errors) == 3, output
+    text = "\n".join(errors)
+    assert "Invalid value 0 for configuration num.partitions: Value must be at least 1" in text
+    assert "Invalid value yes for configuration auto.create.topics.enable" in text
+    assert "listeners" in text and "99999" in text
+
+
+def test_malformed_override_and_missing_config_file_are_one_line_refusals(tmp_path: Path) -> None:
+    code, output = _serve_refused(tmp_path, "--override", "num.partitions")
+    assert code != 0 and "expected KEY=VALUE" in output and "Traceback" not in output
+    code, output = _serve_refused(tmp_path, "--config", str(tmp_path / "missing.properties"))
+    assert code != 0 and "Cannot read --config" in output and "Traceback" not in output
+
+
+def test_unknown_and_unimplemented_keys_warn_once_each_and_static_keys_are_described(
+    samsa_factory: Any, tmp_path: Path
+) -> None:
+    s = samsa_factory(extra_args=("--override", "num.partitons=3", "--override", "authorizer.class.name=x.Y",
+                                  "--override", "log.cleaner.threads=2", "--override", "num.partitions=3"))
+    s.start()
+    with s.connect() as conn:
+        r = conn.request(32, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+                              "include_synonyms": True, "include_documentation": True}, version=4)
+        res = r.results[0]
+        # Kafka answers a described resource with error_message "" (not null).
+        assert res.error_code.value == 0 and res.error_message == ""
+        configs = {c.name: c for c in res.configs}
+        assert configs["listeners"].config_source == 4 and configs["listeners"].value == f"PLAINTEXT://{s.bootstrap}"
+        assert configs["advertised.listeners"].config_source == 4
+        assert configs["num.partitions"].value == "3" and configs["num.partitions"].config_source == 4
+        assert [x.source for x in configs["num.partitions"].synonyms] == [4, 5]
+        assert configs["num.partitions"].documentation
+        # Keys Kafka has no type for are listed as given at start, sensitive (value withheld), as Kafka does.
+        assert configs["num.partitons"].config_source == 4 and configs["num.partitons"].is_sensitive
+        assert configs["num.partitons"].value is None
+        r = conn.request(19, {"topics": [{"name": "t", "num_partitions": -1, "replication_factor": -1,
+                                          "assignments": (), "configs": ()}], "timeout": 1000,
+                              "validate_only": False})
+        assert r.topics[0].error_code.value == 0 and r.topics[0].num_partitions == 3
+    warnings = [line for line in s.log_tail(200).splitlines() if "WARNING" in line]
+    for key in ("num.partitons", "authorizer.class.name", "log.cleaner.threads"):
+        assert sum(key in line for line in warnings) == 1, (key, warnings)
+    assert any("did you mean num.partitions?" in line for line in warnings)
+    assert not any("num.partitions " in line for line in warnings)
+
+
+def test_typed_values_parse_as_kafka_reads_them(samsa_factory: Any, tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    # Kafka trims values and reads booleans case-insensitively.
+    props.write_text("num.partitions = 2 \nauto.create.topics.enable=FALSE\n")
+    s = samsa_factory(extra_args=("--config", str(props)))
+    s.start()
+    with s.connect() as conn:
+        r = conn.request(3, {"topics": [{"name": "nope"}], "allow_auto_topic_creation": True,
+                             "include_topic_authorized_operations": False})
+        assert r.topics[0].error_code.value == 3
+        r = conn.request(19, {"topics": [{"name": "t", "num_partitions": -1, "replication_factor": -1,
+                                          "assignments": (), "configs": ()}], "timeout": 1000,
+                              "validate_only": False})
+        assert r.topics[0].error_code.value == 0 and r.topics[0].num_partitions == 2

@@ -1,0 +1,393 @@
+"""The typed config schema (Kafka's ConfigDef): types, parsing, validators and the topic config table.
+
+Every value is parsed once, by `parse_value`, exactly as Kafka's `ConfigDef.parseType` reads a string
+(trimmed; Java integer ranges; LIST split on commas), then checked by the key's validator; a refusal
+is a `ConfigError` whose message is Kafka's ("Invalid value X for configuration Y: reason").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Protocol
+
+LONG_MAX = 9223372036854775807
+
+ConfigValue = bool | int | float | str | tuple[str, ...]
+
+
+class ConfigType(IntEnum):
+    """DescribeConfigs config_type (KIP-336)."""
+
+    UNKNOWN = 0
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(IntEnum):
+    """DescribeConfigs config_source."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ConfigError(ValueError):
+    """A value Kafka's ConfigDef refuses; str() is Kafka's ConfigException message."""
+
+    def __init__(self, name: str, value: object, reason: str) -> None:
+        super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
+        self.name = name
+        self.value = value
+        self.reason = reason
+
+
+# --- parsing (ConfigDef.parseType) ------------------------------------------------------------------
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+_COMMA = re.compile(r"\s*,\s*")
+_INT_BITS = {ConfigType.SHORT: 16, ConfigType.INT: 32, ConfigType.LONG: 64}
+
+
+def parse_value(name: str, ctype: ConfigType, raw: str) -> ConfigValue:
+    """`raw` as Kafka's ConfigDef.parseType reads it for type `ctype`; ConfigError if it cannot."""
+    trimmed = raw.strip()
+    if ctype == ConfigType.BOOLEAN:
+        if trimmed.lower() in ("true", "false"):
+            return trimmed.lower() == "true"
+        raise ConfigError(name, raw, "Expected value to be either true or false")
+    if ctype in _INT_BITS:
+        bits = _INT_BITS[ctype]
+        if _INTEGER.fullmatch(trimmed) and -(2 ** (bits - 1)) <= int(trimmed) < 2 ** (bits - 1):
+            return int(trimmed)
+        raise ConfigError(name, raw, f"Not a number of type {ctype.name}")
+    if ctype == ConfigType.DOUBLE:
+        if _DOUBLE.fullmatch(trimmed):
+            return float(trimmed.rstrip("fFdD").replace("Infinity", "inf"))
+        raise ConfigError(name, raw, f"Not a number of type {ctype.name}")
+    if ctype == ConfigType.LIST:
+        return tuple(_COMMA.split(trimmed)) if trimmed else ()
+    return trimmed
+
+
+def _java(value: object) -> str:
+    """How Java's toString prints a parsed value in a ConfigException message."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(value) + "]"
+    return str(value)
+
+
+# --- validators (ConfigDef.Range, ValidString, ValidList, ...) -----------------------------------------
+
+
+class Validator(Protocol):
+    def check(self, name: str, value: ConfigValue) -> None:
+        """Raise ConfigError if `value` (already parsed) is not allowed."""
+
+    def describe(self) -> str:
+        """What is expected, for a human ("[1,...]", "one of: a, b")."""
+
+
+def _number(n: float) -> str:
+    return str(int(n)) if float(n).is_integer() else str(n)
+
+
+# The validators are plain slotted classes, not dataclasses: building a dataclass costs ~0.2 ms of the
+# broker's start-up each.
+
+
+class Range:
+    """ConfigDef.Range: atLeast(min) or between(min, max)."""
+
+    __slots__ = ("maximum", "minimum")
+
+    def __init__(self, minimum: float | None = None, maximum: float | None = None) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        assert isinstance(value, int | float) and not isinstance(value, bool), value
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(name, value, f"Value must be at least {_number(self.minimum)}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(name, value, f"Value must be no more than {_number(self.maximum)}")
+
+    def describe(self) -> str:
+        low = "..." if self.minimum is None else _number(self.minimum)
+        high = "..." if self.maximum is None else _number(self.maximum)
+        return f"[{low},...,{high}]" if self.maximum is not None else f"[{low},...]"
+
+
+def at_least(minimum: float) -> Range:
+    return Range(minimum=minimum)
+
+
+def between(minimum: float, maximum: float) -> Range:
+    return Range(minimum, maximum)
+
+
+class OneOf:
+    """ConfigDef.ValidString (case-sensitive, as Kafka's) or, on a LIST, ValidList: every item one of."""
+
+    __slots__ = ("allowed",)
+
+    def __init__(self, allowed: tuple[str, ...]) -> None:
+        self.allowed = allowed
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        for item in value if isinstance(value, tuple) else (str(value),):
+            if item not in self.allowed:
+                raise ConfigError(name, item, f"String must be one of: {', '.join(self.allowed)}")
+
+    def describe(self) -> str:
+        return f"one of: {', '.join(self.allowed)}"
+
+
+def one_of(*allowed: str) -> OneOf:
+    return OneOf(allowed)
+
+
+class GzipLevel:
+    """GzipCompression.LevelValidator: 1..9, or -1 for zlib's default."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        assert isinstance(value, int), value
+        if value != -1 and not 1 <= value <= 9:
+            raise ConfigError(name, value, "Value must be between 1 and 9 or equal to -1")
+
+    def describe(self) -> str:
+        return "[1,...,9] or -1"
+
+
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+class ThrottledReplicas:
+    """Kafka's ThrottledReplicaListValidator: "*" or partitionId:brokerId pairs."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        assert isinstance(value, tuple), value
+        if "".join(value).strip() == "*" or all(_REPLICA.fullmatch(v.strip()) for v in value):
+            return
+        raise ConfigError(name, _java(value), f"{name} must be the literal '*' or a list of replicas in the "
+                          "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+    def describe(self) -> str:
+        return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+_ENDPOINT = re.compile(r"([A-Za-z0-9_]+)://(\[[0-9a-fA-F:.]*\]|[^:\[\]]*):([0-9]+)")
+
+
+class Endpoints:
+    """listeners / advertised.listeners (STRING, as Kafka's): comma-separated NAME://host:port items."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        for item in _COMMA.split(str(value)) if str(value) else ():
+            found = _ENDPOINT.fullmatch(item)
+            if found is None or int(found.group(3)) > 65535:
+                raise ConfigError(name, value, f"Unable to parse {item} to a broker endpoint")
+
+    def describe(self) -> str:
+        return "a list of NAME://host:port"
+
+
+class QuorumVoters:
+    """controller.quorum.voters: id@host:port items."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        assert isinstance(value, tuple), value
+        for item in value:
+            node, sep, address = item.partition("@")
+            host, colon, port = address.rpartition(":")
+            if not (sep and colon and host and _INTEGER.fullmatch(node) and port.isdigit()):
+                raise ConfigError(name, _java(value), f"Failed to parse {item}: expected id@host:port")
+
+    def describe(self) -> str:
+        return "a list of id@host:port"
+
+
+class HostPort:
+    """A Samsa HOST:PORT (samsa.controller.listen)."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        _host, colon, port = str(value).rpartition(":")
+        if not colon or not port.isdigit() or int(port) > 65535:
+            raise ConfigError(name, value, "Expected HOST:PORT")
+
+    def describe(self) -> str:
+        return "HOST:PORT"
+
+
+def expected(ctype: ConfigType, validator: Validator | None) -> str:
+    """What a key expects, in words, for start-up error messages."""
+    if ctype == ConfigType.BOOLEAN:
+        return "true or false"
+    if ctype in (ConfigType.INT, ConfigType.SHORT, ConfigType.LONG, ConfigType.DOUBLE):
+        article = "an" if ctype == ConfigType.INT else "a"
+        return f"{article} {ctype.name}" + (f" in {validator.describe()}" if validator is not None else "")
+    if validator is not None:
+        return validator.describe()
+    return "a comma-separated list" if ctype == ConfigType.LIST else "a string"
+
+
+def check_value(name: str, ctype: ConfigType, validator: Validator | None, raw: str) -> ConfigValue:
+    """Parse then validate: the typed value, or ConfigError with Kafka's message."""
+    value = parse_value(name, ctype, raw)
+    if validator is not None:
+        validator.check(name, value)
+    return value
+
+
+# --- the topic configs (Kafka's LogConfig / TopicConfig) -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """A topic config: its type, Kafka's default, the broker key that supplies the cluster default,
+    its validator, one documentation line, and whether Samsa honours it yet."""
+
+    name: str
+    type: ConfigType
+    default: str
+    broker_key: str | None = None
+    validator: Validator | None = None
+    documentation: str = ""
+    implemented: bool = True
+
+
+def _t(name: str, ctype: ConfigType, default: str, broker_key: str | None, validator: Validator | None,
+       doc: str, implemented: bool = True) -> ConfigDef:
+    return ConfigDef(name, ctype, default, broker_key, validator, doc, implemented)
+
+
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = (
+    ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE, ConfigType.LIST)
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+SEGMENT_BYTES_MIN = 1048576  # Kafka 4.1: segment.bytes at least 1 MiB (KIP-1030)
+
+TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        _t("cleanup.policy", LIST, "delete", "log.cleanup.policy", one_of("compact", "delete"),
+           "delete (retention), compact (keep the latest record per key), both, or neither (empty)"),
+        # compression.* are honoured on append by the compression work (issue 14): flip `implemented` there.
+        _t("compression.gzip.level", INT, "-1", "compression.gzip.level", GzipLevel(),
+           "the gzip level when compression.type is gzip", implemented=False),
+        _t("compression.lz4.level", INT, "9", "compression.lz4.level", between(1, 17),
+           "the lz4 level when compression.type is lz4", implemented=False),
+        _t("compression.zstd.level", INT, "3", "compression.zstd.level", between(-131072, 22),
+           "the zstd level when compression.type is zstd", implemented=False),
+        _t("compression.type", STRING, "producer", "compression.type", one_of(*COMPRESSION_TYPES),
+           "the codec batches are stored with; producer keeps the producer's", implemented=False),
+        _t("delete.retention.ms", LONG, "86400000", "log.cleaner.delete.retention.ms", at_least(0),
+           "how long tombstones of a compacted topic are kept", implemented=False),
+        _t("file.delete.delay.ms", LONG, "60000", "log.segment.delete.delay.ms", at_least(0),
+           "how long a deleted segment's files wait before removal"),
+        _t("flush.messages", LONG, str(LONG_MAX), "log.flush.interval.messages", at_least(1),
+           "fsync the log after this many messages"),
+        _t("flush.ms", LONG, str(LONG_MAX), "log.flush.interval.ms", at_least(0),
+           "fsync the log after this many milliseconds"),
+        _t("follower.replication.throttled.replicas", LIST, "", None, ThrottledReplicas(),
+           "replicas whose follower fetches are throttled", implemented=False),
+        _t("index.interval.bytes", INT, "4096", "log.index.interval.bytes", at_least(0),
+           "bytes between offset index entries"),
+        _t("leader.replication.throttled.replicas", LIST, "", None, ThrottledReplicas(),
+           "replicas whose leader side of replication is throttled", implemented=False),
+        _t("max.compaction.lag.ms", LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms", at_least(1),
+           "the longest a record stays ineligible for compaction", implemented=False),
+        _t("max.message.bytes", INT, "1048588", "message.max.bytes", at_least(0),
+           "the largest record batch the topic accepts"),
+        _t("message.timestamp.after.max.ms", LONG, "3600000", "log.message.timestamp.after.max.ms", at_least(0),
+           "how far in the future a CreateTime timestamp may be"),
+        _t("message.timestamp.before.max.ms", LONG, str(LONG_MAX), "log.message.timestamp.before.max.ms",
+           at_least(0), "how far in the past a CreateTime timestamp may be"),
+        _t("message.timestamp.type", STRING, "CreateTime", "log.message.timestamp.type",
+           one_of("CreateTime", "LogAppendTime"), "CreateTime (the producer's) or LogAppendTime (the broker's)"),
+        _t("min.cleanable.dirty.ratio", DOUBLE, "0.5", "log.cleaner.min.cleanable.ratio", between(0, 1),
+           "the dirty share of the log that triggers compaction", implemented=False),
+        _t("min.compaction.lag.ms", LONG, "0", "log.cleaner.min.compaction.lag.ms", at_least(0),
+           "the shortest a record stays uncompacted", implemented=False),
+        _t("min.insync.replicas", INT, "1", "min.insync.replicas", at_least(1),
+           "the in-sync replicas an acks=all write needs"),
+        _t("preallocate", BOOLEAN, "false", "log.preallocate", None, "preallocate segment files", implemented=False),
+        _t("retention.bytes", LONG, "-1", "log.retention.bytes", None,
+           "the size a partition may reach before old segments are deleted (-1: no limit)"),
+        _t("retention.ms", LONG, "604800000", "log.retention.ms", at_least(-1),
+           "how long a segment is kept (-1: forever)"),
+        _t("segment.bytes", INT, "1073741824", "log.segment.bytes", at_least(SEGMENT_BYTES_MIN),
+           "the size of a segment file"),
+        _t("segment.index.bytes", INT, "10485760", "log.index.size.max.bytes", at_least(4),
+           "the size of a segment's offset index"),
+        _t("segment.jitter.ms", LONG, "0", "log.roll.jitter.ms", at_least(0),
+           "a random jitter subtracted from segment.ms", implemented=False),
+        _t("segment.ms", LONG, "604800000", "log.roll.ms", at_least(1),
+           "roll a new segment after this many milliseconds"),
+        _t("unclean.leader.election.enable", BOOLEAN, "false", "unclean.leader.election.enable", None,
+           "allow an out-of-sync replica to become leader (data loss)"),
+    )
+}
+
+
+def check_topic_config(name: str, raw: str) -> ConfigValue:
+    """One topic config's typed value; ConfigError (Kafka's message) if refused. `name` must be known."""
+    d = TOPIC_CONFIGS[name]
+    return check_value(name, d.type, d.validator, raw)
+
+
+def check_topic_configs(configs: Mapping[str, str | None]) -> str | None:
+    """Kafka's LogConfig.validate of a topic's whole set of overrides: None, or INVALID_CONFIG's message."""
+    for name in configs:
+        if name not in TOPIC_CONFIGS:
+            return f"Unknown topic config name: {name}"
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        return f"Null value not supported for topic configs: {','.join(nulls)}"
+    parsed: dict[str, ConfigValue] = {}
+    try:
+        for name, value in configs.items():
+            assert value is not None
+            parsed[name] = check_topic_config(name, value)
+    except ConfigError as e:
+        return str(e)
+    # LogConfig.validateValues: the one cross-key rule.
+    min_lag = parsed.get("min.compaction.lag.ms", 0)
+    max_lag = parsed.get("max.compaction.lag.ms", LONG_MAX)
+    assert isinstance(min_lag, int) and isinstance(max_lag, int)
+    if min_lag > max_lag:
+        return (f"conflict topic config setting min.compaction.lag.ms ({min_lag}) > "
+                f"max.compaction.lag.ms ({max_lag})")
+    return None
+
+
+def closest(name: str, candidates: Sequence[str]) -> str | None:
+    """The known key a misspelt one most resembles (for the start-up warning)."""
+    import difflib
+
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
+    return found[0] if found else None
