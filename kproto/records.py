@@ -26,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+import cramjam
+
 from samsa.kproto import batch as _batch
 from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
@@ -58,6 +60,8 @@ _INT16 = struct.Struct(">h")
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _END_TXN_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_MASK32, _MASK64 = 2**32 - 1, 2**64 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +86,12 @@ RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None
 # --- varints -------------------------------------------------------------------------------------
 
 
-def _read_varint(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
-    """A zigzag varint of at most `max_bytes` bytes (5: int32, 10: int64) at `pos`."""
+def _read_varint(data: bytes | bytearray | memoryview, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """A zigzag varint of at most `max_bytes` bytes (5: int32, 10: int64) at `pos`.
+
+    Bits past the type's width are dropped, as Java's shifts into an int or a long drop them
+    (ByteUtils.readUnsignedVarint/readUnsignedVarlong), so we accept and refuse exactly what Kafka does.
+    """
     raw = 0
     shift = 0
     limit = pos + max_bytes
@@ -98,6 +106,7 @@ def _read_varint(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, 
         if byte < 0x80:
             break
         shift += 7
+    raw &= _MASK32 if max_bytes == 5 else _MASK64
     return (raw >> 1) ^ -(raw & 1), pos
 
 
@@ -119,9 +128,10 @@ class RecordsScan:
 
     count: int
     max_timestamp_ms: int  # over the records' own timestamps; NO_TIMESTAMP (-1) for an empty batch
-    offset_of_max_timestamp: int  # first record carrying it; -1 for an empty batch
+    offset_of_max_timestamp: int  # baseOffset + index of the first record carrying it; -1 for an empty batch
     offsets_contiguous: bool  # offset deltas are exactly 0, 1, ..., count - 1
     has_null_key: bool  # a compacted topic refuses such a batch (INVALID_RECORD)
+    min_timestamp_ms: int = -1  # over the records' own timestamps; NO_TIMESTAMP (-1) for an empty batch
 
 
 def _walk_records(data: bytes, header: BatchHeader, build: bool) -> tuple[list[Record], RecordsScan]:
@@ -233,6 +243,110 @@ def _walk_records(data: bytes, header: BatchHeader, build: bool) -> tuple[list[R
     return records, RecordsScan(header.records_count, max_timestamp, offset_of_max, contiguous, null_key)
 
 
+def scan_records(
+    data: bytes | bytearray | memoryview, pos: int, end: int, count: int
+) -> tuple[int, int, int, bool, bool]:
+    """Validate `count` records in data[pos:end] exactly as decoding does, building nothing.
+
+    Returns (min timestamp delta, max timestamp delta, index of the first record with the max delta,
+    offset deltas are 0..count-1, some key is null); raises CorruptBatchError for what Kafka's
+    DefaultRecord.readFrom refuses, and for bytes left after the last record.  The produce path runs this
+    on every batch, so it is written for speed: reads inside a record are not bounded by the record's end
+    (only by the data's, through IndexError); any field running past the record's declared length
+    leaves `pos` past its end, which the per-record length check then refuses.  A native twin
+    (samsa.kproto._records_native) gives the same answers; see `scan_records_impl`.
+    """
+    min_delta = _INT64_MAX
+    max_delta = _INT64_MIN
+    max_index = -1
+    contiguous = True
+    null_key = False
+    read = _read_varint
+    try:
+        for index in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read(data, pos, end, 5)
+            record_end = pos + length
+            if length <= 0 or record_end > end:
+                raise CorruptBatchError(f"Invalid record size: expected {length} bytes in record payload, "
+                                        f"but the buffer has only {end - pos} remaining bytes")
+            b = data[pos + 1]  # after the attributes byte
+            if b < 0x80:
+                delta = (b >> 1) ^ -(b & 1)
+                pos += 2
+            else:
+                delta, pos = read(data, pos + 1, record_end, 10)
+            b = data[pos]
+            if b < 0x80:
+                if (b >> 1) ^ -(b & 1) != index:
+                    contiguous = False
+                pos += 1
+            else:
+                offset_delta, pos = read(data, pos, record_end, 5)
+                if offset_delta != index:
+                    contiguous = False
+            b = data[pos]
+            if b < 0x80:
+                key_length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                key_length, pos = read(data, pos, record_end, 5)
+            if key_length >= 0:
+                pos += key_length
+            else:
+                null_key = True
+            b = data[pos]
+            if b < 0x80:
+                value_length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                value_length, pos = read(data, pos, record_end, 5)
+            if value_length > 0:
+                pos += value_length
+            b = data[pos]
+            if b == 0:
+                pos += 1
+            else:
+                if b < 0x80:
+                    header_count = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    header_count, pos = read(data, pos, record_end, 5)
+                if header_count < 0:
+                    raise CorruptBatchError(f"Found invalid number of record headers {header_count}")
+                if header_count > record_end - pos:
+                    raise CorruptBatchError(f"Found invalid number of record headers. {header_count} is larger "
+                                            "than the remaining size of the record")
+                for _ in range(header_count):
+                    key_size, pos = read(data, pos, record_end, 5)
+                    if key_size < 0:
+                        raise CorruptBatchError(f"Invalid negative header key size {key_size}")
+                    value_size, pos = read(data, pos + key_size, record_end, 5)
+                    if value_size > 0:
+                        pos += value_size
+            if pos != record_end:
+                raise CorruptBatchError(f"Invalid record size: expected to read {length} bytes in record "
+                                        f"payload, but instead read {length + pos - record_end}")
+            if delta < min_delta:
+                min_delta = delta
+            if delta > max_delta:
+                max_delta = delta
+                max_index = index
+    except IndexError:
+        raise CorruptBatchError("Incorrect declared batch size, premature EOF reached") from None
+    if pos != end:
+        raise CorruptBatchError("Incorrect declared batch size, records still remaining in file")
+    return min_delta, max_delta, max_index, contiguous, null_key
+
+
+# The native twin when it was built (setup.py's optional extension), else the Python above.
+scan_records_impl = scan_records
+
+
 def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
     return _walk_records(data, header, build=True)[0]
 
@@ -272,7 +386,17 @@ def scan_batch_records(
         raise CorruptBatchError(f"batch claims {header.size_bytes} bytes, only {len(batch)} present")
     if verify_crc and not _batch.is_crc_valid(batch, header):
         raise CorruptBatchError("CRC mismatch")
-    return _walk_records(_records_section(batch, 0, header, max_decompressed_bytes), header, build=False)[1]
+    if header.compression == Codec.NONE:
+        data, start, end = batch, BATCH_HEADER_BYTES, header.size_bytes
+    else:
+        data = _records_section(batch, 0, header, max_decompressed_bytes)
+        start, end = 0, len(data)
+    min_delta, max_delta, max_index, contiguous, null_key = scan_records_impl(data, start, end, header.records_count)
+    if max_index < 0:
+        return RecordsScan(0, -1, -1, True, False, -1)
+    base = header.base_timestamp
+    return RecordsScan(header.records_count, base + max_delta, header.base_offset + max_index, contiguous, null_key,
+                       base + min_delta)
 
 
 def decode_batches(
@@ -338,6 +462,16 @@ def _encode_record(
     out += body
 
 
+def _compress_section(codec: int, body: bytearray, level: int | None) -> bytes:
+    """`body` in `codec`; `level` as compression.gzip.level / compression.zstd.level (-1 for gzip: zlib's
+    default, as Java's Deflater).  Snappy has no level; LZ4 frames are always written at the default level."""
+    if level is not None and codec == Codec.GZIP and level >= 0:
+        return bytes(cramjam.gzip.compress(bytes(body), level=level))
+    if level is not None and codec == Codec.ZSTD:
+        return bytes(cramjam.zstd.compress(bytes(body), level=level))
+    return compress(codec, body)
+
+
 def encode_batch(
     records: Sequence[RecordInput] | Sequence[Record],
     *,
@@ -350,6 +484,7 @@ def encode_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     partition_leader_epoch: int = -1,
+    compression_level: int | None = None,
 ) -> bytes:
     """One v2 record batch with a correct CRC32C, as a producer (or a leader, for markers) writes it.
 
@@ -382,7 +517,7 @@ def encode_batch(
     base_timestamp = timestamp_ms if first_timestamp is None else first_timestamp
     max_timestamp = max(timestamps, default=timestamp_ms)
     last_offset_delta = max(offset_deltas, default=0)
-    section = compress(compression, body) if compression else bytes(body)
+    section = _compress_section(compression, body, compression_level) if compression else bytes(body)
     attributes = (compression & _batch.COMPRESSION_MASK) | (TRANSACTIONAL_BIT if is_transactional else 0)
     attributes |= CONTROL_BIT if is_control else 0
     batch = bytearray(BATCH_HEADER_BYTES + len(section))
