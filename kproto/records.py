@@ -21,8 +21,9 @@ keys that are not UTF-8 are decoded with U+FFFD, as Kafka's Utils.utf8 does; the
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -343,8 +344,17 @@ def scan_records(
     return min_delta, max_delta, max_index, contiguous, null_key
 
 
-# The native twin when it was built (setup.py's optional extension), else the Python above.
-scan_records_impl = scan_records
+# The native twin when it was built (pyproject's optional ext-module), else the Python above; SAMSA_PURE_PYTHON=1
+# forces the Python walk (tests run both).
+_ScanRecords = Callable[[bytes | bytearray | memoryview, int, int, int], tuple[int, int, int, bool, bool]]
+scan_records_impl: _ScanRecords = scan_records
+native_scan_records: _ScanRecords | None = None
+try:
+    from samsa.kproto._records_native import scan_records as native_scan_records
+except ImportError:  # no C compiler when it was installed
+    pass
+if native_scan_records is not None and not os.environ.get("SAMSA_PURE_PYTHON"):
+    scan_records_impl = native_scan_records
 
 
 def _decode_records(data: bytes, header: BatchHeader) -> list[Record]:
