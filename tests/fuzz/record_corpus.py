@@ -12,8 +12,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import crc32c
 import cramjam
+import crc32c
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 INVALID_RECORD, CORRUPT_MESSAGE, INVALID_TIMESTAMP = 87, 2, 32

@@ -24,7 +24,7 @@ from samsa.storage.validator import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
-import record_corpus  # noqa: E402
+import record_corpus
 
 NOW = 1_700_000_000_000
 TOPIC_CONFIG = {
@@ -171,8 +171,9 @@ def test_native_walk_matches_python_on_mutated_batches() -> None:
     native = krecords.native_scan_records
     assert native is not None
     rng = random.Random(15)
-    seeds = [encode_batch([(rng.choice([None, b"k"]), rng.randbytes(rng.randrange(200)), [("h", b"x")] * rng.randrange(3))
-                           for _ in range(rng.randrange(1, 6))], timestamp_ms=NOW) for _ in range(20)]
+    seeds = [encode_batch([(rng.choice([None, b"k"]), rng.randbytes(rng.randrange(200)),
+                            [("h", b"x")] * rng.randrange(3)) for _ in range(rng.randrange(1, 6))], timestamp_ms=NOW)
+             for _ in range(20)]
     seeds += [p.build(NOW) for p in record_corpus.PROBES if parse_header(p.build(NOW)).compression == 0]
     checked = 0
     for case in range(20_000):
