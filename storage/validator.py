@@ -38,7 +38,8 @@ from samsa.kproto.batch import (
 )
 from samsa.kproto.compression import Codec, DecompressionError, decompress
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.records import Record, decode_batch_records, encode_batch, scan_records_impl
+from samsa.kproto.record_scan import scan_records_impl
+from samsa.kproto.records import Record, decode_batch_records, encode_batch
 
 __all__ = [
     "LARGE_BATCH_BYTES",

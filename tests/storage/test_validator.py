@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from samsa.kproto import records as krecords
+from samsa.kproto import record_scan as krecords
 from samsa.kproto.batch import CorruptBatchError, parse_header
 from samsa.kproto.compression import Codec
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.records import Record, decode_batch_records, encode_batch, scan_records
+from samsa.kproto.record_scan import scan_records
+from samsa.kproto.records import Record, decode_batch_records, encode_batch
 from samsa.storage.validator import (
     LogValidatorConfig,
     ValidatedBatch,
