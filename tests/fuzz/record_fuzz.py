@@ -41,6 +41,9 @@ from samsa.kproto.records import decode_batch_records, decode_batches, encode_ba
 LIVENESS_EVERY = 200
 ALLOWED_CODES = {0, 2, 32, 87}
 AFTER_MAX_MS = 3_600_000  # the broker default of message.timestamp.after.max.ms
+# Seeds are a few KiB; the oracle's bound keeps kproto.compression's retry-with-a-larger-buffer loop cheap on
+# corrupt streams (the broker's own bound is samsa.max.decompressed.batch.bytes, 64 MiB).
+ORACLE_MAX_DECOMPRESSED_BYTES = 4 << 20
 
 
 @dataclass
@@ -84,7 +87,7 @@ def _kafka_python_accepts(data: bytes) -> bool | None:
 def well_formed(data: bytes, *, compacted: bool, now_ms: int) -> bool:
     """The decoder and LogValidator's rules; a few seconds of slack on timestamps for the round trip."""
     try:
-        records = decode_batch_records(data, max_decompressed_bytes=64 << 20)
+        records = decode_batch_records(data, max_decompressed_bytes=ORACLE_MAX_DECOMPRESSED_BYTES)
     except CorruptBatchError:
         return False
     if [r.offset for r in records] != list(range(len(records))) or not records:
@@ -97,6 +100,8 @@ def well_formed(data: bytes, *, compacted: bool, now_ms: int) -> bool:
 def _frame(rng: random.Random, section: bytes, count: int, now_ms: int) -> bytes:
     codec = rng.choice((0, 0, 0, 0, 1, 2, 3, 4))
     body = compress(codec, section) if codec else section
+    if codec and rng.random() < 0.1:  # damage the compressed stream itself (the decompressors' turn)
+        body = bytes(record_corpus.mutate(rng, bytearray(body)))
     return record_corpus.batch(body, count, timestamp_ms=now_ms, codec=codec, precompressed=True)
 
 

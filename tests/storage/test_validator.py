@@ -188,3 +188,35 @@ def test_native_walk_matches_python_on_mutated_batches() -> None:
         assert _outcome(native, mutated, count) == python, (case, mutated.hex())
         checked += 1
     assert checked == 20_000
+
+
+# --- corrupt compressed payloads are refused cheaply ---------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.LZ4, Codec.ZSTD])
+def test_cramjam_still_says_full_buffer_when_the_output_does_not_fit(codec: Codec) -> None:
+    """validator._decompress refuses any other error on its first buffer as corrupt: if cramjam's wording
+    changed, valid batches larger than the first buffer would be refused, so this pins it."""
+    import cramjam
+
+    from samsa.kproto.compression import compress
+    from samsa.storage.validator import CRAMJAM_FULL_BUFFER_MESSAGE
+
+    into = {Codec.GZIP: cramjam.gzip.decompress_into, Codec.LZ4: cramjam.lz4.decompress_into,
+            Codec.ZSTD: cramjam.zstd.decompress_into}[codec]
+    with pytest.raises(cramjam.DecompressionError, match=CRAMJAM_FULL_BUFFER_MESSAGE):
+        into(compress(codec, bytes(1_000_000)), bytearray(65536))
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.LZ4, Codec.ZSTD, Codec.SNAPPY])
+def test_corrupt_payloads_are_corrupt_message_and_big_valid_ones_pass(codec: Codec) -> None:
+    rng = random.Random(int(codec))
+    good = encode_batch([(None, bytes(2_000_000), ())], timestamp_ms=NOW, compression=codec)
+    result = validate_batch(good, config(), NOW)  # decompresses to 2 MB: past the first buffer
+    assert isinstance(result, ValidatedBatch)
+    for _ in range(30):  # a stream cut short is corrupt in every codec (bytes flipped may still decode)
+        body = good[61:61 + rng.randrange(1, len(good) - 61)]
+        junk = record_corpus.batch(bytes(body), 1, timestamp_ms=NOW, codec=int(codec), precompressed=True)
+        answer = validate_batch(junk, config(), NOW)
+        assert isinstance(answer, ValidationFailure)
+        assert answer.error_code in (ErrorCode.corrupt_message, ErrorCode.invalid_record)
