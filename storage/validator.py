@@ -23,7 +23,7 @@ worker thread for a large batch (see `is_large`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import cramjam
@@ -63,8 +63,10 @@ LARGE_BATCH_BYTES = 64 * 1024
 
 CRAMJAM_FULL_BUFFER_MESSAGE = "failed to write whole buffer"
 _FIRST_BUFFER_BYTES = 64 * 1024
-_DECOMPRESS_INTO = {Codec.GZIP: cramjam.gzip.decompress_into, Codec.LZ4: cramjam.lz4.decompress_into,
-                    Codec.ZSTD: cramjam.zstd.decompress_into}
+_DECOMPRESS_INTO: dict[int, Callable[[memoryview, bytearray], int]] = {
+    Codec.GZIP: cramjam.gzip.decompress_into, Codec.LZ4: cramjam.lz4.decompress_into,
+    Codec.ZSTD: cramjam.zstd.decompress_into,
+}
 _CODECS = {"uncompressed": Codec.NONE, "gzip": Codec.GZIP, "snappy": Codec.SNAPPY, "lz4": Codec.LZ4,
            "zstd": Codec.ZSTD}
 _LEVEL_KEYS = {Codec.GZIP: "compression.gzip.level", Codec.LZ4: "compression.lz4.level",
