@@ -26,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+import cramjam
+
 from samsa.kproto import batch as _batch
 from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
@@ -36,6 +38,8 @@ from samsa.kproto.batch import (
     parse_header,
 )
 from samsa.kproto.compression import Codec, compress, decompress
+from samsa.kproto.record_scan import read_varint as _read_varint
+from samsa.kproto.record_scan import scan_records_impl
 
 __all__ = [
     "ControlRecord",
@@ -82,25 +86,6 @@ RecordInput = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes | None
 # --- varints -------------------------------------------------------------------------------------
 
 
-def _read_varint(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
-    """A zigzag varint of at most `max_bytes` bytes (5: int32, 10: int64) at `pos`."""
-    raw = 0
-    shift = 0
-    limit = pos + max_bytes
-    while True:
-        if pos >= end:
-            raise CorruptBatchError("record ends inside a varint")
-        if pos >= limit:
-            raise CorruptBatchError(f"varint longer than {max_bytes} bytes")
-        byte = data[pos]
-        pos += 1
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def _write_varint(out: bytearray, value: int) -> None:
     raw = (value << 1) ^ (value >> 63)  # zigzag over 64 bits; also correct for int32 values
     raw &= 0xFFFFFFFFFFFFFFFF
@@ -119,9 +104,10 @@ class RecordsScan:
 
     count: int
     max_timestamp_ms: int  # over the records' own timestamps; NO_TIMESTAMP (-1) for an empty batch
-    offset_of_max_timestamp: int  # first record carrying it; -1 for an empty batch
+    offset_of_max_timestamp: int  # baseOffset + index of the first record carrying it; -1 for an empty batch
     offsets_contiguous: bool  # offset deltas are exactly 0, 1, ..., count - 1
     has_null_key: bool  # a compacted topic refuses such a batch (INVALID_RECORD)
+    min_timestamp_ms: int = -1  # over the records' own timestamps; NO_TIMESTAMP (-1) for an empty batch
 
 
 def _walk_records(data: bytes, header: BatchHeader, build: bool) -> tuple[list[Record], RecordsScan]:
@@ -272,7 +258,17 @@ def scan_batch_records(
         raise CorruptBatchError(f"batch claims {header.size_bytes} bytes, only {len(batch)} present")
     if verify_crc and not _batch.is_crc_valid(batch, header):
         raise CorruptBatchError("CRC mismatch")
-    return _walk_records(_records_section(batch, 0, header, max_decompressed_bytes), header, build=False)[1]
+    if header.compression == Codec.NONE:
+        data, start, end = batch, BATCH_HEADER_BYTES, header.size_bytes
+    else:
+        data = _records_section(batch, 0, header, max_decompressed_bytes)
+        start, end = 0, len(data)
+    min_delta, max_delta, max_index, contiguous, null_key = scan_records_impl(data, start, end, header.records_count)
+    if max_index < 0:
+        return RecordsScan(0, -1, -1, True, False, -1)
+    base = header.base_timestamp
+    return RecordsScan(header.records_count, base + max_delta, header.base_offset + max_index, contiguous, null_key,
+                       base + min_delta)
 
 
 def decode_batches(
@@ -338,6 +334,16 @@ def _encode_record(
     out += body
 
 
+def _compress_section(codec: int, body: bytearray, level: int | None) -> bytes:
+    """`body` in `codec`; `level` as compression.gzip.level / compression.zstd.level (-1 for gzip: zlib's
+    default, as Java's Deflater).  Snappy has no level; LZ4 frames are always written at the default level."""
+    if level is not None and codec == Codec.GZIP and level >= 0:
+        return bytes(cramjam.gzip.compress(bytes(body), level=level))
+    if level is not None and codec == Codec.ZSTD:
+        return bytes(cramjam.zstd.compress(bytes(body), level=level))
+    return compress(codec, body)
+
+
 def encode_batch(
     records: Sequence[RecordInput] | Sequence[Record],
     *,
@@ -350,6 +356,7 @@ def encode_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     partition_leader_epoch: int = -1,
+    compression_level: int | None = None,
 ) -> bytes:
     """One v2 record batch with a correct CRC32C, as a producer (or a leader, for markers) writes it.
 
@@ -382,7 +389,7 @@ def encode_batch(
     base_timestamp = timestamp_ms if first_timestamp is None else first_timestamp
     max_timestamp = max(timestamps, default=timestamp_ms)
     last_offset_delta = max(offset_deltas, default=0)
-    section = compress(compression, body) if compression else bytes(body)
+    section = _compress_section(compression, body, compression_level) if compression else bytes(body)
     attributes = (compression & _batch.COMPRESSION_MASK) | (TRANSACTIONAL_BIT if is_transactional else 0)
     attributes |= CONTROL_BIT if is_control else 0
     batch = bytearray(BATCH_HEADER_BYTES + len(section))

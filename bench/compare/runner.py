@@ -70,6 +70,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scale", help="partition counts for the scale scenario (default 1000,10000)")
     p.add_argument("--scale-shared", action="store_true", help="scale on the shared brokers, not fresh ones")
     p.add_argument("--startup-repeats", type=int, help="starts per broker for the start-up median (default 3)")
+    p.add_argument("--record-size", type=int, default=perf_tools.RECORD_SIZE,
+                   help=f"producer_perf/consumer_perf: bytes per record (default {perf_tools.RECORD_SIZE})")
     p.add_argument("--out", type=Path, help="where JSON and charts go (default bench/results/)")
     p.add_argument("--no-charts", action="store_true")
     args = p.parse_args(argv)
@@ -100,6 +102,7 @@ def print_result(r: ScenarioResult) -> None:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    perf_tools.RECORD_SIZE = args.record_size
     names = [s for s in args.scenarios.split(",") if s]
     out_dir: Path = args.out or RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)

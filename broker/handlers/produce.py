@@ -8,7 +8,9 @@ A request with acks=0 gets no response at all, as in Kafka.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -17,23 +19,27 @@ from samsa.broker.context import RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build, ms
-from samsa.kproto.batch import (
-    BATCH_HEADER_BYTES,
-    COMPRESSION_MASK,
-    CorruptBatchError,
-    UnsupportedMagicError,
-    is_crc_valid,
-    iter_batches,
-    peek_size,
-)
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
-from samsa.kproto.records import decode_batch_records, scan_batch_records
 from samsa.storage.errors import StorageError
+from samsa.storage.validator import (
+    LogValidatorConfig,
+    ValidatedBatch,
+    ValidationFailure,
+    is_large,
+    validate_batch,
+)
 
 logger = logging.getLogger(__name__)
 
-_MAX_CODEC = 4
+# Worker threads that validate large batches (storage.validator.is_large): few, so a flood of them queues
+# instead of taking every core.
+VALIDATION_THREADS = 2
+_EXECUTOR: ThreadPoolExecutor | None = None
+_VALIDATOR_CONFIGS_MAX = 10_000
+# Per topic entry of the request: its name and (partition index, answer) in request order.
+_Results = list[tuple[str, list[tuple[int, dict[str, Any]]]]]
+_VALIDATOR_CONFIGS: dict[tuple[str, int], tuple[Any, LogValidatorConfig]] = {}
 
 
 def _result(error: ErrorCode, message: str | None = None, base_offset: int = -1, append_time: int = -1,
@@ -48,108 +54,30 @@ def _result(error: ErrorCode, message: str | None = None, base_offset: int = -1,
     }
 
 
-def _record_errors(records: bytes, limit: int, bad: Any) -> list[dict[str, Any]]:
-    """Kafka's record_errors: the index within the batch and a message for each record `bad` refuses."""
-    out = []
-    for index, record in enumerate(decode_batch_records(records, max_decompressed_bytes=limit)):
-        message = bad(record)
-        if message is not None:
-            out.append({"batch_index": index, "batch_index_error_message": message})
-    return out
+def _failure(failure: ValidationFailure, log_start: int) -> dict[str, Any]:
+    errors = [{"batch_index": e.batch_index, "batch_index_error_message": e.message} for e in failure.record_errors]
+    return _result(failure.error_code, failure.message, log_start=log_start if failure.with_log_start else -1,
+                   record_errors=errors)
 
 
-def _validate(partition: Partition, records: bytes, acks: int, ctx: RequestContext,
-              transactional_id: str | None = None) -> dict[str, Any] | None:
-    """Kafka's ProduceRequest.validateRecords and LogValidator checks, with Kafka's error codes.
-
-    Request-shape problems (no batch, a torn batch, several batches, magic < 2) are INVALID_RECORD
-    without a log start offset, as Kafka answers them before touching the log; a CRC mismatch is
-    CORRUPT_MESSAGE; LogValidator's refusals (base offset, timestamps, keys of a compacted topic)
-    report the partition's log start offset, and per-record problems are listed in record_errors.
-    """
+def _validator_config(ctx: RequestContext, partition: Partition) -> LogValidatorConfig:
+    """The partition's LogValidatorConfig, rebuilt only when the topic's effective configs change."""
     topic_config = ctx.broker.topic_config(partition.topic)
-    max_message_bytes = int(topic_config["max.message.bytes"])
+    key = (partition.topic, partition.partition_id)
+    cached = _VALIDATOR_CONFIGS.get(key)
+    if cached is not None and cached[0] is topic_config:
+        return cached[1]
     limit = ctx.broker.config.get_int("samsa.max.decompressed.batch.bytes")
-    log_start = partition.log.log_start_offset
-    size = peek_size(records, 0)
-    if len(records) < BATCH_HEADER_BYTES or size is None or size > len(records):
-        if len(records) > max_message_bytes:
-            return _result(ErrorCode.message_too_large, f"Message batch size is {len(records)} bytes")
-        return _result(ErrorCode.invalid_record, "The record batch is truncated")
-    try:
-        batches = list(iter_batches(records, verify_crc=False))
-    except UnsupportedMagicError as e:
-        return _result(ErrorCode.invalid_record, f"Produce requests need record batches v2: {e}")
-    except CorruptBatchError as e:
-        return _result(ErrorCode.invalid_record, str(e))
-    if len(batches) != 1:
-        return _result(ErrorCode.invalid_record,
-                       "Produce requests with version 3+ must contain exactly one record batch")
-    _, header = batches[0]
-    if header.size_bytes > max_message_bytes:
-        return _result(ErrorCode.message_too_large,
-                       f"The batch is {header.size_bytes} bytes, larger than max.message.bytes={max_message_bytes}")
-    if not is_crc_valid(records, header):
-        return _result(ErrorCode.corrupt_message, "Record batch is corrupt (CRC mismatch)")
-    if header.attributes & COMPRESSION_MASK > _MAX_CODEC:
-        return _result(ErrorCode.corrupt_message, "unknown compression codec")
-    if header.base_offset != 0:
-        return _result(ErrorCode.invalid_record,
-                       f"The baseOffset of the record batch in the append to {partition.topic}-"
-                       f"{partition.partition_id} should be 0, but it is {header.base_offset}", log_start=log_start)
-    compacted = "compact" in topic_config["cleanup.policy"]
-    if header.compression or compacted:
-        # Kafka decompresses every compressed batch it accepts (LogValidator). We check that the records
-        # parse within a bound, so a corrupt or bomb batch is refused here and never reaches a consumer.
-        try:
-            scan = scan_batch_records(records, max_decompressed_bytes=limit, verify_crc=False)
-        except CorruptBatchError as e:
-            return _result(ErrorCode.corrupt_message, f"cannot read the batch's records: {e}")
-        if scan.count != header.records_count or not scan.offsets_contiguous:
-            return _result(ErrorCode.invalid_record, "The batch's records do not match its header (count or "
-                           "offset deltas)", log_start=log_start)
-        if compacted and scan.has_null_key:
-            message = f"Compacted topic cannot accept message without key in topic partition {partition.topic}-" \
-                      f"{partition.partition_id}."
-            errors = _record_errors(records, limit, lambda r: message if r.key is None else None)
-            return _result(ErrorCode.invalid_record, message, log_start=log_start, record_errors=errors)
-    if header.is_control:
-        return _result(ErrorCode.invalid_record, "Clients may not produce control batches", log_start=log_start)
-    if header.records_count == 0 or header.records_count != header.last_offset_delta + 1:
-        return _result(ErrorCode.invalid_record, "record count does not match lastOffsetDelta", log_start=log_start)
-    if header.is_transactional:
-        # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
-        error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
-                                              partition.partition_id, transactional_id)
-        if error != ErrorCode.none:
-            return _result(error, "the partition is not part of the producer's ongoing transaction"
-                           if error == ErrorCode.invalid_txn_state else None)
-    if topic_config["message.timestamp.type"].lower() == "createtime":
-        after = int(topic_config["message.timestamp.after.max.ms"])
-        before = int(topic_config["message.timestamp.before.max.ms"])
-        now = ctx.now_ms
-        if header.max_timestamp - now > after or (header.base_timestamp >= 0 and now - header.base_timestamp > before):
-            def bad(r: Any) -> str | None:
-                if r.timestamp_ms - now > after or now - r.timestamp_ms > before:
-                    return (f"Timestamp {r.timestamp_ms} of message with offset {r.offset} is out of range. The "
-                            f"timestamp should be within [{now - before}, {now + after}]")
-                return None
-
-            errors = _record_errors(records, limit, bad)
-            return _result(ErrorCode.invalid_timestamp,
-                           errors[0]["batch_index_error_message"] if errors else "Timestamp out of range",
-                           log_start=log_start, record_errors=errors)
-    if acks == -1:
-        min_isr = int(topic_config["min.insync.replicas"])
-        if len(partition.isr) < min_isr:
-            return _result(ErrorCode.not_enough_replicas,
-                           f"The size of the current ISR {len(partition.isr)} is insufficient to satisfy "
-                           f"the min.isr requirement of {min_isr}", log_start=log_start)
-    return None
+    config = LogValidatorConfig.from_topic_config(f"{partition.topic}-{partition.partition_id}", topic_config, limit)
+    if len(_VALIDATOR_CONFIGS) >= _VALIDATOR_CONFIGS_MAX:
+        _VALIDATOR_CONFIGS.clear()
+    _VALIDATOR_CONFIGS[key] = (topic_config, config)
+    return config
 
 
-def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int,
-            transactional_id: str | None = None) -> dict[str, Any]:
+def _leader(ctx: RequestContext, topic: str, index: int, records: bytes | None
+            ) -> tuple[Partition, bytes] | dict[str, Any]:
+    """The partition to append `records` to, or the answer that refuses them before validation."""
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
         return _result(ctx.broker.replica_manager.missing_error(topic, index))
@@ -160,11 +88,31 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
         return _result(ErrorCode.not_leader_or_follower)
     if not records:
         return _result(ErrorCode.invalid_record, "The record set is empty")
-    problem = _validate(partition, records, acks, ctx, transactional_id)
-    if problem is not None:
-        return problem
+    return partition, records
+
+
+def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch | ValidationFailure, acks: int,
+            transactional_id: str | None) -> dict[str, Any]:
+    """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append."""
+    log_start = partition.log.log_start_offset
+    if isinstance(validated, ValidationFailure):
+        return _failure(validated, log_start)
+    header = validated.header
+    if header.is_transactional:
+        # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
+        error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
+                                              partition.partition_id, transactional_id)
+        if error != ErrorCode.none:
+            return _result(error, "the partition is not part of the producer's ongoing transaction"
+                           if error == ErrorCode.invalid_txn_state else None)
+    if acks == -1:
+        min_isr = int(ctx.broker.topic_config(partition.topic)["min.insync.replicas"])
+        if len(partition.isr) < min_isr:
+            return _result(ErrorCode.not_enough_replicas,
+                           f"The size of the current ISR {len(partition.isr)} is insufficient to satisfy "
+                           f"the min.isr requirement of {min_isr}", log_start=log_start)
     try:
-        info = partition.append_as_leader(bytearray(records), ctx.now_ms)
+        info = partition.append_as_leader(bytearray(validated.records), ctx.now_ms)
     except StorageError as e:
         error = ErrorCode(e.error_code)
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
@@ -173,9 +121,44 @@ def _append(ctx: RequestContext, topic: str, index: int, records: bytes | None, 
     result = _result(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
         # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
-        min_isr = int(ctx.broker.topic_config(topic)["min.insync.replicas"])
+        min_isr = int(ctx.broker.topic_config(partition.topic)["min.insync.replicas"])
         result["_wait"] = (partition, info.last_offset + 1, min_isr, partition.leader_epoch)
     return result
+
+
+def _produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int,
+                       transactional_id: str | None) -> dict[str, Any]:
+    found = _leader(ctx, topic, index, records)
+    if isinstance(found, dict):
+        return found
+    partition, data = found
+    validated = validate_batch(data, _validator_config(ctx, partition), ctx.now_ms)
+    return _append(ctx, partition, validated, acks, transactional_id)
+
+
+async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: int, records: bytes | None,
+                                      acks: int, transactional_id: str | None) -> dict[str, Any]:
+    """A large batch is validated (decompressed, walked, maybe recompressed) on a worker thread, so the
+    event loop keeps serving other connections; the append itself happens back on the loop."""
+    found = _leader(ctx, topic, index, records)
+    if isinstance(found, dict):
+        return found
+    partition, data = found
+    config = _validator_config(ctx, partition)
+    loop = asyncio.get_running_loop()
+    validated = await loop.run_in_executor(_validation_executor(), validate_batch, data, config, ctx.now_ms)
+    # Leadership may have moved while the batch was being validated.
+    found = _leader(ctx, topic, index, records)
+    if isinstance(found, dict):
+        return found
+    return _append(ctx, found[0], validated, acks, transactional_id)
+
+
+def _validation_executor() -> ThreadPoolExecutor:
+    global _EXECUTOR
+    if _EXECUTOR is None:
+        _EXECUTOR = ThreadPoolExecutor(max_workers=VALIDATION_THREADS, thread_name_prefix="samsa-validate")
+    return _EXECUTOR
 
 
 async def _await_replication(ctx: RequestContext, waits: list[dict[str, Any]], timeout_ms: int) -> None:
@@ -217,28 +200,60 @@ async def _await_replication(ctx: RequestContext, waits: list[dict[str, Any]], t
 
 
 def handle_produce(request: Any, ctx: RequestContext) -> Any:
+    if any(is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
+        return _handle_produce_off_loop(request, ctx)
     acks = request.acks
-    responses = []
-    leaders: set[int] = set()
-    waits: list[dict[str, Any]] = []
+    results: _Results = []
     for topic in request.topic_data:
-        partitions = []
+        partitions: list[tuple[int, dict[str, Any]]] = []
         for data in topic.partition_data:
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
             else:
-                result = _append(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
+                result = _produce_partition(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
+            partitions.append((data.index, result))
+        results.append((topic.name, partitions))
+    return _finish(request, ctx, results)
+
+
+async def _handle_produce_off_loop(request: Any, ctx: RequestContext) -> Any:
+    """handle_produce for a request holding a large batch: partitions in request order, as on the loop."""
+    acks = request.acks
+    results: _Results = []
+    for topic in request.topic_data:
+        partitions: list[tuple[int, dict[str, Any]]] = []
+        for data in topic.partition_data:
+            if acks not in (0, 1, -1):
+                result = _result(ErrorCode.invalid_required_acks)
+            elif data.records and is_large(data.records):
+                result = await _produce_partition_off_loop(ctx, topic.name, data.index, data.records, acks,
+                                                           request.transactional_id)
+            else:
+                result = _produce_partition(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
+            partitions.append((data.index, result))
+        results.append((topic.name, partitions))
+    answer = _finish(request, ctx, results)
+    if asyncio.iscoroutine(answer):
+        return await answer
+    return answer
+
+
+def _finish(request: Any, ctx: RequestContext, results: _Results) -> Any:
+    leaders: set[int] = set()
+    waits: list[dict[str, Any]] = []
+    responses: list[dict[str, Any]] = []
+    for name, partitions in results:
+        for index, result in partitions:
             if result["error_code"] == ErrorCode.not_leader_or_follower and ctx.version >= 10:
-                leader = _current_leader(ctx, topic.name, data.index)
+                leader = _current_leader(ctx, name, index)
                 if leader is not None:
                     result["current_leader"] = {"leader_id": leader[0], "leader_epoch": leader[1]}
                     leaders.add(leader[0])
             if "_wait" in result:
                 waits.append(result)
-            partitions.append(result)
-            result["index"] = data.index
-        responses.append({"name": topic.name, "partition_responses": partitions})
-    if acks == 0:
+            result["index"] = index
+        responses.append({"name": name, "partition_responses": [result for _, result in partitions]})
+    if request.acks == 0:
         return None
     if waits:
         return _respond_after_replication(ctx, request, waits, responses, leaders)

@@ -171,6 +171,7 @@ def test_scan_reports_what_a_leader_validates() -> None:
         offset_of_max_timestamp=11,
         offsets_contiguous=False,
         has_null_key=True,
+        min_timestamp_ms=NOW_MS + 5,
     )
     scan = scan_batch_records(encode_batch([(b"k", b"v", ())] * 4, timestamp_ms=NOW_MS), max_decompressed_bytes=MAX)
     assert (scan.count, scan.offsets_contiguous, scan.has_null_key) == (4, True, False)

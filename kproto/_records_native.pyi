@@ -1,0 +1,3 @@
+def scan_records(
+    data: bytes | bytearray | memoryview, pos: int, end: int, count: int, /
+) -> tuple[int, int, int, bool, bool]: ...
