@@ -12,6 +12,8 @@ from typing import Any
 from samsa.broker.config import TOPIC_CONFIGS, effective_topic_config
 from samsa.broker.context import RequestContext
 from samsa.broker.controller import TopicSpec
+from samsa.broker.controller_types import EXCESSIVE_BATCH_MESSAGE
+from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -35,6 +37,11 @@ async def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     results = await ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicates],
                                                   validate_only=request.validate_only)
+    if results and all(r.error_code == ErrorCode.policy_violation and r.error_message == EXCESSIVE_BATCH_MESSAGE
+                       for r in results):
+        # More records than one operation may write (Kafka's MAX_RECORDS_PER_USER_OP): the whole
+        # request failed, and Kafka answers every topic it named with that error.
+        return error_response(19, ctx.version, request, ErrorCode.policy_violation, EXCESSIVE_BATCH_MESSAGE)
     specs = {t.name: _spec(t) for t in request.topics}
     topics: list[dict[str, Any]] = [
         {"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,
