@@ -138,6 +138,7 @@ class Broker:
         self.replica_manager = ReplicaManager(config, self.log_manager)
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.replica_manager.on_followers_changed = self.replica_fetchers.update
+        self.replica_manager.on_partitions_created = self._on_partitions_created
         self._published = False
         self.ready = asyncio.Event()  # the image has caught up: clients may be served
         self._creating: set[str] = set()  # topics being created in the background
@@ -203,6 +204,16 @@ class Broker:
         self._published = True
         self.ready.set()
         self.replica_manager.apply_image(image)
+        groups = getattr(self, "groups", None)
+        if groups is not None:
+            groups.on_metadata(image)
+        txn = getattr(self, "txn", None)
+        if txn is not None:
+            txn.on_metadata(image)
+
+    def _on_partitions_created(self) -> None:
+        # logs created in steps after the image was applied: the coordinators may lead them now
+        image = self.replica_manager.image
         groups = getattr(self, "groups", None)
         if groups is not None:
             groups.on_metadata(image)
@@ -350,4 +361,5 @@ class Broker:
         self.log_manager.checkpoint_high_watermarks()
 
     def close(self) -> None:
+        self.replica_manager.close()
         self.log_manager.close()

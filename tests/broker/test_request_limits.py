@@ -22,6 +22,7 @@ from samsa.broker.controller_types import (
     PartitionsSpec,
     TooManyRecordsError,
 )
+from samsa.broker.log_pacer import INLINE_LOG_CHANGES
 from samsa.broker.metadata.log import METADATA_LOG_CONFIG
 from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum
 from samsa.broker.metadata.records import PartitionRecord, TopicRecord
@@ -205,3 +206,35 @@ def test_create_partitions_counts_before_it_places(cluster: Cluster) -> None:
     assert cluster.controller.create_partitions("p", 2**31 - 1, None, validate_only=False).result() == (
         ErrorCode.policy_violation, EXCESSIVE_BATCH_MESSAGE)
     assert len(cluster.controller.image.topics_by_name["p"].partitions) == 1
+
+
+def test_a_topic_of_thousands_of_partitions_is_created_and_deleted_in_steps(samsa: Any) -> None:
+    """More new logs than INLINE_LOG_CHANGES: created (and deleted) in steps while others are served;
+    every partition ends up writable, and every directory ends up gone."""
+    count = INLINE_LOG_CHANGES * 4
+    with samsa.connect() as conn:
+        assert create(conn, "wide", count).topics[0].error_code.value == 0
+        assert_serves_others(samsa.port, "beside-wide")
+        batch = encode_batch([(None, b"x", ())], timestamp_ms=int(time.time() * 1000))
+        deadline = time.monotonic() + 120
+        pending = set(range(count))
+        while pending and time.monotonic() < deadline:
+            r = conn.request(0, {"transactional_id": None, "acks": 1, "timeout": 10000, "topic_data": [
+                {"name": "wide", "partition_data": [{"index": i, "records": batch} for i in sorted(pending)]}]})
+            codes = {p.index: p.error_code.value for p in r.responses[0].partition_responses}
+            # a partition whose log is not made yet answers NOT_LEADER_OR_FOLLOWER, which clients retry
+            assert set(codes.values()) <= {0, ErrorCode.not_leader_or_follower.value}
+            pending = {i for i, c in codes.items() if c != 0}
+            time.sleep(0.05)
+        assert not pending
+        r = conn.request(20, {"topic_names": ["wide"], "timeout": 30000}, version=4)
+        assert r.responses[0].error_code.value == 0
+        assert_serves_others(samsa.port, "after-wide")
+
+    def left() -> list[str]:
+        return [p.name for p in samsa.data_dir.iterdir() if p.name.startswith("wide-")]
+
+    deadline = time.monotonic() + 120
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left() == []
