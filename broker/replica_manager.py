@@ -27,6 +27,7 @@ from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.records import ControlType, encode_control_batch
 from samsa.storage.config import LogConfig
+from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log, LogAppendInfo
 from samsa.storage.log_manager import LogManager
 from samsa.storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
@@ -364,14 +365,24 @@ class ReplicaManager:
         log_config = self._topic_configs.get(topic.name)
         if log_config is None:
             log_config = log_config_for(self.config, self._image.topic_configs(topic.name))
-        log = self.log_manager.get_or_create_log(topic.name, key[1], log_config, now_ms())
+        try:
+            log = self.log_manager.get_or_create_log(topic.name, key[1], log_config, now_ms())
+        except (KafkaStorageError, OSError) as e:
+            # Not hosted (its requests answer NOT_LEADER_OR_FOLLOWER); the rest of the change goes on
+            # rather than the metadata apply (or a later step) failing half-way.
+            logger.error("could not create the log of %s-%d: %s", key[0], key[1], e)
+            return None
         self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
         return Created(follower=p.leader != self._node_id, internal=topic.name.startswith("__"))
 
     def _detach_one(self, key: tuple[str, int]) -> Path | None:
         if key in self._partitions:
             return None  # hosted again (a later image): the log stays
-        return self.log_manager.detach_log(*key)
+        try:
+            return self.log_manager.detach_log(*key)
+        except (KafkaStorageError, OSError) as e:
+            logger.error("could not delete the log of %s-%d: %s (the next start removes it)", key[0], key[1], e)
+            return None
 
     def _finish_deletes(self, doomed: list[Path]) -> None:
         """Sync the data directory and remove the renamed directories on a worker thread (nothing

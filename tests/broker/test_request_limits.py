@@ -238,3 +238,50 @@ def test_a_topic_of_thousands_of_partitions_is_created_and_deleted_in_steps(sams
     while left() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left() == []
+
+
+# --- siblings: a client-supplied count that repeats work or the answer -------------------------------
+
+
+def test_list_offsets_answers_a_repeated_partition_once_with_invalid_request(samsa: Any) -> None:
+    """Kafka's duplicatePartitions, across topic entries too: 100,000 repeats of one partition cost
+    no lookup and get one answer."""
+    with samsa.connect() as conn:
+        assert create(conn, "offsets", 2).topics[0].error_code.value == 0
+        repeated = [{"name": "offsets", "partitions": [
+            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]} for _ in range(100_000)]
+        alone = {"name": "offsets", "partitions": [{"partition_index": 1, "current_leader_epoch": -1,
+                                                    "timestamp": -2}]}
+        r = conn.request(2, {"replica_id": -1, "isolation_level": 0, "timeout": 1000,
+                             "topics": [*repeated, alone]})
+        assert [(t.name, [(p.partition_index, p.error_code.value, p.offset) for p in t.partitions])
+                for t in r.topics] == [("offsets", [(0, ErrorCode.invalid_request.value, -1), (1, 0, 0)])]
+    assert_serves_others(samsa.port, "after-list-offsets")
+
+
+def commit_offset(conn: Connection, group: str, topic: str, offset: int) -> None:
+    r = conn.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                         "group_instance_id": None, "retention_time_ms": -1, "topics": [
+                             {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                             "committed_leader_epoch": -1,
+                                                             "committed_metadata": ""}]}]}, version=8)
+    assert r.topics[0].partitions[0].error_code.value == 0
+
+
+def test_a_group_named_again_in_offset_fetch_or_describe_groups_is_answered_once(samsa: Any) -> None:
+    """Stricter than Kafka: repeating a group would repeat its whole answer for a few bytes each."""
+    with samsa.connect() as conn:
+        assert create(conn, "committed", 1).topics[0].error_code.value == 0
+        commit_offset(conn, "g1", "committed", 7)
+        r = conn.request(9, {"groups": [{"group_id": "g1", "member_id": None, "member_epoch": -1, "topics": None}]
+                             * 50_000, "require_stable": False}, version=8)
+        assert len(r.groups) == 50_000
+        first, *again = r.groups
+        assert first.error_code.value == 0
+        assert [(t.name, [p.committed_offset for p in t.partitions]) for t in first.topics] == [("committed", [7])]
+        assert {(g.group_id, g.error_code.value, len(g.topics)) for g in again} == {
+            ("g1", ErrorCode.invalid_request.value, 0)}
+        d = conn.request(15, {"groups": ["g1", "g1", "nope"], "include_authorized_operations": False}, version=5)
+        assert [(g.group_id, g.error_code.value) for g in d.groups] == [
+            ("g1", 0), ("g1", ErrorCode.invalid_request.value), ("nope", 0)]
+    assert_serves_others(samsa.port, "after-offset-fetch")
