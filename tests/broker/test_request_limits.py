@@ -285,3 +285,21 @@ def test_a_group_named_again_in_offset_fetch_or_describe_groups_is_answered_once
         assert [(g.group_id, g.error_code.value) for g in d.groups] == [
             ("g1", 0), ("g1", ErrorCode.invalid_request.value), ("nope", 0)]
     assert_serves_others(samsa.port, "after-offset-fetch")
+
+
+def test_metadata_answers_each_topic_once_and_auto_creation_is_bounded(samsa: Any) -> None:
+    """Kafka takes Metadata's topics as a set: a topic named 20,000 times is answered once. Names that
+    would auto-create more than one operation's records create nothing."""
+    with samsa.connect() as conn:
+        assert create(conn, "named-often", 300).topics[0].error_code.value == 0
+        r = conn.request(3, {"topics": [{"name": "named-often"}] * 20_000 + [{"name": "not-there"}] * 3,
+                             "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+        assert [(t.name, t.error_code.value, len(t.partitions)) for t in r.topics] == [
+            ("named-often", 0, 300), ("not-there", ErrorCode.unknown_topic_or_partition.value, 0)]
+        names = [f"auto-{i}" for i in range(MAX_RECORDS_PER_USER_OP)]  # 2 records each (topic, partition)
+        r = conn.request(3, {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": True,
+                             "include_topic_authorized_operations": False})
+        assert len(r.topics) == len(names)
+        assert {t.error_code.value for t in r.topics} == {ErrorCode.unknown_topic_or_partition.value}
+        assert not any(n.startswith("auto-") for n in topic_names(conn))
+    assert_serves_others(samsa.port, "after-metadata")
