@@ -25,6 +25,7 @@ from samsa.broker.controller_types import (
     MAX_RECORDS_PER_USER_OP,
     AlterPartitionChange,
     AlterPartitionResult,
+    ConfigChange,
     HeartbeatResult,
     PartitionsSpec,
     Pending,
@@ -45,6 +46,7 @@ __all__ = [
     "PRODUCER_ID_BLOCK_SIZE",
     "AlterPartitionChange",
     "AlterPartitionResult",
+    "ConfigChange",
     "Controller",
     "HeartbeatResult",
     "PartitionsSpec",
@@ -245,6 +247,12 @@ class Controller:
         self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
     ) -> Pending[tuple[ErrorCode, str | None]]:
         return self.topics.alter_topic_configs(name, changes, replace_all=replace_all, validate_only=validate_only)
+
+    def alter_configs(
+        self, resources: Sequence[ConfigChange], *, replace_all: bool, validate_only: bool
+    ) -> Pending[list[tuple[ErrorCode, str | None]]]:
+        """AlterConfigs / IncrementalAlterConfigs as one operation (broker.topic_control.alter_configs)."""
+        return self.topics.alter_configs(resources, replace_all=replace_all, validate_only=validate_only)
 
     def alter_broker_configs(
         self, resource_name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool

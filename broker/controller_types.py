@@ -123,6 +123,19 @@ class PartitionsSpec:
     assignments: Sequence[tuple[int, ...]] | None = None
 
 
+TOPIC_RESOURCE_TYPE, BROKER_RESOURCE_TYPE = 2, 4  # ConfigResource.Type ids on the wire
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """One resource of an AlterConfigs / IncrementalAlterConfigs request: config name -> new value,
+    None to delete the override."""
+
+    resource_type: int
+    resource_name: str
+    changes: Mapping[str, str | None]
+
+
 @dataclass(frozen=True, slots=True)
 class AlterPartitionChange:
     topic_id: str

@@ -9,10 +9,14 @@ and nothing written), checked on counts before any record is built.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from samsa.broker.config import is_valid_topic_name, validate_broker_config, validate_topic_config
 from samsa.broker.controller_types import (
+    BROKER_RESOURCE_TYPE,
+    TOPIC_RESOURCE_TYPE,
+    ConfigChange,
     ControllerCore,
     PartitionsSpec,
     Pending,
@@ -263,6 +267,39 @@ class TopicControl:
                 continue
             records.append(ConfigRecord(BROKER_RESOURCE, resource_name, name, value))
         return records
+
+    def alter_configs(
+        self, resources: Sequence[ConfigChange], *, replace_all: bool, validate_only: bool
+    ) -> Pending[list[tuple[ErrorCode, str | None]]]:
+        """(error, message) per resource, in request order, and every accepted change written as one
+        entry (Kafka's ConfigurationControlManager: one atomic operation, not one write per resource,
+        so 2,000 resources no longer mean 2,000 metadata writes). A resource named twice is refused
+        everywhere it appears ("Duplicate resource.", as Kafka's ControllerApis); more than
+        MAX_RECORDS_PER_USER_OP records raise TooManyRecordsError and nothing is written."""
+        self._core.require_active()
+        keys = [(r.resource_type, r.resource_name) for r in resources]
+        duplicated = {k for k, n in Counter(keys).items() if n > 1}
+        results: list[tuple[ErrorCode, str | None]] = []
+        records: list[MetadataRecord] = []
+        for key, r in zip(keys, resources, strict=True):
+            if key in duplicated:
+                results.append((ErrorCode.invalid_request, "Duplicate resource."))
+                continue
+            if r.resource_type == TOPIC_RESOURCE_TYPE:
+                outcome = self._alter_topic_configs(r.resource_name, r.changes, replace_all=replace_all,
+                                                    validate_only=validate_only)
+            elif r.resource_type == BROKER_RESOURCE_TYPE:
+                outcome = self._alter_broker_configs(r.resource_name, r.changes, replace_all=replace_all,
+                                                     validate_only=validate_only)
+            else:
+                outcome = ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
+            if isinstance(outcome, tuple):
+                results.append(outcome)
+                continue
+            records += outcome
+            check_record_count(len(records))
+            results.append((ErrorCode.none, None))
+        return self._core.commit(results, records)
 
     def _checked(
         self, outcome: tuple[ErrorCode, str | None] | list[MetadataRecord]

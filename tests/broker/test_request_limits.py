@@ -303,3 +303,28 @@ def test_metadata_answers_each_topic_once_and_auto_creation_is_bounded(samsa: An
         assert {t.error_code.value for t in r.topics} == {ErrorCode.unknown_topic_or_partition.value}
         assert not any(n.startswith("auto-") for n in topic_names(conn))
     assert_serves_others(samsa.port, "after-metadata")
+
+
+def test_alter_configs_of_many_resources_is_one_bounded_write(cluster: Cluster) -> None:
+    from samsa.broker.controller_types import ConfigChange
+
+    c = cluster.controller
+    names = [f"cfg-{i}" for i in range(MAX_RECORDS_PER_USER_OP + 1)]
+    cluster.quorum.write_nowait([TopicRecord(n, f"id-{n}") for n in names])
+    offset = c.image.offset
+    every = [ConfigChange(2, n, {"retention.ms": "60000"}) for n in names]
+    with pytest.raises(TooManyRecordsError):
+        c.alter_configs(every, replace_all=False, validate_only=False)
+    assert c.image.offset == offset and not c.image.topic_configs(names[0])
+    results = c.alter_configs([ConfigChange(2, names[0], {"retention.ms": "60000"}),
+                               ConfigChange(2, names[1], {"retention.ms": "70000"}),
+                               ConfigChange(2, names[1], {"retention.ms": "80000"}),
+                               ConfigChange(2, "missing", {"retention.ms": "1"}),
+                               ConfigChange(2, names[2], {"retention.ms": "not a number"})],
+                              replace_all=False, validate_only=False).result()
+    assert [e for e, _ in results] == [ErrorCode.none, ErrorCode.invalid_request, ErrorCode.invalid_request,
+                                       ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_config]
+    assert results[1][1] == "Duplicate resource."
+    assert c.image.offset == offset + 1  # one entry for the whole request
+    assert dict(c.image.topic_configs(names[0])) == {"retention.ms": "60000"}
+    assert not c.image.topic_configs(names[1])
