@@ -328,3 +328,21 @@ def test_alter_configs_of_many_resources_is_one_bounded_write(cluster: Cluster) 
     assert c.image.offset == offset + 1  # one entry for the whole request
     assert dict(c.image.topic_configs(names[0])) == {"retention.ms": "60000"}
     assert not c.image.topic_configs(names[1])
+
+
+def test_create_topics_and_create_partitions_of_many_named_topics_answer_at_once(samsa: Any) -> None:
+    """50,000 topics in one request (duplicates among them): one pass over the names, not one per name
+    (list.count made it quadratic), then the record bound refuses the lot."""
+    names = [f"many-{i}" for i in range(50_000)]
+    with samsa.connect() as conn:
+        r = conn.request(19, {"topics": [{"name": n, "num_partitions": 1, "replication_factor": 1,
+                                          "assignments": (), "configs": ()} for n in names + names[:2]],
+                              "timeout": 30000, "validate_only": False})
+        assert len(r.topics) == 50_002
+        assert {t.error_code.value for t in r.topics} == {POLICY_VIOLATION}
+        r = conn.request(37, {"topics": [{"name": n, "count": 2, "assignments": None} for n in names + names[:2]],
+                              "timeout": 30000, "validate_only": False})
+        assert len(r.results) == 50_002
+        assert {t.error_code.value for t in r.results} == {POLICY_VIOLATION}  # more topics than the bound
+        assert not any(n.startswith("many-") for n in topic_names(conn))
+    assert_serves_others(samsa.port, "after-many-topics")
