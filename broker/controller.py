@@ -170,7 +170,9 @@ class Controller:
 
         Each change names the leader epoch and partition epoch it was computed from; a stale one is
         refused (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION) so two leaders cannot race. The new ISR
-        must hold the leader, name only assigned replicas, and only live (unfenced) brokers.
+        must hold the leader, name only assigned replicas, and only live (unfenced) brokers. A partition
+        named twice in one request gets INVALID_REQUEST the second time, so the records of one request
+        are at most one per partition of the cluster.
         """
         self.require_active()
         image = self.image
@@ -180,9 +182,16 @@ class Controller:
         live = set(image.live_brokers())
         results: list[AlterPartitionResult] = []
         records: list[MetadataRecord] = []
+        seen: set[tuple[str, int]] = set()
         for change in changes:
             topic = image.topics_by_id.get(change.topic_id)
             p = topic.partitions.get(change.partition_id) if topic is not None else None
+            if (change.topic_id, change.partition_id) in seen:
+                # Both would be decided on the same image and written as two records: one request
+                # could then inflate one entry without bound. The first change stands.
+                results.append(AlterPartitionResult(change, ErrorCode.invalid_request))
+                continue
+            seen.add((change.topic_id, change.partition_id))
             if topic is None:
                 results.append(AlterPartitionResult(change, ErrorCode.unknown_topic_id))
                 continue

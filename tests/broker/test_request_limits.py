@@ -346,3 +346,21 @@ def test_create_topics_and_create_partitions_of_many_named_topics_answer_at_once
         assert {t.error_code.value for t in r.results} == {POLICY_VIOLATION}  # more topics than the bound
         assert not any(n.startswith("many-") for n in topic_names(conn))
     assert_serves_others(samsa.port, "after-many-topics")
+
+
+def test_alter_partition_naming_a_partition_twice_writes_one_record(cluster: Cluster) -> None:
+    from samsa.broker.controller import AlterPartitionChange
+
+    cluster.topic("isr", 1, (1, 2), leader=1)
+    c = cluster.controller
+    p = c.image.topics_by_name["isr"].partitions[0]
+    epoch = c.image.brokers[1].broker_epoch
+    change = AlterPartitionChange("id-isr", 0, p.leader_epoch, p.partition_epoch, (1,))
+    offset = c.image.offset
+    error, pending = c.alter_partition(1, epoch, [change] * 10_000)
+    assert error == ErrorCode.none and pending is not None
+    results = pending.result()
+    assert [r.error_code for r in results[:2]] == [ErrorCode.none, ErrorCode.invalid_request]
+    assert {r.error_code for r in results[1:]} == {ErrorCode.invalid_request}
+    assert c.image.offset == offset + 1
+    assert c.image.topics_by_name["isr"].partitions[0].isr == (1,)
