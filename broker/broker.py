@@ -151,6 +151,7 @@ class Broker:
         self.replica_manager = ReplicaManager(config, self.log_manager)
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.replica_manager.on_followers_changed = self.replica_fetchers.update
+        self.replica_manager.on_partitions_created = self._on_partitions_created
         self._published = False
         self.ready = asyncio.Event()  # the image has caught up: clients may be served
         self._creating: set[str] = set()  # topics being created in the background
@@ -216,6 +217,16 @@ class Broker:
         self._published = True
         self.ready.set()
         self.replica_manager.apply_image(image)
+        groups = getattr(self, "groups", None)
+        if groups is not None:
+            groups.on_metadata(image)
+        txn = getattr(self, "txn", None)
+        if txn is not None:
+            txn.on_metadata(image)
+
+    def _on_partitions_created(self) -> None:
+        # logs created in steps after the image was applied: the coordinators may lead them now
+        image = self.replica_manager.image
         groups = getattr(self, "groups", None)
         if groups is not None:
             groups.on_metadata(image)
@@ -364,6 +375,7 @@ class Broker:
 
     def close(self) -> None:
         try:
+            self.replica_manager.close()
             self.log_manager.close()
         finally:
             self._dir_lock.release()

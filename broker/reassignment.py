@@ -19,17 +19,15 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 
+from samsa.broker.controller_types import ControllerCore, Pending, check_record_count
 from samsa.broker.metadata.image import MetadataImage, PartitionImage, TopicImage
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.metadata.records import MetadataRecord, PartitionChangeRecord
 from samsa.kproto.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from samsa.broker.controller import Controller, Pending
 
 logger = logging.getLogger(__name__)
 
@@ -222,10 +220,11 @@ def _elect_one(topic: TopicImage, partition_id: int, election_type: ElectionType
             return PartitionResult(partition_id, ErrorCode.eligible_leaders_not_available,
                                    f"Failed to elect leader for partition {topic.name}-{partition_id} under "
                                    "strategy UncleanLeaderElectionStrategy")
+    records.append(record)
+    check_record_count(len(records))  # Kafka's BoundedList: refused whole, before anything is written
     if record.leader is not None and record.isr is not None and record.leader not in p.isr:
         logger.warning("unclean leader election for %s-%d: %d leads from outside the ISR", topic.name,
                        partition_id, record.leader)
-    records.append(record)
     return PartitionResult(partition_id, ErrorCode.none)
 
 
@@ -274,32 +273,47 @@ def alter_reassignments(
     unclean_allowed: Callable[[str], bool],
 ) -> tuple[list[TopicResults], list[MetadataRecord]]:
     """Start (target replicas), replace, or cancel (None) reassignments; all records are written as one
-    entry. A partition named twice sees the first change (the image is advanced as records are made)."""
+    entry. A partition named twice sees the first change (kept in `changed`, so that each change costs
+    the same however large the image: applying each record to the whole image was quadratic). More
+    than MAX_RECORDS_PER_USER_OP records raise TooManyRecordsError (Kafka's BoundedList)."""
     results: list[TopicResults] = []
     records: list[MetadataRecord] = []
+    changed: dict[tuple[str, int], PartitionImage] = {}
     for name, partitions in topics:
         rows: list[PartitionResult] = []
         for partition_id, target in partitions:
             try:
-                record = _alter_one(image, name, partition_id, target, unclean_allowed)
+                record = _alter_one(image, name, partition_id, target, unclean_allowed, changed)
             except ReassignmentError as e:
                 logger.info("refused to reassign %s-%d: %s", name, partition_id, e.message)
                 rows.append(PartitionResult(partition_id, e.error_code, e.message))
                 continue
             if record is not None:
                 records.append(record)
-                image = image.apply([record], image.offset)
+                check_record_count(len(records))
+                topic = image.topics_by_name[name]
+                changed[(name, partition_id)] = _after(topic, changed.get((name, partition_id))
+                                                       or topic.partitions[partition_id], record)
             rows.append(PartitionResult(partition_id, ErrorCode.none))
         results.append(TopicResults(name, tuple(rows)))
     return results, records
 
 
+def _after(topic: TopicImage, p: PartitionImage, record: PartitionChangeRecord) -> PartitionImage:
+    """Partition `p` once `record` is applied (applied to an image holding only that partition)."""
+    alone = replace(topic, partitions=MappingProxyType({p.partition_id: p}))
+    image = MetadataImage(topics_by_name=MappingProxyType({topic.name: alone}),
+                          topics_by_id=MappingProxyType({topic.topic_id: alone}))
+    return image.apply([record], image.offset).topics_by_id[topic.topic_id].partitions[p.partition_id]
+
+
 def _alter_one(image: MetadataImage, name: str, partition_id: int, target: Sequence[int] | None,
-               unclean_allowed: Callable[[str], bool]) -> PartitionChangeRecord | None:
+               unclean_allowed: Callable[[str], bool],
+               changed: Mapping[tuple[str, int], PartitionImage]) -> PartitionChangeRecord | None:
     topic = image.topics_by_name.get(name)
     if topic is None:
         raise ReassignmentError(ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {name}.")
-    p = topic.partitions.get(partition_id)
+    p = changed.get((name, partition_id)) or topic.partitions.get(partition_id)
     if p is None:
         raise ReassignmentError(ErrorCode.unknown_topic_or_partition,
                                 f"Unable to find partition {name}:{partition_id}.")
@@ -405,7 +419,7 @@ def complete_reassignments(image: MetadataImage) -> list[MetadataRecord]:
 class ReassignmentControl:
     """The controller's side of ElectLeaders and reassignments, and its periodic pass."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: ControllerCore) -> None:
         self._controller = controller
         self._next_balance_ms: float | None = None  # set while this node is the active controller
 
@@ -414,15 +428,15 @@ class ReassignmentControl:
         c = self._controller
         c.require_active()
         results, records = elect_leaders(c.image, election_type, partitions)
-        return c._commit(results, records)
+        return c.commit(results, records)
 
     def alter(self, topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]]
               ) -> Pending[list[TopicResults]]:
         c = self._controller
         c.require_active()
         image = c.image
-        results, records = alter_reassignments(image, topics, lambda name: c._unclean_allowed(image, name))
-        return c._commit(results, records)
+        results, records = alter_reassignments(image, topics, lambda name: c.unclean_allowed(image, name))
+        return c.commit(results, records)
 
     def list_ongoing(self, topics: Sequence[tuple[str, Sequence[int]]] | None
                      ) -> list[tuple[str, list[OngoingReassignment]]]:
@@ -436,7 +450,7 @@ class ReassignmentControl:
         if not c.active:
             self._next_balance_ms = None
             return None
-        config = c._config
+        config = c.config
         interval_ms = config.get_int("leader.imbalance.check.interval.seconds") * 1000
         if self._next_balance_ms is None:
             self._next_balance_ms = now_ms + interval_ms  # Kafka: the first check one interval after activation
@@ -453,7 +467,7 @@ class ReassignmentControl:
                 records += balanced
         if not records:
             return None
-        return c._commit(len(records), records)
+        return c.commit(len(records), records)
 
     async def run_periodic(self) -> None:
         """One pass, awaited until committed, so that the next pass decides on an image that shows it

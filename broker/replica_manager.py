@@ -11,6 +11,7 @@ up (AlterPartition). Followers fetch from their leader (broker.replica_fetcher).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -20,15 +21,24 @@ from pathlib import Path
 import anyio
 
 from samsa.broker.config import BrokerConfig, log_config_for
+from samsa.broker.log_pacer import Created, LogPacer, StepDone
 from samsa.broker.metadata.image import MetadataImage, PartitionImage
 from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.records import ControlType, encode_control_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log, LogAppendInfo
 from samsa.storage.log_manager import LogManager
 from samsa.storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
 
 logger = logging.getLogger(__name__)
+
+
+def _report_failure(future: asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        # the renamed directories stay; the next start removes them (LogManager.load_logs)
+        logger.error("removing deleted partition logs failed: %s", future.exception())
 
 
 def now_ms() -> int:
@@ -268,9 +278,13 @@ class ReplicaManager:
         self._node_id = config.node_id
         self.log_manager = log_manager
         self._partitions: dict[tuple[str, int], Partition] = {}
-        self._topic_configs: dict[str, object] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
         self._image = MetadataImage()
         self.on_followers_changed: Callable[[], None] | None = None  # the replica fetcher manager listens
+        # the coordinators listen: partitions whose logs were created after apply_image returned
+        self.on_partitions_created: Callable[[], None] | None = None
+        # new and deleted logs, at once or in steps (a change of thousands must not hold the loop)
+        self._pacer = LogPacer(self._create_one, self._detach_one, self._finish_deletes, self._after_step)
 
     def get_partition(self, topic: str, partition_id: int) -> Partition | None:
         return self._partitions.get((topic, partition_id))
@@ -291,6 +305,7 @@ class ReplicaManager:
         self._image = image
         now = now_ms()
         wanted: set[tuple[str, int]] = set()
+        new_logs: list[tuple[str, int]] = []
         for topic in image.topics_by_name.values():
             overrides = image.topic_configs(topic.name)
             log_config = log_config_for(self.config, overrides)
@@ -303,6 +318,11 @@ class ReplicaManager:
                 wanted.add(key)
                 existing = self._partitions.get(key)
                 if existing is None:
+                    if self._pacer.creating(key):
+                        continue  # queued by an earlier image: a later step creates it
+                    if self.log_manager.get_log(topic.name, pid) is None or self._pacer.deleting(key):
+                        new_logs.append(key)  # created below, at once or in steps
+                        continue
                     log = self.log_manager.get_or_create_log(topic.name, pid, log_config, now)
                     self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
                 else:
@@ -315,12 +335,77 @@ class ReplicaManager:
                     self._update(existing, p)
                     if config_changed:
                         existing.log.update_config(log_config)
-        for key in [k for k in self._partitions if k not in wanted]:
-            self._drop(key)
+        gone = [k for k in self._partitions if k not in wanted]
+        for key in gone:
+            partition = self._partitions.pop(key)
+            partition.wake_waiters()
+            logger.info("deleted partition %s-%d", *key)
         for name in [n for n in self._topic_configs if n not in image.topics_by_name]:
             del self._topic_configs[name]
+        self._pacer.submit(new_logs, gone)
         if self.on_followers_changed is not None:
             self.on_followers_changed()
+
+    @property
+    def image(self) -> MetadataImage:
+        """The image the partitions follow (the last one applied)."""
+        return self._image
+
+    @property
+    def logs_waiting(self) -> int:
+        """How many logs wait for a later step to be created or deleted."""
+        return self._pacer.waiting
+
+    def _create_one(self, key: tuple[str, int]) -> Created | None:
+        """Create a waiting log and its partition, if the current image still assigns it here."""
+        topic = self._image.topics_by_name.get(key[0])
+        p = topic.partitions.get(key[1]) if topic is not None else None
+        if topic is None or p is None or self._node_id not in p.replicas or key in self._partitions:
+            return None  # deleted or moved away meanwhile, or created by a later image
+        log_config = self._topic_configs.get(topic.name)
+        if log_config is None:
+            log_config = log_config_for(self.config, self._image.topic_configs(topic.name))
+        try:
+            log = self.log_manager.get_or_create_log(topic.name, key[1], log_config, now_ms())
+        except (KafkaStorageError, OSError) as e:
+            # Not hosted (its requests answer NOT_LEADER_OR_FOLLOWER); the rest of the change goes on
+            # rather than the metadata apply (or a later step) failing half-way.
+            logger.error("could not create the log of %s-%d: %s", key[0], key[1], e)
+            return None
+        self._partitions[key] = self._partition(topic.name, topic.topic_id, p, log)
+        return Created(follower=p.leader != self._node_id, internal=topic.name.startswith("__"))
+
+    def _detach_one(self, key: tuple[str, int]) -> Path | None:
+        if key in self._partitions:
+            return None  # hosted again (a later image): the log stays
+        try:
+            return self.log_manager.detach_log(*key)
+        except (KafkaStorageError, OSError) as e:
+            logger.error("could not delete the log of %s-%d: %s (the next start removes it)", key[0], key[1], e)
+            return None
+
+    def _finish_deletes(self, doomed: list[Path]) -> None:
+        """Sync the data directory and remove the renamed directories on a worker thread (nothing
+        refers to them any more): an fsync or the removal of thousands of files never holds the loop."""
+        if not doomed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.log_manager.finish_deletes(doomed)
+            return
+        loop.run_in_executor(None, self.log_manager.finish_deletes, doomed).add_done_callback(_report_failure)
+
+    def _after_step(self, step: StepDone) -> None:
+        # the listeners walk every partition: told when a step concerns them, and at the end
+        if self.on_followers_changed is not None and (step.finished or step.followers):
+            self.on_followers_changed()
+        if self.on_partitions_created is not None and (step.finished or step.internal):
+            self.on_partitions_created()
+
+    def close(self) -> None:
+        """Stop creating and deleting logs (the log manager is closing)."""
+        self._pacer.close()
 
     def _update(self, existing: Partition, p: PartitionImage) -> None:
         node = self._node_id

@@ -121,6 +121,28 @@ class LogManager:
         else:
             self._pending_dir_deletes.append((now_ms + log.config.file_delete_delay_ms, doomed))
 
+    def detach_log(self, topic: str, partition: int) -> Path | None:
+        """The first half of a batched delete_log: forget the log and rename its directory to
+        `<dir>.<uuidhex>-delete`, without syncing the data directory; finish_deletes then syncs it
+        once for the whole batch (deleting thousands of partitions synced it once per partition)."""
+        log = self._logs.pop((topic, partition), None)
+        if log is None:
+            return None
+        log.close_for_delete()
+        doomed = log.directory.with_name(f"{log.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        self.file_io.rename(log.directory, doomed)
+        return doomed
+
+    def finish_deletes(self, doomed: Iterable[Path]) -> None:
+        """Sync the data directory once (the renames of detach_log are durable), then remove the renamed
+        directories (a crash before that leaves them to the next load_logs)."""
+        paths = list(doomed)
+        if not paths:
+            return
+        self.file_io.fsync_dir(self.data_dir)
+        for path in paths:
+            self.file_io.rmtree(path)
+
     def all_logs(self) -> Iterable[tuple[str, int, Log]]:
         return [(t, p, log) for (t, p), log in self._logs.items()]
 

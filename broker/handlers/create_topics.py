@@ -7,11 +7,14 @@ returns the resulting configs, partition count and replication factor (KIP-525);
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from typing import Any
 
 from samsa.broker.config import TOPIC_CONFIGS, effective_topic_config
 from samsa.broker.context import RequestContext
 from samsa.broker.controller import TopicSpec
+from samsa.broker.controller_types import EXCESSIVE_BATCH_MESSAGE
+from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -32,9 +35,15 @@ def _spec(t: Any) -> TopicSpec:
 async def handle_create_topics(request: Any, ctx: RequestContext) -> Any:
     names = [t.name for t in request.topics]
     # Kafka refuses a topic named twice in one request with a single INVALID_REQUEST, creating nothing.
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    results = await ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicates],
+    duplicated = {n for n, times in Counter(names).items() if times > 1}  # (list.count was quadratic)
+    duplicates = sorted(duplicated)
+    results = await ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicated],
                                                   validate_only=request.validate_only)
+    if results and all(r.error_code == ErrorCode.policy_violation and r.error_message == EXCESSIVE_BATCH_MESSAGE
+                       for r in results):
+        # More records than one operation may write (Kafka's MAX_RECORDS_PER_USER_OP): the whole
+        # request failed, and Kafka answers every topic it named with that error.
+        return error_response(19, ctx.version, request, ErrorCode.policy_violation, EXCESSIVE_BATCH_MESSAGE)
     specs = {t.name: _spec(t) for t in request.topics}
     topics: list[dict[str, Any]] = [
         {"name": name, "topic_id": ZERO_UUID, "error_code": ErrorCode.invalid_request,

@@ -10,6 +10,8 @@ import uuid
 from typing import Any
 
 from samsa.broker.context import RequestContext
+from samsa.broker.controller_types import TooManyRecordsError
+from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -37,9 +39,13 @@ async def handle_delete_topics(request: Any, ctx: RequestContext) -> Any:
     if not ctx.broker.config.get_bool("delete.topic.enable"):
         responses = [{"name": n, "error_code": ErrorCode.topic_deletion_disabled} for n in names]
     else:
+        try:
+            pending = ctx.broker.controller.delete_topics(names)
+        except TooManyRecordsError as e:  # more topics than one operation may remove (Kafka's bound)
+            return error_response(20, ctx.version, request, e.error_code, e.message)
         responses = [
             {"name": name, "topic_id": uuid.UUID(tid) if tid else ZERO_UUID, "error_code": error,
              "error_message": None}
-            for name, tid, error in await ctx.broker.controller.delete_topics(names)
+            for name, tid, error in await pending
         ]
     return build(response_class(20, ctx.version), {"throttle_time": 0, "responses": early + responses})

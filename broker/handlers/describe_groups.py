@@ -3,7 +3,8 @@
 v1 adds throttle_time; v3 adds include_authorized_operations; v4 adds group_instance_id per member;
 v5 is flexible; v6 adds error_message and answers an unknown group with GROUP_ID_NOT_FOUND (older
 versions: state "Dead", no error).  Member metadata and assignment are only filled in while the
-group is Stable, as in Kafka.
+group is Stable, as in Kafka. A group named twice in one request answers INVALID_REQUEST the second
+time (Kafka repeats the whole description).
 """
 
 from __future__ import annotations
@@ -43,5 +44,17 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str
 
 def handle_describe_groups(request: Any, ctx: RequestContext) -> Any:
     include_ops = bool(field(request, "include_authorized_operations", False))
-    return build(response_class(15, ctx.version),
-                 {"groups": [_describe(ctx, g, include_ops) for g in request.groups]})
+    ops = GROUP_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS
+    described: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for group_id in request.groups:
+        if group_id in seen:
+            # Stricter than Kafka, which answers every entry: a group named again would repeat every
+            # member's metadata and assignment for a few bytes of request.
+            described.append({"group_id": group_id, "error_code": ErrorCode.invalid_request,
+                              "error_message": "The group is named more than once in the request." if
+                              ctx.version >= 6 else None, "group_state": "", "authorized_operations": ops})
+            continue
+        seen.add(group_id)
+        described.append(_describe(ctx, group_id, include_ops))
+    return build(response_class(15, ctx.version), {"groups": described})

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.context import RequestContext
+from samsa.broker.controller_types import TooManyRecordsError
+from samsa.broker.forwarding import error_response
 from samsa.broker.reassignment import ElectionType
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -29,7 +31,11 @@ async def handle_elect_leaders(request: Any, ctx: RequestContext) -> Any:
                 {"partition_id": p, "error_code": ErrorCode.invalid_request, "error_message": message}
                 for p in t.partitions]} for t in requested or ()]})
     partitions = None if requested is None else [(str(t.topic), [int(p) for p in t.partitions]) for t in requested]
-    results = await ctx.broker.controller.reassignments.elect_leaders(ElectionType(raw_type), partitions)
+    try:
+        pending = ctx.broker.controller.reassignments.elect_leaders(ElectionType(raw_type), partitions)
+    except TooManyRecordsError as e:  # more elections than one operation may write (Kafka's bound)
+        return error_response(43, ctx.version, request, e.error_code, e.message)
+    results = await pending
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "replica_election_results": [
         {"topic": r.topic, "partition_result": [
             {"partition_id": p.partition_id, "error_code": p.error_code, "error_message": p.error_message}

@@ -69,16 +69,27 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
 
 
 def handle_list_offsets(request: Any, ctx: RequestContext) -> Any:
+    """A partition named more than once in the request, in one topic entry or across several, is
+    looked up not at all: it gets one INVALID_REQUEST answer (Kafka's ListOffsetsRequest.duplicatePartitions
+    and ReplicaManager.fetchOffset, which answers per distinct partition). So one request costs at
+    most one lookup per distinct partition, however often it repeats one."""
     isolation = field(request, "isolation_level", 0)
-    topics = []
+    first: dict[tuple[str, int], Any] = {}
+    duplicated: set[tuple[str, int]] = set()
     for t in request.topics:
-        seen: set[int] = set()
-        partitions = []
         for p in t.partitions:
-            if p.partition_index in seen:
-                partitions.append({"partition_index": p.partition_index, "error_code": ErrorCode.invalid_request})
-                continue
-            seen.add(p.partition_index)
-            partitions.append(_lookup(ctx, t.name, p, isolation))
-        topics.append({"name": t.name, "partitions": partitions})
-    return build(response_class(2, ctx.version), {"throttle_time": 0, "topics": topics})
+            key = (t.name, p.partition_index)
+            if key in first:
+                duplicated.add(key)
+            else:
+                first[key] = p
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (name, index), p in first.items():
+        if (name, index) in duplicated:
+            out: dict[str, Any] = {"partition_index": index, "error_code": ErrorCode.invalid_request,
+                                   "timestamp": -1, "offset": -1, "leader_epoch": -1}
+        else:
+            out = _lookup(ctx, name, p, isolation)
+        topics.setdefault(name, []).append(out)
+    return build(response_class(2, ctx.version), {"throttle_time": 0, "topics": [
+        {"name": name, "partitions": partitions} for name, partitions in topics.items()]})

@@ -91,7 +91,14 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
         image = broker.image
         topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()]
     else:
-        to_create: list[str] = []
+        # Each topic once, however often the request names it (Kafka takes the names and ids as sets):
+        # a repeated name must not repeat a topic of thousands of partitions in the answer.
+        unique: dict[object, Any] = {}
+        for t in requested:
+            name = field(t, "name")
+            unique.setdefault(name if name is not None else ("id", field(t, "topic_id")), t)
+        requested = list(unique.values())
+        to_create: dict[str, None] = {}  # insertion-ordered set (a list's `in` made many names quadratic)
         for t in requested:
             name = field(t, "name")
             topic_id = field(t, "topic_id")
@@ -109,8 +116,8 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 continue
             if not is_valid_topic_name(name):
                 continue
-            if allow_auto_create and name not in to_create:
-                to_create.append(name)
+            if allow_auto_create:
+                to_create[name] = None
         creating: set[str] = set()
         if to_create and broker.create_topics_soon([TopicSpec(name) for name in to_create]) is None:
             creating = set(to_create)  # through the active controller: LEADER_NOT_AVAILABLE until it lands

@@ -4,7 +4,7 @@ v2 adds a top-level error_code and a null topic list meaning "all"; v3 adds thro
 committed_leader_epoch; v6 is flexible; v7 adds require_stable (no pending transactional offsets
 exist in Samsa, so it changes nothing); v8 batches several groups (KIP-709); v9 adds member_id and
 member_epoch, which only the new consumer protocol checks.  A partition without a committed offset
-answers offset -1.
+answers offset -1. A group named twice in one v8+ request answers INVALID_REQUEST the second time.
 """
 
 from __future__ import annotations
@@ -46,7 +46,14 @@ def handle_offset_fetch(request: Any, ctx: RequestContext) -> Any:
     cls = response_class(9, ctx.version)
     if ctx.version >= 8:
         results = []
+        seen: set[str] = set()
         for g in request.groups:
+            if g.group_id in seen:
+                # Stricter than Kafka, which answers every entry: a group named again would repeat its
+                # whole answer (all its offsets, for null topics) for a few bytes of request.
+                results.append({"group_id": g.group_id, "topics": (), "error_code": ErrorCode.invalid_request})
+                continue
+            seen.add(g.group_id)
             error, topics = _group(ctx, g.group_id, g.topics)
             results.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(cls, {"groups": results})

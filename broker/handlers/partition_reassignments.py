@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.context import RequestContext
+from samsa.broker.controller_types import TooManyRecordsError
+from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -21,7 +23,11 @@ from samsa.kproto.messages import response_class
 async def handle_alter_partition_reassignments(request: Any, ctx: RequestContext) -> Any:
     topics = [(str(t.name), [(int(p.partition_index), None if p.replicas is None else [int(b) for b in p.replicas])
                              for p in t.partitions]) for t in request.topics]
-    results = await ctx.broker.controller.reassignments.alter(topics)
+    try:
+        pending = ctx.broker.controller.reassignments.alter(topics)
+    except TooManyRecordsError as e:  # more changes than one operation may write (Kafka's bound)
+        return error_response(45, ctx.version, request, e.error_code, e.message)
+    results = await pending
     return build(response_class(45, ctx.version), {
         "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "responses": [
             {"name": r.topic, "partitions": [

@@ -88,36 +88,44 @@ class MetadataImage:
         configs = dict(self.configs)
         next_producer_id = self.next_producer_id
         brokers: dict[int, BrokerImage] | None = None
+        # The partitions of the topics these records touch, copied once per topic and frozen into their
+        # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
+        touched: dict[str, dict[int, PartitionImage]] = {}
+
+        def partitions_of(topic_id: str) -> dict[int, PartitionImage]:
+            parts = touched.get(topic_id)
+            if parts is None:
+                parts = touched[topic_id] = dict(by_id[topic_id].partitions)
+            return parts
+
         for record in records:
             match record:
                 case TopicRecord(name=name, topic_id=topic_id):
                     topic = TopicImage(name, topic_id, MappingProxyType({}))
                     by_name[name] = topic
                     by_id[topic_id] = topic
+                    touched[topic_id] = {}
                 case PartitionRecord():
                     if record.topic_id not in by_id:
                         continue  # never written by a correct controller; a replay must not die on it
-                    topic = by_id[record.topic_id]
-                    parts = dict(topic.partitions)
-                    parts[record.partition_id] = PartitionImage(
+                    partitions_of(record.topic_id)[record.partition_id] = PartitionImage(
                         record.partition_id, record.replicas, record.isr, record.leader,
                         record.leader_epoch, record.partition_epoch,
                         record.removing_replicas, record.adding_replicas,
                     )
-                    topic = replace(topic, partitions=MappingProxyType(parts))
-                    by_name[topic.name] = topic
-                    by_id[topic.topic_id] = topic
                 case PartitionChangeRecord():
-                    if record.topic_id not in by_id or record.partition_id not in by_id[record.topic_id].partitions:
+                    if record.topic_id not in by_id:
                         continue
-                    topic = by_id[record.topic_id]
-                    old = topic.partitions[record.partition_id]
+                    parts = partitions_of(record.topic_id)
+                    old = parts.get(record.partition_id)
+                    if old is None:
+                        continue
                     leader_changed = record.leader is not None and record.leader != old.leader
                     # Kafka bumps the leader epoch when the leader changes and when replicas leave the
                     # replica set (a reassignment completing), so that a removed replica fetching with the
                     # old epoch is fenced (PartitionChangeBuilder's epoch bump for reassignment).
                     replicas_removed = record.replicas is not None and not set(old.replicas) <= set(record.replicas)
-                    new = replace(
+                    parts[record.partition_id] = replace(
                         old,
                         isr=record.isr if record.isr is not None else old.isr,
                         leader=record.leader if record.leader is not None else old.leader,
@@ -129,14 +137,10 @@ class MetadataImage:
                         adding_replicas=(old.adding_replicas if record.adding_replicas is None
                                          else record.adding_replicas),
                     )
-                    parts = dict(topic.partitions)
-                    parts[record.partition_id] = new
-                    topic = replace(topic, partitions=MappingProxyType(parts))
-                    by_name[topic.name] = topic
-                    by_id[topic.topic_id] = topic
                 case RemoveTopicRecord(topic_id=topic_id):
                     if topic_id not in by_id:
                         continue
+                    touched.pop(topic_id, None)
                     topic = by_id.pop(topic_id)
                     by_name.pop(topic.name, None)
                     configs.pop((TOPIC_RESOURCE, topic.name), None)
@@ -175,6 +179,12 @@ class MetadataImage:
                     gone = brokers.get(record.broker_id)
                     if gone is not None and gone.broker_epoch == record.broker_epoch:
                         del brokers[record.broker_id]
+        for topic_id, parts in touched.items():
+            topic = replace(by_id[topic_id], partitions=MappingProxyType(parts))
+            by_id[topic_id] = topic
+            named = by_name.get(topic.name)
+            if named is None or named.topic_id == topic_id:
+                by_name[topic.name] = topic
         return MetadataImage(
             offset=offset,
             topics_by_name=MappingProxyType(by_name),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 TOPIC_RESOURCE = 2
@@ -118,8 +118,14 @@ _OMITTED_AT_DEFAULT = {
 RECORD_VERSION = 0
 
 
+# Each record type's field names: reading them directly is several times faster than asdict, whose
+# deep copy of every tuple made a 10,000-partition CreateTopics spend half a second encoding.
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {cls: tuple(f.name for f in fields(cls)) for cls in _TYPES.values()}
+
+
 def encode_record(record: MetadataRecord) -> bytes:
-    body = {"type": type(record).__name__, "version": RECORD_VERSION, **asdict(record)}
+    body = {"type": type(record).__name__, "version": RECORD_VERSION,
+            **{name: getattr(record, name) for name in _FIELD_NAMES[type(record)]}}
     for (cls, key), default in _OMITTED_AT_DEFAULT.items():
         if type(record) is cls and body[key] == default:
             del body[key]
