@@ -50,7 +50,9 @@ class DiskSpaceGuard:
         return bool(getattr(self._local, "exempt", False))
 
     def below_reserve(self, incoming_bytes: int, now_ms: int) -> bool:
-        """Whether an append of `incoming_bytes` would be refused now (an unreadable disk counts as yes)."""
+        """Whether an append of `incoming_bytes` would be refused now, from a fresh reading of the free
+        space (for rare callers such as metadata writes; an unreadable disk counts as yes)."""
+        self._checked_ms = None
         try:
             self._check(incoming_bytes, now_ms, 0, consume=False)
         except KafkaStorageError:
