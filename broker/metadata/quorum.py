@@ -44,7 +44,9 @@ from samsa.broker.metadata.raft_disk import (
     PERSIST_ACTIONS,
     MetadataLogWriter,
     PersistAction,
+    image_from_snapshot,
     latest_snapshot,
+    provisional_image,
     read_entries,
     read_quorum_state,
 )
@@ -74,7 +76,7 @@ from samsa.raft.events import (
     TakeSnapshot,
     Tick,
 )
-from samsa.raft.log import EntryKind, LogEntry, Snapshot
+from samsa.raft.log import EntryKind
 from samsa.raft.messages import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
@@ -134,22 +136,6 @@ def halt_process(error: BaseException) -> None:
     """Kafka's fatal fault handler: the process stops at once (a supervisor restarts it)."""
     logging.shutdown()
     os._exit(1)
-
-
-def image_from_snapshot(snapshot: Snapshot | None) -> MetadataImage:
-    if snapshot is None:
-        return MetadataImage()
-    return MetadataImage().apply(decode_records(snapshot.data), snapshot.snapshot_id.end_offset - 1)
-
-
-def provisional_image(snapshot: Snapshot | None, entries: Sequence[LogEntry]) -> MetadataImage:
-    """Everything on local disk applied, committed or not: only for opening logs before catching up."""
-    image = image_from_snapshot(snapshot)
-    for entry in entries:
-        if entry.kind == EntryKind.DATA:
-            image = image.apply(decode_records(entry.payload), entry.offset)
-    return image
-
 
 
 class _PendingWrite:
@@ -231,6 +217,7 @@ class MetadataQuorum:
         self._running = False  # run() is running: steps go to the executor
         self._stopped = False  # run() ended or the log failed: nothing more reaches the disk or the network
         self.failure: BaseException | None = None  # the metadata-log write that failed (fatal)
+        self._unpublished = False  # the image has commits the broker has not been shown yet
         self.is_leader = False
         self.leader_id: int | None = None
         self._leader_high_watermark: int | None = None
@@ -356,11 +343,7 @@ class MetadataQuorum:
             except Exception as e:
                 self._fail(e)
                 return
-        for action in actions:
-            if self._stopped:
-                return
-            if not isinstance(action, PERSIST_ACTIONS):
-                self._apply(action)
+        self._apply_all(actions, contain_errors=False)
 
     async def _executor(self) -> None:
         """While run() runs: write what is queued as one batch on the worker, then apply it in order.
@@ -381,16 +364,25 @@ class MetadataQuorum:
                     self._fail(e)
                     return
                 self._writing = None
-            for action in actions:
-                if self._stopped:
-                    return
-                if isinstance(action, PERSIST_ACTIONS):
-                    continue
-                try:
+            # A bug in a listener (publish, leader change) is logged: the quorum itself is consistent.
+            self._apply_all(actions, contain_errors=True)
+
+    def _apply_all(self, actions: list[Action], *, contain_errors: bool) -> None:
+        """The non-persist actions, in order; a run of commits is published once, at its end."""
+        for action in [*actions, None]:
+            if self._stopped:
+                return
+            if isinstance(action, PERSIST_ACTIONS):
+                continue
+            try:
+                if not isinstance(action, CommitUpTo):
+                    self._maybe_publish()
+                if action is not None:
                     self._apply(action)
-                except Exception:
-                    # A bug in a listener (publish, leader change): the quorum itself is consistent.
-                    logger.exception("metadata quorum: %s failed", type(action).__name__)
+            except Exception:
+                if not contain_errors:
+                    raise
+                logger.exception("metadata quorum: %s failed", type(action).__name__)
 
     def _fail(self, error: BaseException) -> None:
         """A persist failed after the core advanced: stop everything, answer the waiting writes with
@@ -422,6 +414,7 @@ class MetadataQuorum:
             case CommitUpTo():
                 self._commit(action)
             case LoadSnapshot(snapshot=snapshot):
+                self._unpublished = False  # the snapshot's image replaces whatever was not published yet
                 logger.info("installed the leader's metadata snapshot up to offset %d (epoch %d)",
                             snapshot.snapshot_id.end_offset, snapshot.snapshot_id.epoch)
                 self.image = image_from_snapshot(snapshot)
@@ -445,6 +438,12 @@ class MetadataQuorum:
             case _:
                 raise AssertionError(f"{action!r} is a persist action: the writer carries it out")
 
+    def _maybe_publish(self) -> None:
+        if self._unpublished:
+            self._unpublished = False
+            if self._publish is not None:
+                self._publish(self.image)
+
     def _commit(self, action: CommitUpTo) -> None:
         image = self.image
         for entry in action.entries:
@@ -463,8 +462,12 @@ class MetadataQuorum:
         self._log.update_high_watermark(min(self._log.log_end_offset, action.high_watermark))
         self.applied_offset = action.high_watermark
         self.image = image
-        if self._publish is not None:
-            self._publish(image)
+        # Published once the batch's run of commits is applied (_maybe_publish): the broker's reaction to
+        # an image walks every partition, so a batch of N commits costs one walk, not N. A new leader's
+        # activation sees its image published first.
+        self._unpublished = True
+        if self._leader_ready_offset is not None:
+            self._maybe_publish()
         self._maybe_activate()
         if action.high_watermark - self._last_snapshot_offset >= self._snapshot_every:
             self._last_snapshot_offset = action.high_watermark

@@ -1,4 +1,4 @@
-"""The metadata quorum's disk: quorum-state and snapshot files, and the batch writer of Raft persist actions.
+"""The metadata quorum's disk: quorum-state and snapshot files, the images on disk, the batch writer of persist actions.
 
 `MetadataLogWriter.write_batch` carries out the persist actions (raft.events) of one or more core
 steps in order and makes them durable with ONE fsync of `__cluster_metadata-0` at the end, instead of
@@ -33,6 +33,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from samsa.broker.metadata.image import MetadataImage
+from samsa.broker.metadata.records import decode_records
 from samsa.kproto.checksum import crc32c
 from samsa.raft import codec
 from samsa.raft.events import (
@@ -42,7 +44,7 @@ from samsa.raft.events import (
     PersistSnapshot,
     TruncateLog,
 )
-from samsa.raft.log import LogEntry, Snapshot, SnapshotId
+from samsa.raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.log import Log
 
@@ -170,6 +172,21 @@ def read_entries(log: Log, start: int) -> list[LogEntry]:
     return entries
 
 
+def image_from_snapshot(snapshot: Snapshot | None) -> MetadataImage:
+    if snapshot is None:
+        return MetadataImage()
+    return MetadataImage().apply(decode_records(snapshot.data), snapshot.snapshot_id.end_offset - 1)
+
+
+def provisional_image(snapshot: Snapshot | None, entries: Sequence[LogEntry]) -> MetadataImage:
+    """Everything on local disk applied, committed or not: only for opening logs before catching up."""
+    image = image_from_snapshot(snapshot)
+    for entry in entries:
+        if entry.kind == EntryKind.DATA:
+            image = image.apply(decode_records(entry.payload), entry.offset)
+    return image
+
+
 # --- the batch writer ------------------------------------------------------------------------------
 
 
@@ -239,7 +256,9 @@ __all__ = [
     "BatchWritten",
     "MetadataLogWriter",
     "PersistAction",
+    "image_from_snapshot",
     "latest_snapshot",
+    "provisional_image",
     "read_entries",
     "read_quorum_state",
     "write_quorum_state",

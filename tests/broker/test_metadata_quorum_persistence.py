@@ -110,11 +110,15 @@ def test_writes_proposed_together_share_one_log_fsync(node: Node) -> None:
         task = await _serving(node.quorum)
         await asyncio.sleep(0.05)
         flushes_before = node.quorum.writer.log_flushes
+        published: list[set[str]] = []
+        node.quorum.set_listeners(lambda image: published.append(set(image.topics_by_name)), lambda *_: None)
         # No await between them: the executor finds all ten steps queued and writes them as one batch.
         futures = [node.quorum.write_nowait([TopicRecord(f"t{i}", f"id{i}")]) for i in range(10)]
         offsets = [await asyncio.wait_for(f, 30) for f in futures if isinstance(f, asyncio.Future)]
         assert len(offsets) == 10 and offsets == sorted(offsets)
         assert node.quorum.writer.log_flushes - flushes_before == 1
+        # ... and the broker is shown the image once, with all ten (its reaction walks every partition).
+        assert published == [{f"t{i}" for i in range(10)}]
         await _stop(task)
 
     asyncio.run(scenario())
