@@ -18,8 +18,8 @@ core step are queued; a single executor takes what is queued, writes all its per
 batch with one fsync of the log on the driver's worker thread (broker.metadata.raft_disk), and only
 then executes the other actions in order — sends, commits, leadership changes. A vote is granted
 and an offset acknowledged only once durable, and no client connection waits for the disk. Before
-`run()` starts (construction, the single voter's own registration) and after it ends, steps run
-inline; nothing is being served then.
+`run()` starts (construction, the single voter's own registration) steps run inline: nothing is
+served yet. After it ends nothing more is executed (what was queued is lost, as in a crash).
 
 A failed metadata-log write (Kafka treats it as fatal): a write the free-disk reserve would refuse
 is refused before the core advances (MetadataWriteRefusedError, KAFKA_STORAGE_ERROR); an I/O error
@@ -266,6 +266,8 @@ class MetadataQuorum:
         this node cannot write, MetadataWriteRefusedError when the metadata log cannot take the write."""
         if self.failure is not None:
             raise MetadataWriteRefusedError(self.node_id, f"the metadata log failed: {self.failure}")
+        if self._stopped:
+            raise NotControllerError(None, "the metadata quorum stopped")
         if not self.is_leader:
             # Also while a new leader's image catches up with its epoch start (see _leadership).
             raise NotControllerError(self.leader_id if self.leader_id != self.node_id else None)
