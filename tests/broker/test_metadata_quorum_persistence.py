@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from samsa.broker.metadata import raft_disk
 from samsa.broker.metadata.log import METADATA_LOG_CONFIG
-from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, MetadataWriteRefusedError
+from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, MetadataWriteRefusedError, read_quorum_state
 from samsa.broker.metadata.records import ConfigRecord, ProducerIdsRecord, RemoveTopicRecord, TopicRecord
 from samsa.kproto.errors import ErrorCode
+from samsa.raft.events import PersistQuorumState
+from samsa.raft.messages import VoteRequest, VoteResponse
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.file_io import FaultyFileIO
@@ -197,3 +200,35 @@ def test_an_fsync_failure_after_the_core_advanced_is_fatal_and_answered(node: No
     assert node.quorum.is_leader and "a" in node.quorum.image.topics_by_name
     assert isinstance(node.quorum.write_nowait([TopicRecord("c", "id-c")]), int)
     assert node.quorum.core.log.end_offset == node.log.log_end_offset
+
+
+def test_a_vote_is_granted_only_once_the_quorum_state_is_durable_off_the_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = tmp_path / "__cluster_metadata-0"
+    log = Log.open(directory, METADATA_LOG_CONFIG, now_ms=int(time.time() * 1000))
+    written: list[tuple[int, int | None, threading.Thread]] = []
+    real_write = raft_disk.write_quorum_state
+
+    def recording_write(d: Path, state: PersistQuorumState, voters: frozenset[int]) -> None:
+        real_write(d, state, voters)
+        written.append((state.epoch, state.voted_id, threading.current_thread()))
+
+    monkeypatch.setattr(raft_disk, "write_quorum_state", recording_write)
+    # Voters 2 and 3 are never reachable: only the vote request below reaches node 1.
+    voters = {n: Endpoint("127.0.0.1", 1) for n in (1, 2, 3)}
+    quorum = MetadataQuorum(node_id=1, cluster_id="c", voters=voters, log=log)
+
+    async def scenario() -> None:
+        task = await _serving(quorum)
+        answer = await quorum._answer(2, VoteRequest(replica_id=2, replica_epoch=50, last_offset_epoch=0,
+                                                     last_offset=0, pre_vote=False))
+        assert isinstance(answer, VoteResponse) and answer.vote_granted
+        # When the grant is answered, the vote is on disk, written by the driver's thread.
+        state = read_quorum_state(directory)
+        assert state is not None and (state.epoch, state.voted_id) == (50, 2)
+        assert (50, 2) in [(epoch, voted) for epoch, voted, _ in written]
+        assert all(thread is not threading.current_thread() for *_, thread in written)
+        await _stop(task)
+
+    asyncio.run(scenario())
+    log.close()
