@@ -142,6 +142,7 @@ class Broker:
                 fetch_timeout_ms=config.get_int("controller.quorum.fetch.timeout.ms"),
             ),
             snapshot_every_entries=config.get_int("samsa.metadata.snapshot.interval.entries"),
+            disk_guard=self.log_manager.disk_guard,
         )
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.

@@ -133,6 +133,9 @@ class BrokerLifecycle:
                                            False, _monotonic_ms())
         assert error == ErrorCode.none and beat is not None
         self.fenced = beat.result().is_fenced
+        # And its first producer-id block, while commits are still immediate (the quorum's executor runs
+        # only once serving starts): the first InitProducerId is answered at once, not with a retry.
+        self.broker.producer_ids.available()
 
     async def _register(self) -> None:
         broker = self.broker

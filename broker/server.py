@@ -24,7 +24,7 @@ from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.reassignment import TICK_INTERVAL_S
-from samsa.kproto.errors import ErrorCode, ProtocolError
+from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
     API_VERSIONS_KEY,
     RequestHeader,
@@ -68,7 +68,7 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
     except NotControllerError as e:
         if not forwarded:
             raise
-        result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
+        result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     if inspect.isawaitable(result):
         return _respond_when_done(header, request, result, forwarded)
     return None if result is None else encode_response_parts(header, result)
@@ -81,7 +81,7 @@ async def _respond_when_done(header: RequestHeader, request: Any, pending: Await
     except NotControllerError as e:
         if not forwarded:
             raise
-        result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
+        result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     return None if result is None else encode_response_parts(header, result)
 
 
@@ -95,7 +95,7 @@ async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header
             if inspect.isawaitable(result):
                 result = await result
         except NotControllerError as e:
-            result = error_response(header.api_key, header.api_version, request, ErrorCode.not_controller, str(e))
+            result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     return None if result is None else encode_response_parts(header, result)
 
 

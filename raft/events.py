@@ -8,6 +8,12 @@ AppendToLog that wrote it. A driver with a slow disk simply holds later actions 
 stepping the core meanwhile (the new actions queue behind). There is no completion input: a persist
 action is complete when the driver moves past it. A crash loses the queue, never a durable write.
 
+A driver may batch: take every queued action, carry out the persist actions among them in order and
+make them durable together (one fsync of the log), then execute the others in order. That only
+delays non-persist actions, never moves one ahead of a persist action queued before it, so the
+contract holds. The production driver does exactly this, off the event loop:
+broker/metadata/quorum.py (MetadataQuorum) with its writer in broker/metadata/raft_disk.py.
+
 A driver loop, in short:
 
     core = RaftCore(node_id, config, rng, now_ms, quorum_state=..., snapshot=..., entries=...)

@@ -13,51 +13,70 @@ A single node is a one-voter quorum: it elects itself on the first tick, and a w
 committed and applied before `write` returns, with no network involved — the same code path as a
 three-node cluster, where a write is committed once a majority of voters has it on disk.
 
-Persist before you send (raft.events): actions run in order, synchronously, and the persist actions
-fsync before the next action runs, so a vote is granted or an offset acknowledged only once durable.
-Metadata writes are rare and small, so this happens on the event loop.
+Persist before you send (raft.events), off the event loop: while `run()` runs, the actions of every
+core step are queued; a single executor takes what is queued, writes all its persist actions as one
+batch with one fsync of the log on the driver's worker thread (broker.metadata.raft_disk), and only
+then executes the other actions in order — sends, commits, leadership changes. A vote is granted
+and an offset acknowledged only once durable, and no client connection waits for the disk. Before
+`run()` starts (construction, the single voter's own registration) steps run inline: nothing is
+served yet. After it ends nothing more is executed (what was queued is lost, as in a crash).
+
+A failed metadata-log write (Kafka treats it as fatal): a write the free-disk reserve would refuse
+is refused before the core advances (MetadataWriteRefusedError, KAFKA_STORAGE_ERROR); an I/O error
+after the core advanced means the core and the disk disagree, so the driver stops executing, fails
+the waiting writes with KAFKA_STORAGE_ERROR, logs one CRITICAL line and ends the process (exit 1).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import concurrent.futures
 import logging
 import os
 import random
-import struct
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from samsa.broker.metadata.image import MetadataImage
-from samsa.broker.metadata.records import MetadataRecord, decode_records, encode_records
+from samsa.broker.metadata.raft_disk import (
+    PERSIST_ACTIONS,
+    MetadataLogWriter,
+    PersistAction,
+    image_from_snapshot,
+    latest_snapshot,
+    provisional_image,
+    read_entries,
+    read_quorum_state,
+)
+from samsa.broker.metadata.records import (
+    MetadataRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    TopicRecord,
+    decode_records,
+    encode_records,
+)
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
-from samsa.kproto.checksum import crc32c
+from samsa.kproto.errors import ErrorCode
 from samsa.raft import codec
 from samsa.raft.core import RaftCore
 from samsa.raft.events import (
     Action,
-    AdvanceLogStartOffset,
     Appended,
-    AppendToLog,
     BecomeFollower,
     BecomeLeader,
     Busy,
     CommitUpTo,
     LoadSnapshot,
-    PersistQuorumState,
-    PersistSnapshot,
     Received,
     Resign,
     Send,
     TakeSnapshot,
     Tick,
-    TruncateLog,
 )
-from samsa.raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
+from samsa.raft.log import EntryKind
 from samsa.raft.messages import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
@@ -67,26 +86,40 @@ from samsa.raft.messages import (
     VoteResponse,
 )
 from samsa.raft.quorum_state import Leader, QuorumConfig
+from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.log import Log
 
 logger = logging.getLogger(__name__)
 
-QUORUM_STATE_FILE = "quorum-state"
-SNAPSHOT_SUFFIX = ".checkpoint"
-_SNAPSHOT_MAGIC = b"SAMSASNP"
-_SNAPSHOT_HEADER = struct.Struct(">8sI")  # magic, crc32c of the data
 _RESPONSES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse, FetchSnapshotResponse)
 # Kafka: metadata.log.max.record.bytes.between.snapshots (20 MiB); we count entries, which are small.
 SNAPSHOT_EVERY_ENTRIES = 10_000
-READ_CHUNK_BYTES = 8 * 1024 * 1024
+# Records that create data or let clients write it: refused while free disk is under the reserve.
+# Everything else (deletes, configs, broker registrations, heartbeats, ISR and leader changes) is what an
+# operator and the cluster need to recover, and stays allowed.
+RESERVE_REFUSED_RECORDS = (TopicRecord, PartitionRecord, ProducerIdsRecord)
+# How long a fatal metadata-log failure waits before ending the process, so that the KAFKA_STORAGE_ERROR
+# answers to the waiting writes reach their clients.
+FATAL_EXIT_DELAY_S = 0.2
 
 
 class NotControllerError(Exception):
-    """This node is not (or stopped being) the active controller; `leader_id` is the new one if known."""
+    """This node cannot carry out a metadata write now; `leader_id` is the active controller if known.
+
+    `error_code` is what a client of a controller API gets for it (server.py answers with it)."""
+
+    error_code: ErrorCode = ErrorCode.not_controller
 
     def __init__(self, leader_id: int | None, message: str = "this node is not the active controller") -> None:
         super().__init__(message)
         self.leader_id = leader_id
+
+
+class MetadataWriteRefusedError(NotControllerError):
+    """The metadata log cannot take this write: free disk is under samsa.min.free.disk.bytes, or the log
+    failed (fatal). Nothing was appended; callers treat it like NotControllerError (retry later)."""
+
+    error_code = ErrorCode.kafka_storage_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,127 +132,10 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_durably(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-# --- quorum-state (Kafka's file, JSON) ------------------------------------------------------------
-
-
-def read_quorum_state(directory: Path) -> PersistQuorumState | None:
-    path = directory / QUORUM_STATE_FILE
-    try:
-        body = json.loads(path.read_text())
-        leader = int(body.get("leaderId", -1))
-        voted = int(body.get("votedId", -1))
-        return PersistQuorumState(int(body["leaderEpoch"]), None if voted < 0 else voted,
-                                  None if leader < 0 else leader)
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as e:
-        # Written atomically (tmp + rename), so damage means a foreign edit: refuse to guess an epoch.
-        raise SystemExit(f"{path} is damaged ({e}); refusing to start with an unknown quorum epoch") from e
-
-
-def write_quorum_state(directory: Path, state: PersistQuorumState, voters: frozenset[int]) -> None:
-    body = {
-        "clusterId": "",
-        "leaderId": -1 if state.leader_id is None else state.leader_id,
-        "leaderEpoch": state.epoch,
-        "votedId": -1 if state.voted_id is None else state.voted_id,
-        "appliedOffset": 0,
-        "currentVoters": [{"voterId": v} for v in sorted(voters)],
-        "data_version": 0,
-    }
-    _write_durably(directory / QUORUM_STATE_FILE, json.dumps(body).encode())
-
-
-# --- snapshots: <end offset>-<epoch>.checkpoint -----------------------------------------------------
-
-
-def _snapshot_path(directory: Path, sid: SnapshotId) -> Path:
-    return directory / f"{sid.end_offset:020d}-{sid.epoch:010d}{SNAPSHOT_SUFFIX}"
-
-
-def write_snapshot(directory: Path, snapshot: Snapshot) -> None:
-    header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, crc32c(snapshot.data))
-    _write_durably(_snapshot_path(directory, snapshot.snapshot_id), header + snapshot.data)
-
-
-def delete_snapshots_below(directory: Path, sid: SnapshotId) -> None:
-    for path in directory.glob("*" + SNAPSHOT_SUFFIX):
-        found = _parse_snapshot_name(path)
-        if found is not None and found < sid:
-            path.unlink(missing_ok=True)
-
-
-def _parse_snapshot_name(path: Path) -> SnapshotId | None:
-    stem = path.name[: -len(SNAPSHOT_SUFFIX)]
-    offset, sep, epoch = stem.partition("-")
-    if not sep or not offset.isdigit() or not epoch.isdigit():
-        return None
-    return SnapshotId(int(offset), int(epoch))
-
-
-def latest_snapshot(directory: Path) -> Snapshot | None:
-    """The newest snapshot with a valid checksum (a damaged one is skipped, and older ones tried)."""
-    found = sorted(
-        ((sid, p) for p in directory.glob("*" + SNAPSHOT_SUFFIX) if (sid := _parse_snapshot_name(p)) is not None),
-        reverse=True,
-    )
-    for sid, path in found:
-        raw = path.read_bytes()
-        if len(raw) >= _SNAPSHOT_HEADER.size:
-            magic, crc = _SNAPSHOT_HEADER.unpack_from(raw)
-            data = raw[_SNAPSHOT_HEADER.size:]
-            if magic == _SNAPSHOT_MAGIC and crc32c(data) == crc:
-                return Snapshot(sid, data)
-        logger.error("metadata snapshot %s is damaged; ignoring it", path)
-    return None
-
-
-def read_entries(log: Log, start: int) -> list[LogEntry]:
-    entries: list[LogEntry] = []
-    offset = start
-    while offset < log.log_end_offset:
-        data = log.read(offset, max_bytes=READ_CHUNK_BYTES, max_offset=None).read_bytes()
-        if not data:
-            break
-        chunk = [e for e in codec.decode_entries(data) if e.offset >= offset]
-        if not chunk:
-            break
-        entries += chunk
-        offset = chunk[-1].offset + 1
-    return entries
-
-
-def image_from_snapshot(snapshot: Snapshot | None) -> MetadataImage:
-    if snapshot is None:
-        return MetadataImage()
-    return MetadataImage().apply(decode_records(snapshot.data), snapshot.snapshot_id.end_offset - 1)
-
-
-def provisional_image(snapshot: Snapshot | None, entries: Sequence[LogEntry]) -> MetadataImage:
-    """Everything on local disk applied, committed or not: only for opening logs before catching up."""
-    image = image_from_snapshot(snapshot)
-    for entry in entries:
-        if entry.kind == EntryKind.DATA:
-            image = image.apply(decode_records(entry.payload), entry.offset)
-    return image
+def halt_process(error: BaseException) -> None:
+    """Kafka's fatal fault handler: the process stops at once (a supervisor restarts it)."""
+    logging.shutdown()
+    os._exit(1)
 
 
 class _PendingWrite:
@@ -258,7 +174,12 @@ class MetadataQuorum:
         on_leader_change: Callable[[bool, int | None], None] | None = None,
         rng: random.Random | None = None,
         snapshot_every_entries: int = SNAPSHOT_EVERY_ENTRIES,
+        disk_guard: DiskSpaceGuard | None = None,
+        on_fatal: Callable[[BaseException], None] = halt_process,
     ) -> None:
+        """`disk_guard` is the data directory's free-disk reserve (the one `log` appends under): writes
+        that create data are refused below it, and the driver's own writes pass it. `on_fatal` is called
+        once a metadata-log write failed after the core advanced (default: end the process)."""
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = dict(voters)
@@ -267,8 +188,11 @@ class MetadataQuorum:
         self._publish = publish
         self._on_leader_change = on_leader_change
         self._snapshot_every = snapshot_every_entries
+        self._disk_guard = disk_guard
+        self._on_fatal = on_fatal
         quorum_config = config or QuorumConfig(voters=frozenset(voters))
         assert quorum_config.voters == frozenset(voters)
+        self.writer = MetadataLogWriter(log, quorum_config.voters, disk_guard)
         snapshot = latest_snapshot(self.directory)
         start = snapshot.snapshot_id.end_offset if snapshot is not None else log.log_start_offset
         entries = read_entries(log, max(start, log.log_start_offset)) if log.log_end_offset > start else []
@@ -285,6 +209,15 @@ class MetadataQuorum:
         self._clients: dict[int, NodeClient] = {}
         self._wake: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # The executor (module docstring): actions queued while run() runs, the batch being written.
+        self._queue: list[Action] = []
+        self._work: asyncio.Event | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writing: concurrent.futures.Future[Any] | None = None
+        self._running = False  # run() is running: steps go to the executor
+        self._stopped = False  # run() ended or the log failed: nothing more reaches the disk or the network
+        self.failure: BaseException | None = None  # the metadata-log write that failed (fatal)
+        self._unpublished = False  # the image has commits the broker has not been shown yet
         self.is_leader = False
         self.leader_id: int | None = None
         self._leader_high_watermark: int | None = None
@@ -329,11 +262,24 @@ class MetadataQuorum:
 
     def write_nowait(self, records: Sequence[MetadataRecord]) -> asyncio.Future[int] | int:
         """Propose `records` as one entry. Returns the committed offset when the commit happened at once
-        (a one-voter quorum), else a future of it. Raises NotControllerError when this node cannot write."""
+        (a one-voter quorum before run() started), else a future of it. Raises NotControllerError when
+        this node cannot write, MetadataWriteRefusedError when the metadata log cannot take the write."""
+        if self.failure is not None:
+            raise MetadataWriteRefusedError(self.node_id, f"the metadata log failed: {self.failure}")
+        if self._stopped:
+            raise NotControllerError(None, "the metadata quorum stopped")
         if not self.is_leader:
             # Also while a new leader's image catches up with its epoch start (see _leadership).
             raise NotControllerError(self.leader_id if self.leader_id != self.node_id else None)
-        result, actions = self.core.propose([encode_records(records)], _now_ms())
+        payload = encode_records(records)
+        now = _now_ms()
+        # Refused before the core advances, so the core and the disk never disagree over it.
+        if (self._disk_guard is not None and any(isinstance(r, RESERVE_REFUSED_RECORDS) for r in records)
+                and self._disk_guard.below_reserve(len(payload), now)):
+            raise MetadataWriteRefusedError(
+                self.node_id, f"free disk space of {self.directory.parent} is below samsa.min.free.disk.bytes "
+                              f"({self._disk_guard.min_free_bytes}): only deletes and cluster changes are accepted")
+        result, actions = self.core.propose([payload], now)
         if not isinstance(result, Appended):
             if isinstance(result, Busy):
                 raise NotControllerError(self.node_id, f"{result.uncommitted_count} metadata entries await commit")
@@ -375,7 +321,8 @@ class MetadataQuorum:
         try:
             self._execute(self.core.step(Received(source, message, cid), _now_ms()))
             self._kick()
-            # A parked fetch is answered within fetch_max_wait_ms; anything else at once.
+            # A parked fetch is answered within fetch_max_wait_ms; anything else once its step's
+            # persistence is durable.
             return await asyncio.wait_for(future, self.core.config.request_timeout_ms / 1000)
         finally:
             self._inbound.pop(cid, None)
@@ -383,57 +330,121 @@ class MetadataQuorum:
     # --- the action executor ----------------------------------------------------------------------
 
     def _execute(self, actions: list[Action]) -> None:
-        for action in actions:
-            match action:
-                case PersistQuorumState():
-                    write_quorum_state(self.directory, action, self.core.config.voters)
-                case AppendToLog(entries=entries):
-                    self._log.append_as_follower(codec.encode_entries(entries, timestamp_ms=_now_ms()),
-                                                 now_ms=_now_ms())
-                    self._log.flush()
-                case TruncateLog(offset=offset):
-                    self._log.truncate_to(offset)
-                    self._log.flush()
-                case PersistSnapshot(snapshot=snapshot):
-                    write_snapshot(self.directory, snapshot)
-                case AdvanceLogStartOffset(log_start_offset=offset):
-                    self._advance_log_start(offset)
-                case Send():
-                    self._send(action)
-                case CommitUpTo():
-                    self._commit(action)
-                case LoadSnapshot(snapshot=snapshot):
-                    logger.info("installed the leader's metadata snapshot up to offset %d (epoch %d)",
-                                snapshot.snapshot_id.end_offset, snapshot.snapshot_id.epoch)
-                    self.image = image_from_snapshot(snapshot)
-                    self.applied_offset = snapshot.snapshot_id.end_offset
-                    self._last_snapshot_offset = snapshot.snapshot_id.end_offset
-                    self._log.update_high_watermark(min(self._log.log_end_offset, snapshot.snapshot_id.end_offset))
-                    if self._publish is not None:
-                        self._publish(self.image)
-                case BecomeLeader():
-                    # Kafka's maybeFireLeaderChange: the controller may act only once the image holds
-                    # every entry before this epoch's LeaderChange entry; until then it would decide on
-                    # a stale image (an empty one, after a restart).
-                    state = self.core.state
-                    self._leader_ready_offset = (state.epoch_start_offset + 1 if isinstance(state, Leader)
-                                                 else self.core.log.end_offset)
-                    self._leadership(False, None)
-                    self._maybe_activate()
-                case BecomeFollower(leader_id=leader_id):
-                    self._leader_ready_offset = None
-                    self._leadership(False, leader_id)
+        """Carry out one step's actions: queued for the executor while run() runs, else at once."""
+        if not actions or self._stopped:
+            return
+        if self._running:
+            assert self._work is not None
+            self._queue.extend(actions)
+            self._work.set()
+            return
+        persist: list[PersistAction] = [a for a in actions if isinstance(a, PERSIST_ACTIONS)]
+        if persist:
+            try:
+                self.writer.write_batch(persist)
+            except Exception as e:
+                self._fail(e)
+                return
+        self._apply_all(actions, contain_errors=False)
 
-    def _advance_log_start(self, offset: int) -> None:
-        log = self._log
-        if offset >= log.log_end_offset:
-            log.truncate_fully_and_start_at(offset)
-        else:
-            log.update_high_watermark(max(log.high_watermark, min(offset, log.log_end_offset)))
-            log.maybe_increment_log_start_offset(offset)
-        snapshot = self.core.log.snapshot
-        if snapshot is not None:
-            delete_snapshots_below(self.directory, snapshot.snapshot_id)
+    async def _executor(self) -> None:
+        """While run() runs: write what is queued as one batch on the worker, then apply it in order.
+        Steps queued meanwhile wait for the next batch (group commit: one fsync for all of them)."""
+        assert self._work is not None and self._pool is not None
+        while not self._stopped:
+            if not self._queue:
+                self._work.clear()
+                await self._work.wait()
+                continue
+            actions, self._queue = self._queue, []
+            persist: list[PersistAction] = [a for a in actions if isinstance(a, PERSIST_ACTIONS)]
+            if persist:
+                self._writing = self._pool.submit(self.writer.write_batch, persist)
+                try:
+                    await asyncio.wrap_future(self._writing)
+                except Exception as e:
+                    self._fail(e)
+                    return
+                self._writing = None
+            # A bug in a listener (publish, leader change) is logged: the quorum itself is consistent.
+            self._apply_all(actions, contain_errors=True)
+
+    def _apply_all(self, actions: list[Action], *, contain_errors: bool) -> None:
+        """The non-persist actions, in order; a run of commits is published once, at its end."""
+        for action in [*actions, None]:
+            if self._stopped:
+                return
+            if isinstance(action, PERSIST_ACTIONS):
+                continue
+            try:
+                if not isinstance(action, CommitUpTo):
+                    self._maybe_publish()
+                if action is not None:
+                    self._apply(action)
+            except Exception:
+                if not contain_errors:
+                    raise
+                logger.exception("metadata quorum: %s failed", type(action).__name__)
+
+    def _fail(self, error: BaseException) -> None:
+        """A persist failed after the core advanced: stop everything, answer the waiting writes with
+        KAFKA_STORAGE_ERROR, and end the process (on_fatal) — Kafka's fatal fault handler does the same."""
+        if self.failure is not None:
+            return
+        self.failure = error
+        self._stopped = True
+        self._queue.clear()
+        logger.critical("FATAL: writing the metadata log %s failed after the Raft state advanced (%s: %s); "
+                        "the quorum's state in memory and the disk disagree, so this node stops. Fix the disk "
+                        "and restart it: it recovers from what the disk holds.",
+                        self.directory, type(error).__name__, error)
+        refused = MetadataWriteRefusedError(self.node_id, f"the metadata log failed: {error}")
+        waiting, self._waiting = self._waiting, {}
+        for pending in waiting.values():
+            pending.fail(refused)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._on_fatal(error)
+            return
+        loop.call_later(FATAL_EXIT_DELAY_S, self._on_fatal, error)
+
+    def _apply(self, action: Action) -> None:
+        match action:
+            case Send():
+                self._send(action)
+            case CommitUpTo():
+                self._commit(action)
+            case LoadSnapshot(snapshot=snapshot):
+                self._unpublished = False  # the snapshot's image replaces whatever was not published yet
+                logger.info("installed the leader's metadata snapshot up to offset %d (epoch %d)",
+                            snapshot.snapshot_id.end_offset, snapshot.snapshot_id.epoch)
+                self.image = image_from_snapshot(snapshot)
+                self.applied_offset = snapshot.snapshot_id.end_offset
+                self._last_snapshot_offset = snapshot.snapshot_id.end_offset
+                self._log.update_high_watermark(min(self._log.log_end_offset, snapshot.snapshot_id.end_offset))
+                if self._publish is not None:
+                    self._publish(self.image)
+            case BecomeLeader():
+                # Kafka's maybeFireLeaderChange: the controller may act only once the image holds
+                # every entry before this epoch's LeaderChange entry; until then it would decide on
+                # a stale image (an empty one, after a restart).
+                state = self.core.state
+                self._leader_ready_offset = (state.epoch_start_offset + 1 if isinstance(state, Leader)
+                                             else self.core.log.end_offset)
+                self._leadership(False, None)
+                self._maybe_activate()
+            case BecomeFollower(leader_id=leader_id):
+                self._leader_ready_offset = None
+                self._leadership(False, leader_id)
+            case _:
+                raise AssertionError(f"{action!r} is a persist action: the writer carries it out")
+
+    def _maybe_publish(self) -> None:
+        if self._unpublished:
+            self._unpublished = False
+            if self._publish is not None:
+                self._publish(self.image)
 
     def _commit(self, action: CommitUpTo) -> None:
         image = self.image
@@ -453,8 +464,12 @@ class MetadataQuorum:
         self._log.update_high_watermark(min(self._log.log_end_offset, action.high_watermark))
         self.applied_offset = action.high_watermark
         self.image = image
-        if self._publish is not None:
-            self._publish(image)
+        # Published once the batch's run of commits is applied (_maybe_publish): the broker's reaction to
+        # an image walks every partition, so a batch of N commits costs one walk, not N. A new leader's
+        # activation sees its image published first.
+        self._unpublished = True
+        if self._leader_ready_offset is not None:
+            self._maybe_publish()
         self._maybe_activate()
         if action.high_watermark - self._last_snapshot_offset >= self._snapshot_every:
             self._last_snapshot_offset = action.high_watermark
@@ -514,6 +529,8 @@ class MetadataQuorum:
         except (TimeoutError, NodeUnavailableError, codec.CodecError) as e:
             logger.debug("raft request to %d failed: %s", send.destination, e)
             return  # the core notices the missing response on its own timers
+        if self._stopped:
+            return
         if isinstance(message, FetchResponse) and message.error_code == 0 and message.high_watermark >= 0:
             if message.snapshot_id is None and message.diverging_epoch is None:
                 self._leader_high_watermark = message.high_watermark
@@ -525,11 +542,19 @@ class MetadataQuorum:
             self._wake.set()
 
     async def run(self) -> None:
-        """The timer loop: tick the core whenever its next deadline passes. Runs until cancelled."""
+        """The timer loop and the executor: tick the core whenever its next deadline passes, persist
+        and execute what it asks. Runs until cancelled."""
         self._wake = asyncio.Event()
+        self._work = asyncio.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"metadata-log-{self.node_id}")
+        self._running = True
+        executor = asyncio.get_running_loop().create_task(self._executor())
         self._execute(self.core.step(Tick(), _now_ms()))
         try:
             while True:
+                if self._stopped:
+                    await asyncio.sleep(3600)  # failed: on_fatal ends the process; nothing to tick
+                    continue
                 delay_ms = self.core.next_deadline_ms() - _now_ms()
                 if delay_ms > 0:
                     self._wake.clear()
@@ -539,8 +564,19 @@ class MetadataQuorum:
                         pass  # the core's deadline came: tick below
                 self._execute(self.core.step(Tick(), _now_ms()))
         finally:
+            self._stopped = True
+            self._running = False
+            executor.cancel()
             for task in list(self._tasks):
                 task.cancel()
+            if self._writing is not None:
+                # The batch under way finishes (a thread cannot be interrupted) before the log is closed.
+                concurrent.futures.wait([self._writing])
+            self._pool.shutdown(wait=True)
+            stopped = NotControllerError(None, "the metadata quorum stopped")
+            waiting, self._waiting = self._waiting, {}
+            for pending in waiting.values():
+                pending.fail(stopped)
             for client in self._clients.values():
                 await client.close()
 
@@ -549,4 +585,12 @@ class MetadataQuorum:
         self._execute(self.core.step(Resign(), _now_ms()))
 
 
-__all__ = ["Endpoint", "MetadataQuorum", "NotControllerError", "latest_snapshot", "read_quorum_state"]
+__all__ = [
+    "Endpoint",
+    "MetadataQuorum",
+    "MetadataWriteRefusedError",
+    "NotControllerError",
+    "halt_process",
+    "latest_snapshot",
+    "read_quorum_state",
+]

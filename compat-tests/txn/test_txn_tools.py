@@ -43,7 +43,13 @@ def test_kafka_transactions_tool(samsa: SamsaProcess) -> None:
         r = conn.request(19, {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1}],
                               "timeout": 5000})
         assert r.topics[0].error_code.value == 0
-        assert conn.request(10, {"key": txn_id, "key_type": 1}, version=3).error_code.value == 0
+        # COORDINATOR_NOT_AVAILABLE until __transaction_state's creation is committed (Kafka's answer too).
+        for _ in range(200):
+            if conn.request(10, {"key": txn_id, "key_type": 1}, version=3).error_code.value == 0:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("no transaction coordinator")
         init = conn.request(22, {"transactional_id": txn_id, "transaction_timeout": 600000, "producer_id": -1,
                                  "producer_epoch": -1}, version=4)
         pid = init.producer_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,10 +16,25 @@ GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0", "--override", 
 SESSION_MS = 30000  # no test here relies on expiry; long sessions keep slow machines from flaking
 
 
+def wait_for_internal_topics(process: Any, key_types: tuple[int, ...]) -> None:
+    """FindCoordinator until the coordinators' internal topics exist. Creating one is a metadata write,
+    committed once fsynced off the event loop, so the first answers may be COORDINATOR_NOT_AVAILABLE (as
+    Kafka's are); clients retry it, and the tests here start from a broker past that point."""
+    with process.connect() as conn:
+        for key_type in key_types:
+            for _ in range(200):
+                if conn.request(10, {"key": "warm-up", "key_type": key_type}, version=3).error_code.value == 0:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"no coordinator for key type {key_type}")
+
+
 @pytest.fixture
 def broker(samsa_factory: Any) -> Iterator[Any]:
     process = samsa_factory(extra_args=GROUP_ARGS)
     process.start()
+    wait_for_internal_topics(process, (0,))
     yield process
     assert process.proc is None or process.proc.poll() is None, f"samsa died:\n{process.log_tail()}"
     process.stop()
@@ -275,6 +291,7 @@ def test_static_member_restart_keeps_assignment(broker: Any) -> None:
 def test_offsets_and_groups_survive_restart(samsa_factory: Any) -> None:
     s = samsa_factory(extra_args=GROUP_ARGS)
     s.start()
+    wait_for_internal_topics(s, (0,))
     with s.connect() as conn:
         create_topic(conn, "t")
         member_id, gen = stable_single(conn, "durable")

@@ -10,8 +10,15 @@ from samsa.kproto.records import decode_batches, encode_batch
 
 
 def init_pid(conn: Connection, transactional_id: str | None = None) -> Any:
-    return conn.request(22, {"transactional_id": transactional_id, "transaction_timeout": 60000,
-                             "producer_id": -1, "producer_epoch": -1})
+    # COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS while __transaction_state is being created:
+    # clients retry them (Kafka answers the same way), and so does this helper, a bounded number of times.
+    for _ in range(100):
+        r = conn.request(22, {"transactional_id": transactional_id, "transaction_timeout": 60000,
+                              "producer_id": -1, "producer_epoch": -1})
+        if r.error_code.value not in (14, 15):
+            return r
+        time.sleep(0.05)
+    return r
 
 
 def produce(conn: Connection, topic: str, batch: bytes) -> Any:

@@ -17,10 +17,25 @@ TXN_ARGS = ("--override", "transaction.state.log.num.partitions=3", "--override"
 READ_COMMITTED = 1
 
 
+def wait_for_internal_topics(process: Any, key_types: tuple[int, ...]) -> None:
+    """FindCoordinator until the coordinators' internal topics exist. Creating one is a metadata write,
+    committed once fsynced off the event loop, so the first answers may be COORDINATOR_NOT_AVAILABLE (as
+    Kafka's are); clients retry it, and the tests here start from a broker past that point."""
+    with process.connect() as conn:
+        for key_type in key_types:
+            for _ in range(200):
+                if conn.request(10, {"key": "warm-up", "key_type": key_type}, version=3).error_code.value == 0:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"no coordinator for key type {key_type}")
+
+
 @pytest.fixture
 def broker(samsa_factory: Any) -> Iterator[Any]:
     process = samsa_factory(extra_args=TXN_ARGS)
     process.start()
+    wait_for_internal_topics(process, (0, 1))
     yield process
     assert process.proc is None or process.proc.poll() is None, f"samsa died:\n{process.log_tail()}"
     process.stop()
