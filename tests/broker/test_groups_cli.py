@@ -23,6 +23,13 @@ REPO_CLI = [sys.executable, "-m", "samsa.broker.cli", "groups"]
 def broker(samsa_factory: Any) -> Iterator[Any]:
     process = samsa_factory(extra_args=GROUP_ARGS)
     process.start()
+    # The first FindCoordinator creates __consumer_offsets, a metadata write committed once fsynced off the
+    # event loop: until then the answer is COORDINATOR_NOT_AVAILABLE (as Kafka's), which clients retry.
+    with process.connect() as conn:
+        for _ in range(200):
+            if conn.request(10, {"key": "warm-up", "key_type": 0}, version=3).error_code.value == 0:
+                break
+            time.sleep(0.05)
     yield process
     process.stop()
 
