@@ -260,11 +260,17 @@ def test_list_offsets_answers_a_repeated_partition_once_with_invalid_request(sam
 
 
 def commit_offset(conn: Connection, group: str, topic: str, offset: int) -> None:
-    r = conn.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                         "group_instance_id": None, "retention_time_ms": -1, "topics": [
-                             {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
-                                                             "committed_leader_epoch": -1,
-                                                             "committed_metadata": ""}]}]}, version=8)
+    """A simple (memberless) commit, retried while the coordinator is not there yet: the first one creates
+    __consumer_offsets, committed after an off-loop fsync (COORDINATOR_NOT_AVAILABLE until then, as Kafka)."""
+    for _ in range(200):
+        r = conn.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                             "group_instance_id": None, "retention_time_ms": -1, "topics": [
+                                 {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                 "committed_leader_epoch": -1,
+                                                                 "committed_metadata": ""}]}]}, version=8)
+        if r.topics[0].partitions[0].error_code != ErrorCode.coordinator_not_available:
+            break
+        time.sleep(0.05)
     assert r.topics[0].partitions[0].error_code.value == 0
 
 
@@ -424,3 +430,17 @@ def test_create_topics_checks_the_configs_as_a_set(samsa: Any) -> None:
         assert r.topics[0].error_code == ErrorCode.invalid_config
         assert "min.compaction.lag.ms (10) > max.compaction.lag.ms (5)" in (r.topics[0].error_message or "")
         assert "lag-conflict" not in topic_names(conn)
+
+
+def test_describe_configs_answers_a_repeated_resource_once(samsa: Any) -> None:
+    with samsa.connect() as conn:
+        assert create(conn, "described", 1).topics[0].error_code.value == 0
+        resources = [{"resource_type": 2, "resource_name": "described", "configuration_keys": None}] * 5000
+        resources += [{"resource_type": 2, "resource_name": "described", "configuration_keys": ["retention.ms"]}]
+        r = conn.request(32, {"resources": resources, "include_synonyms": True, "include_documentation": True})
+        assert len(r.results) == len(resources)
+        first, *again = r.results
+        assert first.error_code.value == 0 and len(first.configs) > 1
+        assert {(x.error_code.value, len(x.configs)) for x in again[:-1]} == {(ErrorCode.invalid_request.value, 0)}
+        assert (again[-1].error_code.value, [c.name for c in again[-1].configs]) == (0, ["retention.ms"])
+    assert_serves_others(samsa.port, "after-describe")
