@@ -12,7 +12,12 @@ import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from samsa.broker.config import is_valid_topic_name, validate_broker_config, validate_topic_config
+from samsa.broker.config import (
+    check_topic_configs,
+    is_valid_topic_name,
+    validate_broker_config,
+    validate_topic_config,
+)
 from samsa.broker.controller_types import (
     BROKER_RESOURCE_TYPE,
     TOPIC_RESOURCE_TYPE,
@@ -142,10 +147,10 @@ class TopicControl:
                 return TopicResult(name, ErrorCode.invalid_replication_factor,
                                    f"Unable to replicate the partition {rf} time(s): The target replication factor "
                                    f"of {rf} cannot be reached because only {live_count} broker(s) are registered.")
-        for config_name, value in spec.configs.items():
-            problem = validate_topic_config(config_name, value)
-            if problem is not None:
-                return TopicResult(name, ErrorCode.invalid_config, problem)
+        # The whole set, as Kafka's LogConfig.validate: each value, null values, the cross-key rules.
+        problem = check_topic_configs(spec.configs)
+        if problem is not None:
+            return TopicResult(name, ErrorCode.invalid_config, problem)
         return TopicResult(name, ErrorCode.none, None, None, partitions, rf)
 
     def delete_topics(self, names: Sequence[str]) -> Pending[list[tuple[str, str | None, ErrorCode]]]:

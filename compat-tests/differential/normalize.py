@@ -153,12 +153,6 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # scenario -> [(path pattern, "API/version: Kafka ...; Samsa ...")]. Paths are "/"-joined keys and list
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
-    "topic_config_validation": [
-        ("create_min_lag_over_max/*", "CreateTopics v7 with min.compaction.lag.ms=10 > max.compaction.lag.ms=5: "
-                                      "Kafka INVALID_CONFIG (LogConfig.validateValues, a cross-key rule); Samsa "
-                                      "NONE: the controller validates each config alone (validate_topic_config); "
-                                      "fix: check the set with config.check_topic_configs in Controller"),
-    ],
     "describe_configs_broker": [
         ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "

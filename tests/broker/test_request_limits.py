@@ -260,11 +260,17 @@ def test_list_offsets_answers_a_repeated_partition_once_with_invalid_request(sam
 
 
 def commit_offset(conn: Connection, group: str, topic: str, offset: int) -> None:
-    r = conn.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-                         "group_instance_id": None, "retention_time_ms": -1, "topics": [
-                             {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
-                                                             "committed_leader_epoch": -1,
-                                                             "committed_metadata": ""}]}]}, version=8)
+    """A simple (memberless) commit, retried while the coordinator is not there yet: the first one creates
+    __consumer_offsets, committed after an off-loop fsync (COORDINATOR_NOT_AVAILABLE until then, as Kafka)."""
+    for _ in range(200):
+        r = conn.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                             "group_instance_id": None, "retention_time_ms": -1, "topics": [
+                                 {"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                 "committed_leader_epoch": -1,
+                                                                 "committed_metadata": ""}]}]}, version=8)
+        if r.topics[0].partitions[0].error_code != ErrorCode.coordinator_not_available:
+            break
+        time.sleep(0.05)
     assert r.topics[0].partitions[0].error_code.value == 0
 
 
@@ -364,3 +370,77 @@ def test_alter_partition_naming_a_partition_twice_writes_one_record(cluster: Clu
     assert {r.error_code for r in results[1:]} == {ErrorCode.invalid_request}
     assert c.image.offset == offset + 1
     assert c.image.topics_by_name["isr"].partitions[0].isr == (1,)
+
+
+# --- AlterConfigs / IncrementalAlterConfigs: one operation for the whole request -----------------------
+
+# Topic configs every resource may set to a valid value (30 of them: 340 resources pass 10,000 records).
+_SETTABLE = {
+    "cleanup.policy": "delete", "compression.type": "producer", "delete.retention.ms": "86400000",
+    "file.delete.delay.ms": "60000", "flush.messages": "1000000", "flush.ms": "1000000",
+    "index.interval.bytes": "4096", "max.compaction.lag.ms": "1000000", "max.message.bytes": "1048588",
+    "message.timestamp.after.max.ms": "3600000", "message.timestamp.before.max.ms": "3600000",
+    "message.timestamp.type": "CreateTime", "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0",
+    "min.insync.replicas": "1", "preallocate": "false", "retention.bytes": "-1", "retention.ms": "604800000",
+    "segment.bytes": "1073741824", "segment.index.bytes": "10485760", "segment.jitter.ms": "0",
+    "segment.ms": "604800000", "unclean.leader.election.enable": "false",
+}
+
+
+def _alter(conn: Connection, resources: dict[str, dict[str, str]], *, incremental: bool) -> Any:
+    if incremental:
+        return conn.request(44, {"resources": [
+            {"resource_type": 2, "resource_name": name,
+             "configs": [{"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}
+            for name, configs in resources.items()], "validate_only": False})
+    return conn.request(33, {"resources": [
+        {"resource_type": 2, "resource_name": name, "configs": [{"name": k, "value": v} for k, v in configs.items()]}
+        for name, configs in resources.items()], "validate_only": False})
+
+
+def _overrides(conn: Connection, names: list[str]) -> dict[str, dict[str, str]]:
+    r = conn.request(32, {"resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
+                                        for n in names], "include_synonyms": False, "include_documentation": False})
+    return {res.resource_name: {c.name: c.value for c in res.configs if c.config_source == 1} for res in r.results}
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_alter_configs_past_the_record_bound_is_refused_whole(samsa: Any, incremental: bool) -> None:
+    per_resource = len(_SETTABLE)
+    count = MAX_RECORDS_PER_USER_OP // per_resource + 1  # one resource too many
+    names = [f"cfg-{incremental:d}-{i}" for i in range(count)]
+    with samsa.connect() as conn:
+        r = conn.request(19, {"topics": [{"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": (),
+                                          "configs": ()} for n in names], "timeout": 30000, "validate_only": False})
+        assert {t.error_code.value for t in r.topics} == {0}
+        r = _alter(conn, {n: _SETTABLE for n in names}, incremental=incremental)
+        assert [x.error_code.value for x in r.responses] == [POLICY_VIOLATION] * count
+        assert {x.error_message for x in r.responses} == {EXCESSIVE_BATCH_MESSAGE}
+        assert _overrides(conn, names[:3]) == {n: {} for n in names[:3]}  # nothing was written
+        # One resource fewer fits: every resource is answered and holds its overrides.
+        r = _alter(conn, {n: _SETTABLE for n in names[:-1]}, incremental=incremental)
+        assert {x.error_code.value for x in r.responses} == {0}
+        assert _overrides(conn, [names[0], names[-2]]) == {names[0]: _SETTABLE, names[-2]: _SETTABLE}
+    assert_serves_others(samsa.port, f"after-alter-{incremental:d}")
+
+
+def test_create_topics_checks_the_configs_as_a_set(samsa: Any) -> None:
+    with samsa.connect() as conn:
+        r = create(conn, "lag-conflict", 1, configs=(("min.compaction.lag.ms", "10"), ("max.compaction.lag.ms", "5")))
+        assert r.topics[0].error_code == ErrorCode.invalid_config
+        assert "min.compaction.lag.ms (10) > max.compaction.lag.ms (5)" in (r.topics[0].error_message or "")
+        assert "lag-conflict" not in topic_names(conn)
+
+
+def test_describe_configs_answers_a_repeated_resource_once(samsa: Any) -> None:
+    with samsa.connect() as conn:
+        assert create(conn, "described", 1).topics[0].error_code.value == 0
+        resources = [{"resource_type": 2, "resource_name": "described", "configuration_keys": None}] * 5000
+        resources += [{"resource_type": 2, "resource_name": "described", "configuration_keys": ["retention.ms"]}]
+        r = conn.request(32, {"resources": resources, "include_synonyms": True, "include_documentation": True})
+        assert len(r.results) == len(resources)
+        first, *again = r.results
+        assert first.error_code.value == 0 and len(first.configs) > 1
+        assert {(x.error_code.value, len(x.configs)) for x in again[:-1]} == {(ErrorCode.invalid_request.value, 0)}
+        assert (again[-1].error_code.value, [c.name for c in again[-1].configs]) == (0, ["retention.ms"])
+    assert_serves_others(samsa.port, "after-describe")
