@@ -46,6 +46,23 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+# The scrape runs on the event loop (the state it reads is the loop's) and gives the loop back every
+# this many partitions or committed offsets (~5 ms of work here), so no scrape holds it for long.
+PARTITIONS_PER_STEP = 200
+OFFSETS_PER_STEP = 100
+
+
+class SteppedCollector(Collector):
+    """A collector whose work comes in steps: steps() yields a metric family, or None where the caller
+    may let other work run (ObservabilityServer does, between steps). collect() runs it in one go."""
+
+    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+        raise NotImplementedError
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return (m for m in self.steps() if m is not None)
+
+
 def _enabled(broker: Broker, key: str) -> bool:
     return broker.config.overrides.get(key, "true").strip().lower() != "false"
 
@@ -64,14 +81,14 @@ class MetricsOptions:
         return cls(per_partition=_enabled(broker, PER_PARTITION_KEY), per_group=_enabled(broker, PER_GROUP_KEY))
 
 
-class ReplicaCollector(Collector):
+class ReplicaCollector(SteppedCollector):
     """ReplicaManager, Partition and Log figures of the partitions this broker hosts."""
 
     def __init__(self, broker: Broker, options: MetricsOptions) -> None:
         self._broker = broker
         self._options = options
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def steps(self) -> Iterator[GaugeMetricFamily | None]:
         broker = self._broker
         node = broker.node_id
         per_partition = self._options.per_partition
@@ -90,8 +107,10 @@ class ReplicaCollector(Collector):
         isr_count = GaugeMetricFamily("kafka_cluster_partition_insyncreplicascount",
                                       "Members of the ISR (on the leader).", labels=labels)
         partitions = leaders = under_replicated = under_min_isr = offline = 0
-        for p in broker.replica_manager.partitions():
+        for p in list(broker.replica_manager.partitions()):  # a copy: partitions may come and go between steps
             partitions += 1
+            if partitions % PARTITIONS_PER_STEP == 0:
+                yield None
             log = p.log
             if log.offline_reason is not None:
                 offline += 1
@@ -130,13 +149,13 @@ class ReplicaCollector(Collector):
             yield from (size, segments, start, end, hw, under_rep, under_min, isr_count)
 
 
-class ClusterCollector(Collector):
+class ClusterCollector(SteppedCollector):
     """The controller's and the metadata quorum's figures (KafkaController, raft-metrics)."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def steps(self) -> Iterator[GaugeMetricFamily | None]:
         broker = self._broker
         active = broker.is_active_controller
         image = broker.image
@@ -181,13 +200,13 @@ class ClusterCollector(Collector):
                      int(quorum.is_leader))
 
 
-class DiskCollector(Collector):
+class DiskCollector(SteppedCollector):
     """Free space of the data directory against the append reserve (samsa.min.free.disk.bytes)."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def steps(self) -> Iterator[GaugeMetricFamily | None]:
         broker = self._broker
         data_dir = broker.log_manager.data_dir
         labels = ["log_dir"]
@@ -216,7 +235,7 @@ GROUP_STATE_METRICS = {
 }
 
 
-class GroupCollector(Collector):
+class GroupCollector(SteppedCollector):
     """Groups this broker coordinates: counts by state, and lag per group and partition.
 
     Lag is computed for the partitions whose log this broker holds (all of them on a single node; in a
@@ -227,11 +246,11 @@ class GroupCollector(Collector):
         self._options = options
         self._clock = clock
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def steps(self) -> Iterator[GaugeMetricFamily | None]:
         groups = self._broker.groups.coordinator.groups
         counts = dict.fromkeys(GroupState, 0)
         offsets = 0
-        for group in groups.values():
+        for group in list(groups.values()):
             counts[group.state] += 1
             offsets += len(group.offsets)
         yield _gauge("kafka_coordinator_group_groupmetadatamanager_numgroups", "Groups this broker coordinates.",
@@ -241,9 +260,9 @@ class GroupCollector(Collector):
         yield _gauge("kafka_coordinator_group_groupmetadatamanager_numoffsets",
                      "Committed offsets held by this broker's groups.", offsets)
         if self._options.per_group:
-            yield from self._lag(groups.items())
+            yield from self._lag(list(groups.items()))
 
-    def _lag(self, groups: Iterable[tuple[str, Group]]) -> Iterator[GaugeMetricFamily]:
+    def _lag(self, groups: Iterable[tuple[str, Group]]) -> Iterator[GaugeMetricFamily | None]:
         labels = ["group", "topic", "partition"]
         current = GaugeMetricFamily("kafka_consumergroup_current_offset", "The group's committed offset.",
                                     labels=labels)
@@ -264,8 +283,12 @@ class GroupCollector(Collector):
             "record (+Inf: nothing unread or no size limit; 0: already deleted).", labels=labels)
         now = self._clock()
         replicas = self._broker.replica_manager
+        done = 0
         for group_id, group in groups:
-            for (topic, partition_id), committed in group.offsets.items():
+            for (topic, partition_id), committed in list(group.offsets.items()):
+                done += 1
+                if done % OFFSETS_PER_STEP == 0:
+                    yield None
                 p = replicas.get_partition(topic, partition_id)
                 if p is None or p.log.offline_reason is not None or p.log.closed:
                     continue
@@ -285,7 +308,7 @@ class GroupCollector(Collector):
 
 
 def broker_collectors(broker: Broker, clock: Clock = wall_clock_ms,
-                      options: MetricsOptions | None = None) -> list[Collector]:
+                      options: MetricsOptions | None = None) -> list[SteppedCollector]:
     opts = options if options is not None else MetricsOptions.from_broker(broker)
     return [ReplicaCollector(broker, opts), ClusterCollector(broker), DiskCollector(broker),
             GroupCollector(broker, opts, clock)]
