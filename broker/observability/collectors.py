@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from samsa.broker.group.classic_group import Group
 from samsa.broker.group.state import GroupState
 from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.broker.observability.lag import partition_lag
+from samsa.broker.observability.series import Family, SeriesFamily, labels_text
 from samsa.kproto.batch import CorruptBatchError
 from samsa.storage.errors import StorageError
 
@@ -40,6 +40,8 @@ PER_GROUP_KEY = "samsa.metrics.per.group.enable"
 MIN_FREE_DISK_KEY = "samsa.min.free.disk.bytes"
 
 Clock = Callable[[], int]  # wall-clock milliseconds
+PARTITION_LABELS = ("topic", "partition")
+GROUP_PARTITION_LABELS = ("group", "topic", "partition")
 
 
 def wall_clock_ms() -> int:
@@ -52,15 +54,17 @@ PARTITIONS_PER_STEP = 200
 OFFSETS_PER_STEP = 100
 
 
-class SteppedCollector(Collector):
+class SteppedCollector:
     """A collector whose work comes in steps: steps() yields a metric family, or None where the caller
-    may let other work run (ObservabilityServer does, between steps). collect() runs it in one go."""
+    may let other work run (ObservabilityServer does, between steps)."""
 
-    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+    def steps(self) -> Iterator[Family | None]:
         raise NotImplementedError
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        return (m for m in self.steps() if m is not None)
+
+def collect_all(collectors: Iterable[SteppedCollector]) -> list[Family]:
+    """Every family of every collector, in one go (tests, benchmarks)."""
+    return [f for c in collectors for f in c.steps() if f is not None]
 
 
 def _enabled(broker: Broker, key: str) -> bool:
@@ -88,24 +92,20 @@ class ReplicaCollector(SteppedCollector):
         self._broker = broker
         self._options = options
 
-    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+    def steps(self) -> Iterator[Family | None]:
         broker = self._broker
         node = broker.node_id
         per_partition = self._options.per_partition
-        labels = ["topic", "partition"]
-        size = GaugeMetricFamily("kafka_log_log_size", "Bytes of the partition's log segments.", labels=labels)
-        segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments of the partition's log.",
-                                     labels=labels)
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The partition's log start offset.", labels=labels)
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "The partition's log end offset.", labels=labels)
-        hw = GaugeMetricFamily("samsa_log_high_watermark", "The partition's high watermark (this replica's view).",
-                               labels=labels)
-        under_rep = GaugeMetricFamily("kafka_cluster_partition_underreplicated",
-                                      "1 if this leader's ISR is smaller than the replica set.", labels=labels)
-        under_min = GaugeMetricFamily("kafka_cluster_partition_underminisr",
-                                      "1 if this leader's ISR is smaller than min.insync.replicas.", labels=labels)
-        isr_count = GaugeMetricFamily("kafka_cluster_partition_insyncreplicascount",
-                                      "Members of the ISR (on the leader).", labels=labels)
+        size = SeriesFamily("kafka_log_log_size", "Bytes of the partition's log segments.")
+        segments = SeriesFamily("kafka_log_log_numlogsegments", "Segments of the partition's log.")
+        start = SeriesFamily("kafka_log_log_logstartoffset", "The partition's log start offset.")
+        end = SeriesFamily("kafka_log_log_logendoffset", "The partition's log end offset.")
+        hw = SeriesFamily("samsa_log_high_watermark", "The partition's high watermark (this replica's view).")
+        under_rep = SeriesFamily("kafka_cluster_partition_underreplicated",
+                                 "1 if this leader's ISR is smaller than the replica set.")
+        under_min = SeriesFamily("kafka_cluster_partition_underminisr",
+                                 "1 if this leader's ISR is smaller than min.insync.replicas.")
+        isr_count = SeriesFamily("kafka_cluster_partition_insyncreplicascount", "Members of the ISR (on the leader).")
         partitions = leaders = under_replicated = under_min_isr = offline = 0
         for p in list(broker.replica_manager.partitions()):  # a copy: partitions may come and go between steps
             partitions += 1
@@ -127,16 +127,16 @@ class ReplicaCollector(SteppedCollector):
                 under_replicated += is_under_rep
                 under_min_isr += is_under_min
             if per_partition:
-                key = [p.topic, str(p.partition_id)]
-                size.add_metric(key, log.size_bytes)
-                segments.add_metric(key, len(log.segments))
-                start.add_metric(key, log.log_start_offset)
-                end.add_metric(key, log.log_end_offset)
-                hw.add_metric(key, log.high_watermark)
+                key = labels_text(PARTITION_LABELS, (p.topic, str(p.partition_id)))
+                size.add(key, log.size_bytes)
+                segments.add(key, len(log.segments))
+                start.add(key, log.log_start_offset)
+                end.add(key, log.log_end_offset)
+                hw.add(key, log.high_watermark)
                 if leader:
-                    under_rep.add_metric(key, int(is_under_rep))
-                    under_min.add_metric(key, int(is_under_min))
-                    isr_count.add_metric(key, len(p.isr))
+                    under_rep.add(key, int(is_under_rep))
+                    under_min.add(key, int(is_under_min))
+                    isr_count.add(key, len(p.isr))
         yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker.", partitions)
         yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads.", leaders)
         yield _gauge("kafka_server_replicamanager_underreplicatedpartitions",
@@ -155,7 +155,7 @@ class ClusterCollector(SteppedCollector):
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+    def steps(self) -> Iterator[Family | None]:
         broker = self._broker
         active = broker.is_active_controller
         image = broker.image
@@ -206,7 +206,7 @@ class DiskCollector(SteppedCollector):
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+    def steps(self) -> Iterator[Family | None]:
         broker = self._broker
         data_dir = broker.log_manager.data_dir
         labels = ["log_dir"]
@@ -246,7 +246,7 @@ class GroupCollector(SteppedCollector):
         self._options = options
         self._clock = clock
 
-    def steps(self) -> Iterator[GaugeMetricFamily | None]:
+    def steps(self) -> Iterator[Family | None]:
         groups = self._broker.groups.coordinator.groups
         counts = dict.fromkeys(GroupState, 0)
         offsets = 0
@@ -262,25 +262,21 @@ class GroupCollector(SteppedCollector):
         if self._options.per_group:
             yield from self._lag(list(groups.items()))
 
-    def _lag(self, groups: Iterable[tuple[str, Group]]) -> Iterator[GaugeMetricFamily | None]:
-        labels = ["group", "topic", "partition"]
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "The group's committed offset.",
-                                    labels=labels)
-        lag = GaugeMetricFamily("kafka_consumergroup_lag",
-                                "High watermark minus committed offset (records).", labels=labels)
-        lag_bytes = GaugeMetricFamily("samsa_consumergroup_lag_bytes",
-                                      "Log bytes from the committed offset to the high watermark.", labels=labels)
-        lag_seconds = GaugeMetricFamily("samsa_consumergroup_lag_seconds",
-                                        "Age of the group's next unconsumed record (0 when caught up).",
-                                        labels=labels)
-        retention_s = GaugeMetricFamily(
+    def _lag(self, groups: Iterable[tuple[str, Group]]) -> Iterator[Family | None]:
+        current = SeriesFamily("kafka_consumergroup_current_offset", "The group's committed offset.")
+        lag = SeriesFamily("kafka_consumergroup_lag", "High watermark minus committed offset (records).")
+        lag_bytes = SeriesFamily("samsa_consumergroup_lag_bytes",
+                                 "Log bytes from the committed offset to the high watermark.")
+        lag_seconds = SeriesFamily("samsa_consumergroup_lag_seconds",
+                                   "Age of the group's next unconsumed record (0 when caught up).")
+        retention_s = SeriesFamily(
             "samsa_consumergroup_retention_remaining_seconds",
             "Time until retention.ms may delete the segment holding the group's oldest unread record "
-            "(+Inf: nothing unread or no time limit; 0: already deleted).", labels=labels)
-        retention_b = GaugeMetricFamily(
+            "(+Inf: nothing unread or no time limit; 0: already deleted).")
+        retention_b = SeriesFamily(
             "samsa_consumergroup_retention_remaining_bytes",
             "Bytes the partition may still grow before retention.bytes deletes the group's oldest unread "
-            "record (+Inf: nothing unread or no size limit; 0: already deleted).", labels=labels)
+            "record (+Inf: nothing unread or no size limit; 0: already deleted).")
         now = self._clock()
         replicas = self._broker.replica_manager
         done = 0
@@ -297,13 +293,13 @@ class GroupCollector(SteppedCollector):
                 except (StorageError, CorruptBatchError, OSError) as e:  # damaged: left out of this scrape
                     logger.warning("lag of %s on %s-%d: %s", group_id, topic, partition_id, e)
                     continue
-                key = [group_id, topic, str(partition_id)]
-                current.add_metric(key, committed.offset)
-                lag.add_metric(key, figures.lag_records)
-                lag_bytes.add_metric(key, figures.lag_bytes)
-                lag_seconds.add_metric(key, figures.lag_ms / 1000)
-                retention_s.add_metric(key, figures.retention_remaining_ms / 1000)
-                retention_b.add_metric(key, figures.retention_remaining_bytes)
+                key = labels_text(GROUP_PARTITION_LABELS, (group_id, topic, str(partition_id)))
+                current.add(key, committed.offset)
+                lag.add(key, figures.lag_records)
+                lag_bytes.add(key, figures.lag_bytes)
+                lag_seconds.add(key, figures.lag_ms / 1000)
+                retention_s.add(key, figures.retention_remaining_ms / 1000)
+                retention_b.add(key, figures.retention_remaining_bytes)
         yield from (current, lag, lag_bytes, lag_seconds, retention_s, retention_b)
 
 

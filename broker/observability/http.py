@@ -12,13 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry
-from prometheus_client.core import Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.registry import Collector
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from samsa.broker.observability.collectors import (
     Clock,
@@ -28,6 +24,7 @@ from samsa.broker.observability.collectors import (
     wall_clock_ms,
 )
 from samsa.broker.observability.health import readiness
+from samsa.broker.observability.series import Family, exposition
 
 if TYPE_CHECKING:
     from samsa.broker.broker import Broker
@@ -38,21 +35,6 @@ MAX_REQUEST_HEAD_BYTES = 8192
 REQUEST_READ_TIMEOUT_S = 10.0
 JSON_TYPE = "application/json"
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
-
-
-class _Collected(Collector):
-    def __init__(self, families: list[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> Iterator[Metric]:
-        return iter(self._families)
-
-
-def exposition(families: list[Metric]) -> bytes:
-    """The text format of metric families already collected (pure: safe on a worker thread)."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collected(families))
-    return generate_latest(registry)
 
 
 class ObservabilityServer:
@@ -70,7 +52,7 @@ class ObservabilityServer:
     async def metrics(self) -> bytes:
         """Collect on the loop, a step at a time (letting requests run between steps), then format the
         text on a worker thread: a scrape of 10,000 partitions never holds the loop for long."""
-        families: list[Metric] = []
+        families: list[Family] = []
         for collector in self.collectors:
             for step in collector.steps():
                 if step is None:

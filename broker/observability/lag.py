@@ -46,6 +46,8 @@ def _segment_index(bases: list[int], offset: int) -> int:
 def _position(segments: tuple[LogSegment, ...], bases: list[int], offset: int) -> tuple[int, int]:
     """(segment index, byte position in it) of the batch holding `offset`; the end of the last segment
     when no batch holds it (at or past the log end)."""
+    if offset >= segments[-1].next_offset and segments[-1].tail_loaded:
+        return len(segments) - 1, segments[-1].size_bytes  # the log end (the usual high watermark): no read
     i = _segment_index(bases, offset)
     for j in range(i, len(segments)):
         found = segments[j].translate_offset(offset)

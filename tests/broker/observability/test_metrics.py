@@ -8,15 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from samsa.broker.broker import Broker
 from samsa.broker.config import BrokerConfig
 from samsa.broker.controller import TopicSpec
 from samsa.broker.group.classic_group import OffsetAndMetadata
-from samsa.broker.observability.collectors import MetricsOptions, broker_collectors
+from samsa.broker.observability.collectors import MetricsOptions, broker_collectors, collect_all
 from samsa.broker.observability.health import readiness
+from samsa.broker.observability.series import exposition
 from samsa.broker.replica_manager import Partition
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.records import encode_batch
@@ -71,10 +71,8 @@ def commit(broker: Broker, group: str, topic: str, index: int, offset: int) -> N
 
 def scrape(broker: Broker, clock: FakeClock | None = None, options: MetricsOptions | None = None
            ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    registry = CollectorRegistry(auto_describe=False)
-    for c in broker_collectors(broker, clock or FakeClock(T0_MS), options or MetricsOptions()):
-        registry.register(c)
-    text = generate_latest(registry).decode()
+    text = exposition(collect_all(broker_collectors(broker, clock or FakeClock(T0_MS), options or MetricsOptions())
+                                  )).decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
