@@ -24,6 +24,7 @@ from samsa.broker.observability.collectors import (
     wall_clock_ms,
 )
 from samsa.broker.observability.health import readiness
+from samsa.broker.observability.loop_lag import LoopLagMonitor
 from samsa.broker.observability.series import Family, exposition
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class ObservabilityServer:
                  ) -> None:
         self._broker = broker
         self.collectors: list[SteppedCollector] = broker_collectors(broker, clock, options)
+        self.loop_lag = LoopLagMonitor()
+        self._loop_lag_task: asyncio.Task[None] | None = None
         self.listeners_open = False
         self.port = -1  # bound by start()
         self._server: asyncio.Server | None = None
@@ -59,6 +62,7 @@ class ObservabilityServer:
                     await asyncio.sleep(0)
                 else:
                     families.append(step)
+        families.extend(self.loop_lag.collect())
         return await asyncio.to_thread(exposition, families)
 
     async def respond(self, method: str, target: str) -> tuple[int, str, bytes]:
@@ -100,12 +104,16 @@ class ObservabilityServer:
         """Bind and serve in the background; returns the bound port."""
         self._server = await asyncio.start_server(self._handle, host, port, limit=MAX_REQUEST_HEAD_BYTES,
                                                   reuse_address=True)
+        self._loop_lag_task = asyncio.get_running_loop().create_task(self.loop_lag.run())
         bound = int(self._server.sockets[0].getsockname()[1])
         logger.info("metrics and health on http://%s:%d/metrics", host, bound)
         self.port = bound
         return bound
 
     def close(self) -> None:
+        if self._loop_lag_task is not None:
+            self._loop_lag_task.cancel()
+            self._loop_lag_task = None
         if self._server is not None:
             self._server.close()
             self._server = None

@@ -75,7 +75,8 @@ def test_single_node_routes(processes: list[launcher.ServeProcess], tmp_path: Pa
     assert status == 200
     names = {s.name for f in text_string_to_metric_families(body.decode()) for s in f.samples}
     assert {"kafka_server_replicamanager_partitioncount", "kafka_controller_kafkacontroller_activecontrollercount",
-            "kafka_server_raftmetrics_current_epoch", "samsa_log_dir_free_bytes"} <= names
+            "kafka_server_raftmetrics_current_epoch", "samsa_log_dir_free_bytes",
+            "samsa_event_loop_lag_seconds_count"} <= names
     assert get(metrics_port, "/nope")[0] == 404
     with socket.create_connection(("127.0.0.1", metrics_port), timeout=10) as s:
         s.sendall(b"garbage\r\n\r\n")
