@@ -26,6 +26,7 @@ from bench.machine import cpu_seconds, describe
 from samsa.broker.launcher import ServeOptions, free_ports, start_serve
 
 REPO = Path(__file__).resolve().parents[1]
+SCRAPE_COST_SAMPLES = 200
 TOPIC_PARTITIONS = 100  # per topic: 10,000 partitions are 100 topics of 100
 
 
@@ -139,6 +140,7 @@ def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path)
     machine: the broker's own CPU time is what metrics could add to)."""
     rates: dict[tuple[bool, str], list[float]] = {}
     per_cpu: dict[tuple[bool, str], list[float]] = {}
+    scrape_cpu_ms: list[float] = []
     for r in range(rounds):
         for metrics in (False, True) if r % 2 == 0 else (True, False):  # alternate who goes first
             broker = Served(tmp / f"tp-{r}-{int(metrics)}", metrics)
@@ -156,6 +158,12 @@ def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path)
                 rates.setdefault((metrics, "consume"), []).append(records / elapsed)
                 per_cpu.setdefault((metrics, "consume"), []).append(records / max(cpu2 - cpu1, 1e-9))
                 scrapes = broker.scrapes
+                if metrics:  # the broker's CPU per /metrics request, idle, over HTTP as Prometheus asks
+                    cpu3 = cpu_seconds(pid)
+                    for _ in range(SCRAPE_COST_SAMPLES):
+                        with urllib.request.urlopen(f"http://127.0.0.1:{broker.metrics_port}/metrics", timeout=10) as u:
+                            u.read()
+                    scrape_cpu_ms.append((cpu_seconds(pid) - cpu3) * 1000 / SCRAPE_COST_SAMPLES)
             finally:
                 broker.stop()
                 shutil.rmtree(tmp / f"tp-{r}-{int(metrics)}", ignore_errors=True)
@@ -163,6 +171,8 @@ def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path)
                   f"{rates[(metrics, 'produce')][-1]:,.0f} records/s ({per_cpu[(metrics, 'produce')][-1]:,.0f} per "
                   f"broker CPU-s), consume {rates[(metrics, 'consume')][-1]:,.0f} records/s "
                   f"({per_cpu[(metrics, 'consume')][-1]:,.0f} per CPU-s)" + (f", {scrapes} scrapes" if metrics else ""))
+    print(f"broker CPU per /metrics request (idle, {SCRAPE_COST_SAMPLES} in a row): median "
+          f"{statistics.median(scrape_cpu_ms):.2f} ms")
     for what in ("produce", "consume"):
         on, off = statistics.median(rates[(True, what)]), statistics.median(rates[(False, what)])
         con, coff = statistics.median(per_cpu[(True, what)]), statistics.median(per_cpu[(False, what)])
