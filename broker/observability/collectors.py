@@ -1,10 +1,11 @@
-"""The broker's Prometheus metrics, computed from its state when /metrics is scraped (custom collectors).
+"""The broker's Prometheus metrics, computed from its state when /metrics is scraped (stepped collectors).
 
 Nothing here runs on the request path: every figure is read from the replica manager, the logs, the
 metadata quorum and image, and the group coordinator at scrape time. Names follow Kafka's JMX names as
 the Prometheus JMX exporter spells them (kafka.server:type=ReplicaManager,name=PartitionCount ->
 kafka_server_replicamanager_partitioncount); consumer lag follows kafka_exporter's kafka_consumergroup_*;
-figures Kafka has no name for are samsa_*.
+figures Kafka has no name for are samsa_*. Small families are prometheus-client's GaugeMetricFamily;
+per-partition ones are SeriesFamily (series.py says why).
 
 Per-partition series (kafka_log_log_*, kafka_cluster_partition_*) and per group/partition series
 (kafka_consumergroup_*, samsa_consumergroup_*) can each be switched off for brokers with very many
