@@ -193,6 +193,20 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _OverrideAction(argparse.Action):
+    """A flag that stands for `--override KEY=VALUE` (it appends to the same list)."""
+
+    def __init__(self, *args: object, config_key: str, **kwargs: object) -> None:
+        self.config_key = config_key
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        overrides = list(getattr(namespace, self.dest, None) or [])
+        overrides.append(f"{self.config_key}={values}")
+        setattr(namespace, self.dest, overrides)
+
+
 def main(argv: list[str] | None = None) -> int:
     serving = (sys.argv[1:] if argv is None else argv)[:1] == ["serve"]
     if serving:
@@ -219,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     serve_p.add_argument("--roles", default=None, help="process.roles: broker, controller, or broker,controller")
     serve_p.add_argument("--cluster-id", default=None,
                          help="the cluster id (default: derived from --controller-quorum, or random alone)")
+    serve_p.add_argument("--metrics-listen", dest="override", action=_OverrideAction, metavar="HOST:PORT",
+                         config_key="samsa.metrics.listen",
+                         help="serve /metrics and /health/* over HTTP here (samsa.metrics.listen; default off)")
     serve_p.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
     serve_p.set_defaults(func=cmd_serve)
 

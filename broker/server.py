@@ -23,6 +23,7 @@ from samsa.broker.context import RequestContext
 from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
 from samsa.broker.metadata.quorum import NotControllerError
+from samsa.broker.observability import ObservabilityHandle, start_observability
 from samsa.broker.reassignment import TICK_INTERVAL_S
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
@@ -151,7 +152,9 @@ async def serve(
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)
 
     listeners: list[asyncio.Server] = []
+    observability: ObservabilityHandle | None = None
     try:
+        observability = await start_observability(broker)  # /metrics, /health/* (samsa.metrics.listen)
         controller_address = broker.config.controller_listen()
         if controller_address is not None:
             controller_listener = await loop.create_server(
@@ -180,6 +183,8 @@ async def serve(
             listener = await loop.create_server(connection_factory(False), host, port, reuse_address=True,
                                                 backlog=LISTEN_BACKLOG)
             listeners.append(listener)
+            if observability is not None:
+                observability.listeners_open = True
             bound_port = _bound_port(listener)
             logger.info("listening on %s:%d", host, bound_port)
             if started is not None:
@@ -188,6 +193,8 @@ async def serve(
                     await r
             await anyio.sleep_forever()
     finally:
+        if observability is not None:
+            observability.close()
         for server in listeners:
             server.close()
         for connection in list(connections):

@@ -2,6 +2,7 @@
 # Every target is idempotent and returns at once when its stamp is newer than its inputs:
 #   - Apache Kafka 4.1.2 jars from Maven Central -> compat-tests/oracle/lib  (the reference broker)
 #   - kcat (Debian package), only if `kcat` is not on PATH
+#   - prometheus (Debian package), only if `prometheus` is not on PATH (compat-tests/test_metrics.py)
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
 COMPAT_DIR := compat-tests
@@ -12,9 +13,9 @@ ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-4.1.2
 NODE_STAMP := $(COMPAT_DIR)/node/node_modules/.stamp
 JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp
 
-.PHONY: compat-deps compat-oracle compat-kcat compat-node compat-java
+.PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java
 
-compat-deps: compat-oracle compat-kcat compat-node compat-java
+compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java
 
 compat-oracle: $(ORACLE_STAMP)
 
@@ -29,6 +30,12 @@ compat-kcat:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  $(COMPAT_SUDO) apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive $(COMPAT_SUDO) apt-get install -y -q kcat; }
+
+# A real Prometheus scrapes Samsa in compat-tests/test_metrics.py (--no-install-recommends: the server only).
+compat-prometheus:
+	@command -v prometheus >/dev/null 2>&1 || { \
+	  $(COMPAT_SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(COMPAT_SUDO) apt-get install -y -q --no-install-recommends prometheus; }
 
 compat-node: $(NODE_STAMP)
 
