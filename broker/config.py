@@ -166,6 +166,11 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "auto.leader.rebalance.enable": (ConfigType.BOOLEAN, "true"),
     "leader.imbalance.check.interval.seconds": (ConfigType.LONG, "300"),
     "leader.imbalance.per.broker.percentage": (ConfigType.INT, "10"),
+    # Observability (broker/observability): the HTTP listener of /metrics and /health/*, off unless set.
+    "samsa.metrics.listen": K(STRING, "", "HOST:PORT of the /metrics and /health HTTP listener, off if empty (Samsa)",
+                              HostPort()),
+    "samsa.metrics.per.partition.enable": K(BOOLEAN, "true", "export per-partition series in /metrics (Samsa)"),
+    "samsa.metrics.per.group.enable": K(BOOLEAN, "true", "export per-group, per-partition lag series (Samsa)"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

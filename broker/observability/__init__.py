@@ -31,7 +31,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 async def start_observability(broker: Broker) -> ObservabilityHandle | None:
     """The listener samsa.metrics.listen asks for, started; None when it is not set (the default)."""
-    value = broker.config.overrides.get(METRICS_LISTEN_KEY, "").strip()
+    value = broker.config.get(METRICS_LISTEN_KEY).strip()
     if not value:
         return None
     host, port = parse_listen(value)

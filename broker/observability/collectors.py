@@ -69,7 +69,7 @@ def collect_all(collectors: Iterable[SteppedCollector]) -> list[Family]:
 
 
 def _enabled(broker: Broker, key: str) -> bool:
-    return broker.config.overrides.get(key, "true").strip().lower() != "false"
+    return broker.config.get_bool(key)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
