@@ -296,15 +296,15 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
     for d in (
         _t("cleanup.policy", LIST, "delete", "log.cleanup.policy", one_of("compact", "delete"),
            "delete (retention), compact (keep the latest record per key), both, or neither (empty)"),
-        # compression.* are honoured on append by the compression work (issue 14): flip `implemented` there.
+        # compression.* are honoured on append: storage.validator recompresses a batch whose codec differs.
         _t("compression.gzip.level", INT, "-1", "compression.gzip.level", GzipLevel(),
-           "the gzip level when compression.type is gzip", implemented=False),
+           "the gzip level when compression.type is gzip"),
         _t("compression.lz4.level", INT, "9", "compression.lz4.level", between(1, 17),
-           "the lz4 level when compression.type is lz4", implemented=False),
+           "the lz4 level when compression.type is lz4"),
         _t("compression.zstd.level", INT, "3", "compression.zstd.level", between(-131072, 22),
-           "the zstd level when compression.type is zstd", implemented=False),
+           "the zstd level when compression.type is zstd"),
         _t("compression.type", STRING, "producer", "compression.type", one_of(*COMPRESSION_TYPES),
-           "the codec batches are stored with; producer keeps the producer's", implemented=False),
+           "the codec batches are stored with; producer keeps the producer's"),
         _t("delete.retention.ms", LONG, "86400000", "log.cleaner.delete.retention.ms", at_least(0),
            "how long tombstones of a compacted topic are kept", implemented=False),
         _t("file.delete.delay.ms", LONG, "60000", "log.segment.delete.delay.ms", at_least(0),
