@@ -172,6 +172,16 @@ BROKER_DEFAULTS: Mapping[str, tuple[ConfigType, str]] = {
     "auto.leader.rebalance.enable": (ConfigType.BOOLEAN, "true"),
     "leader.imbalance.check.interval.seconds": (ConfigType.LONG, "300"),
     "leader.imbalance.per.broker.percentage": (ConfigType.INT, "10"),
+    # connection and memory bounds (wt/membounds)
+    "fetch.max.bytes": (ConfigType.INT, "57671680"),
+    "replica.fetch.max.bytes": (ConfigType.INT, "1048576"),
+    "replica.fetch.response.max.bytes": (ConfigType.INT, "10485760"),
+    "queued.max.request.bytes": (ConfigType.LONG, "-1"),
+    "max.connections": (ConfigType.INT, "2147483647"),
+    "max.connections.per.ip": (ConfigType.INT, "2147483647"),
+    "max.connections.per.ip.overrides": (ConfigType.STRING, ""),
+    "max.connection.creation.rate": (ConfigType.INT, "2147483647"),
+    "connections.max.idle.ms": (ConfigType.LONG, "600000"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".
