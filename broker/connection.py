@@ -13,8 +13,9 @@ found in one receive buffer are written together (one writev), up to WRITE_BATCH
 
 A response part may be a FileRecords slice of a segment (a large Fetch answer, broker/handlers/fetch.py):
 it goes to the socket with os.sendfile when the connection is plaintext and the transport has nothing
-buffered, else in SEND_CHUNK_BYTES chunks, one more each time the transport's buffer has drained (its
-write limits are set to pause at any buffered byte while a slice is sent). The connection reads no
+buffered (when the socket is full, a small probe chunk goes through the transport, whose draining says
+there is room again), else in SEND_CHUNK_BYTES chunks, one more each time the transport's buffer has
+drained (its write limits are set to pause at any buffered byte while a slice is sent). The connection reads no
 further request until the whole response has gone, as Kafka's Selector mutes a channel while its
 response is being sent; so a slow reader holds one chunk at most, not its response.
 
@@ -49,8 +50,11 @@ UNAUTHENTICATED_MAX_FRAME_BYTES = 1024 * 1024
 # Responses produced from one receive buffer are held back and written with one writev, up to this
 # much; past it they go out at once, so a pipelined run of Fetch requests never piles up responses.
 WRITE_BATCH_BYTES = 256 * 1024
-# A FileRecords slice that cannot go by sendfile is read and written this much at a time.
+# A FileRecords slice that cannot go by sendfile (TLS) is read and written this much at a time.
 SEND_CHUNK_BYTES = 256 * 1024
+# When the socket is full under sendfile, this much goes through the transport instead: its draining is
+# the signal that the socket takes bytes again (a transport's socket cannot be watched with add_writer).
+SENDFILE_PROBE_BYTES = 16 * 1024
 
 Buffer = bytes | bytearray | memoryview
 Part = Buffer | FileRecords  # what a response's parts can be (encode_response_parts keeps FileRecords by reference)
@@ -351,17 +355,19 @@ class KafkaConnection(asyncio.Protocol):
             if self._write_paused:
                 return
             try:
+                chunk_bytes = SEND_CHUNK_BYTES
                 if self._sendfile_fd is not None and transport.get_write_buffer_size() == 0:
                     try:
                         sent = part.send_to(self._sendfile_fd)
                     except BlockingIOError:
-                        sent = -1  # the socket is full: a chunk through the transport waits for it
+                        sent = -1  # the socket is full: a probe through the transport waits for room
                     if sent > 0:
                         continue
                     if sent == 0:
                         self._slice_cut_short(part)
                         return
-                chunk = part.read_chunk(SEND_CHUNK_BYTES)
+                    chunk_bytes = SENDFILE_PROBE_BYTES
+                chunk = part.read_chunk(chunk_bytes)
             except OSError as e:
                 logger.info("closing connection from %s: sending a response failed: %s", self._client_host, e)
                 self.close()
