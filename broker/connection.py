@@ -39,7 +39,7 @@ from typing import cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
 from samsa.kproto.errors import ProtocolError
-from samsa.kproto.framing import SIZE_PREFIX_BYTES, FrameReader
+from samsa.kproto.framing import FrameReader
 from samsa.storage.file_records import FileRecords
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class KafkaConnection(asyncio.Protocol):
         self._quotas = quotas
         self._counted = False  # counted in self._quotas (released once when the connection ends)
         self._queue = request_queue
-        self._holds_slot = False  # one of queued.max.requests while a request is read and unanswered
+        self._holds_slot = False  # one of queued.max.requests while a request waits for its answer
         self._reserved_bytes = 0  # from queued.max.request.bytes for the frame being read or answered
         self._queue_waiting = False  # waiting for the request queue to release a slot or bytes
         self._idle_s = connections_max_idle_ms / 1000 if connections_max_idle_ms is not None else None
@@ -191,7 +191,9 @@ class KafkaConnection(asyncio.Protocol):
         queue = self._queue
         while self._waiting is None and not self._write_paused and not self._closed and not self._sending:
             try:
-                if queue is not None and not self._admit(queue):
+                # (the attributes, not RequestQueue.full / bytes_bounded: this runs for every frame)
+                if queue is not None and (queue.in_flight_count >= queue.max_requests or queue.max_bytes > 0) \
+                        and not self._admit(queue):
                     break
                 payload = self._reader.next_frame()
                 if payload is None:
@@ -210,7 +212,7 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if answer is None or isinstance(answer, (bytes, list)):
                 self._reader.max_frame_bytes = self._max_frame_bytes
-                if queue is not None:
+                if self._reserved_bytes:
                     self._release_queue()
                 if answer is None:
                     continue
@@ -226,6 +228,9 @@ class KafkaConnection(asyncio.Protocol):
                     out_bytes = 0
                 continue
             # It has to wait: mute the connection until it is answered.
+            if queue is not None:
+                queue.acquire_request()  # a slot was free, or _admit would have stopped us
+                self._holds_slot = True
             self._pause_reading()
             waiting = asyncio.ensure_future(answer)
             self._waiting = waiting
@@ -235,22 +240,22 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
 
     def _admit(self, queue: RequestQueue) -> bool:
-        """Whether the next frame may be taken. Once its size prefix is in, a bounded pool must grant
-        its size; once it is whole, it needs a request slot. Else the connection stops reading until
-        something is released (a partly read frame holds bytes, never a slot)."""
-        size = self._reader.peek_frame_size()  # FrameError (a ProtocolError) for a broken prefix
-        if size is None:
-            return True  # no prefix yet: next_frame finds nothing
-        if self._reserved_bytes == 0 and size > 0 and queue.bytes_bounded:
-            if not queue.try_reserve_bytes(size):
-                self._wait_for_queue(queue)
-                return False
-            self._reserved_bytes = size
-        if not self._holds_slot and self._reader.buffered_bytes >= size + SIZE_PREFIX_BYTES:
-            if not queue.try_acquire_request():
-                self._wait_for_queue(queue)
-                return False
-            self._holds_slot = True
+        """Whether the next frame may be taken: a request slot must be free (queued.max.requests counts
+        the requests that wait for their answer; one answered at once is done before the next is read),
+        and once its size prefix is in, a bounded pool must grant its size. Else the connection stops
+        reading until something is released."""
+        if queue.full:
+            if self._reader.buffered_bytes == 0:
+                return True  # nothing to take anyway
+            self._wait_for_queue(queue)
+            return False
+        if self._reserved_bytes == 0 and queue.bytes_bounded:
+            size = self._reader.peek_frame_size()  # FrameError (a ProtocolError) for a broken prefix
+            if size is not None and size > 0:
+                if not queue.try_reserve_bytes(size):
+                    self._wait_for_queue(queue)
+                    return False
+                self._reserved_bytes = size
         return True
 
     def _wait_for_queue(self, queue: RequestQueue) -> None:

@@ -8,7 +8,9 @@ cannot hold connections in the kernel's backlog, so it closes the new connection
 says so at INFO at most once per REFUSAL_LOG_INTERVAL_MS (with the count it did not log).
 
 RequestQueue bounds what connections may hold at once: `queued.max.requests` requests read but not
-yet answered, and `queued.max.request.bytes` of request frames (Kafka's memory pool; -1, the default,
+yet answered (a request answered at once is done before its connection reads the next frame, so the
+slots are held by the requests that wait: long polls, acks=all, forwarded ones), and
+`queued.max.request.bytes` of request frames (Kafka's memory pool; -1, the default,
 leaves it unbounded). A frame's bytes are reserved when its size prefix arrives, as Kafka's
 SimpleMemoryPool does (non-strictly: a reservation succeeds while anything is left, so one frame
 larger than the pool still passes); only the accounting is up front, the buffer grows as bytes
@@ -155,11 +157,14 @@ class RequestQueue:
     def bytes_bounded(self) -> bool:
         return self.max_bytes > 0
 
-    def try_acquire_request(self) -> bool:
-        if self.in_flight_count >= self.max_requests:
-            return False
+    @property
+    def full(self) -> bool:
+        """No request slot is free: connections read no further frame until one is released."""
+        return self.in_flight_count >= self.max_requests
+
+    def acquire_request(self) -> None:
+        """A request taken while a slot was free now waits for its answer (it holds the slot)."""
         self.in_flight_count += 1
-        return True
 
     def release_request(self) -> None:
         assert self.in_flight_count > 0

@@ -65,7 +65,10 @@ def _records(data: FetchDataInfo, held: list[int]) -> bytes | FileRecords:
     if len(data.regions) == 1 and size >= LARGE_WRITE_BYTES and (
             size >= FILE_SEND_MIN_BYTES or held[0] >= RESPONSE_MEMORY_BYTES):
         region = data.regions[0]  # its fd is valid only until the next storage call: take one of our own now
-        return FileRecords.slice_of(region.fd, region.position, region.size_bytes)
+        try:
+            return FileRecords.slice_of(region.fd, region.position, region.size_bytes)
+        except StorageError:
+            pass  # no descriptor to spare (EMFILE): serving the bytes from memory beats failing the fetch
     held[0] += size
     return data.read_bytes()
 

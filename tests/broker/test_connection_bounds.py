@@ -83,10 +83,15 @@ def test_request_pool_reserves_non_strictly_and_wakes_waiters() -> None:
 
 
 def test_request_slots() -> None:
+    woken: list[str] = []
     queue = RequestQueue(max_requests=2, max_bytes=-1, call_soon=lambda w: w())
-    assert queue.try_acquire_request() and queue.try_acquire_request() and not queue.try_acquire_request()
+    queue.acquire_request()
+    assert not queue.full
+    queue.acquire_request()
+    assert queue.full
+    queue.wait(lambda: woken.append("b"))
     queue.release_request()
-    assert queue.try_acquire_request()
+    assert not queue.full and woken == ["b"]
 
 
 # --- KafkaConnection with the queue (fake transport) ------------------------------------------------
