@@ -7,6 +7,7 @@ input another client still produces and consumes.
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import time
@@ -394,3 +395,30 @@ def test_broker_fetch_max_bytes_caps_a_response_but_returns_at_least_one_batch(s
         records = fetch_records(conn, "huge", 0, max_bytes=100 * MIB, partition_max_bytes=100 * MIB)
         assert batch_sizes(records) == [len(big)]  # at least one batch, whole, and only that one
     still_serves(samsa, "capped")
+
+
+# --- queued.max.requests ------------------------------------------------------------------------------
+
+
+def test_queued_max_requests_holds_other_requests_until_a_waiting_one_is_answered(samsa_factory: Any) -> None:
+    """With one slot, a long-poll Fetch holds it: another connection's request is not read until the
+    Fetch is answered, then it is answered too."""
+    samsa = samsa_factory(extra_args=("--override", "queued.max.requests=1"))
+    samsa.start()
+    with samsa.connect() as conn:
+        create_topic(conn, "empty")
+    with socket.create_connection(("127.0.0.1", samsa.port), timeout=30) as waiting, \
+            socket.create_connection(("127.0.0.1", samsa.port), timeout=30) as other:
+        assert answers(other)
+        waiting.sendall(fetch_frame("empty", 0, max_bytes=MIB, partition_max_bytes=MIB, max_wait_ms=3000,
+                                    min_bytes=1, correlation_id=5))
+        time.sleep(1.0)  # the Fetch is read and waits (holding the one slot) before the next request is sent
+        other.sendall(api_versions_frame(6))
+        readable, _, _ = select.select([waiting, other], [], [], 30)
+        # other's request waited for the slot: its answer does not come before the Fetch's (both may be
+        # ready by the time select returns; other alone, as without the bound, would fail)
+        assert waiting in readable
+        payload = recv_frame(waiting)
+        assert struct.unpack_from(">i", payload)[0] == 5
+        assert struct.unpack_from(">i", recv_frame(other))[0] == 6
+    still_serves(samsa, "empty")
