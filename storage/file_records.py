@@ -1,16 +1,16 @@
 """Record bytes left in a segment file until they are sent: a Fetch response part that is never read whole.
 
 Kafka's FileRecords: a Fetch response names a slice of a segment, and the network layer moves it to the
-socket with sendfile (zero-copy) on a plaintext connection, or in bounded chunks as the socket drains
-(TLS, or while the transport still buffers earlier bytes). So a slow reader of a large partition holds
-a file descriptor and a position, not the response's bytes.
+socket in bounded chunks as the socket drains (broker/connection.py says why not sendfile). So a slow
+reader of a large partition holds a file descriptor, a position and at most one chunk, not the
+response's bytes.
 
 The slice owns a duplicate of the segment's descriptor: the handle cache may close or evict its own
 (a descriptor it hands out is valid only until the next storage call), retention may delete the file
 and the cleaner may replace it, while the open descriptor keeps the bytes readable. A truncation
 below the slice (a follower truncating to its leader) makes the file shorter than the slice; the
 sender then cannot finish the frame it announced and must close the connection (`read_chunk` returns
-b"" and `send_to` returns 0 there).
+b"" there).
 """
 
 from __future__ import annotations
@@ -63,16 +63,6 @@ class FileRecords:
         data = os.pread(self._fd, want, self._next)
         self._next += len(data)
         return data
-
-    def send_to(self, socket_fd: int) -> int:
-        """sendfile() what the socket takes now; the bytes sent (0: the file ends before the slice).
-        Raises BlockingIOError when the socket takes nothing, OSError when it is gone."""
-        want = self._end - self._next
-        if want <= 0 or self._fd < 0:
-            return 0
-        sent = os.sendfile(socket_fd, self._fd, self._next, want)
-        self._next += sent
-        return sent
 
     def read_all(self) -> bytes:
         """Everything left, in memory (for callers that need the bytes, such as in-process tests)."""

@@ -24,7 +24,7 @@ asks for `replica.fetch.response.max.bytes` itself (broker.replica_fetcher).
 
 Record bytes are not read into the response when they are large: a partition's records of at least
 FILE_SEND_MIN_BYTES, and every one once the response holds RESPONSE_MEMORY_BYTES in memory, go as a
-FileRecords slice of the segment that the connection sends with sendfile or in bounded chunks
+FileRecords slice of the segment that the connection sends in bounded chunks as the socket drains
 (broker/connection.py), so many slow readers of a large partition hold descriptors, not bytes.
 """
 

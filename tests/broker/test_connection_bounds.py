@@ -214,7 +214,7 @@ def _segment(tmp_path: Path, size: int) -> tuple[int, bytes]:
     return os.open(path, os.O_RDONLY), data
 
 
-async def _serve_one(dispatch: Dispatch, *, chunks_only: bool) -> tuple[socket.socket, KafkaConnection, Any]:
+async def _serve_one(dispatch: Dispatch) -> tuple[socket.socket, KafkaConnection, Any]:
     loop = asyncio.get_running_loop()
     listener = socket.create_server(("127.0.0.1", 0))
     client = socket.create_connection(listener.getsockname())
@@ -224,8 +224,6 @@ async def _serve_one(dispatch: Dispatch, *, chunks_only: bool) -> tuple[socket.s
     accepted.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 * 1024)
     conn = KafkaConnection(dispatch, max_frame_bytes=10 * MIB, registry=set())
     transport, _ = await loop.connect_accepted_socket(lambda: conn, accepted)
-    if chunks_only:
-        conn._sendfile_fd = None  # as on a TLS connection: bounded chunks through the transport only
     client.setblocking(False)
     return client, conn, transport
 
@@ -252,21 +250,9 @@ def _loop_factories() -> list[Any]:
 
 
 @pytest.mark.parametrize("loop_factory", _loop_factories())
-@pytest.mark.parametrize("chunks_only", [False, True], ids=["sendfile", "chunks"])
-def test_file_records_go_out_whole_in_order_without_being_buffered(tmp_path: Path, chunks_only: bool,
-                                                                   loop_factory: Any,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_records_go_out_whole_in_order_without_being_buffered(tmp_path: Path, loop_factory: Any) -> None:
     size = 8 * MIB
     fd, content = _segment(tmp_path, size)
-    by_sendfile = [0]
-    send_to = FileRecords.send_to
-
-    def counting_send_to(self: FileRecords, socket_fd: int) -> int:
-        sent = send_to(self, socket_fd)
-        by_sendfile[0] += sent
-        return sent
-
-    monkeypatch.setattr(FileRecords, "send_to", counting_send_to)
 
     def dispatch(payload: bytes, host: str) -> Response:
         if payload == b"file":
@@ -275,7 +261,7 @@ def test_file_records_go_out_whole_in_order_without_being_buffered(tmp_path: Pat
         return frame(b"re:" + payload)
 
     async def main() -> None:
-        client, conn, transport = await _serve_one(dispatch, chunks_only=chunks_only)
+        client, conn, transport = await _serve_one(dispatch)
         try:
             loop = asyncio.get_running_loop()
             await loop.sock_sendall(client, frame(b"file") + frame(b"after"))
@@ -292,10 +278,6 @@ def test_file_records_go_out_whole_in_order_without_being_buffered(tmp_path: Pat
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         runner.run(main())
     os.close(fd)
-    if chunks_only:
-        assert by_sendfile[0] == 0
-    else:
-        assert by_sendfile[0] > size // 2  # most of it went by sendfile, the rest in chunks while the socket was full
 
 
 def test_a_segment_cut_short_under_a_slice_closes_the_connection(tmp_path: Path) -> None:
@@ -306,7 +288,7 @@ def test_a_segment_cut_short_under_a_slice_closes_the_connection(tmp_path: Path)
         return [head, FileRecords.slice_of(fd, 0, 2 * MIB)]  # type: ignore[list-item]  # past the file's end
 
     async def main() -> None:
-        client, _conn, _ = await _serve_one(dispatch, chunks_only=False)
+        client, _conn, _ = await _serve_one(dispatch)
         try:
             await asyncio.get_running_loop().sock_sendall(client, frame(b"file"))
             got = await _recv(client, 4 + 2 * MIB)
