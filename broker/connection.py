@@ -335,38 +335,41 @@ class KafkaConnection(asyncio.Protocol):
             transport.writelines(cast(list[Buffer], out))
 
     def _pump(self) -> None:
-        """Send the queued parts until the socket is full (resume_writing calls again) or all are sent."""
+        """Send the queued parts until the socket is full (resume_writing calls again) or all are sent.
+        Buffers before a slice go out in one writev with the slice's next chunk, so a response of a
+        header and one chunk of records costs one pread and one writev, as when it was read whole."""
         transport = self._transport
         sending = self._sending
         assert transport is not None
         while sending:
             if self._closed or transport.is_closing():
                 return
-            part = sending[0]
-            if type(part) is not FileRecords:
-                buffers: list[Buffer] = []
-                while sending and type(sending[0]) is not FileRecords:
-                    buffers.append(cast(Buffer, sending.popleft()))
-                transport.writelines(buffers)
-                if self._write_paused:
-                    return
-                continue
-            if part.remaining_bytes == 0:
-                sending.popleft()
-                part.close()
-                continue
+            batch: list[Buffer] = []
+            while sending and type(sending[0]) is not FileRecords:
+                batch.append(cast(Buffer, sending.popleft()))
+            if sending and not self._write_paused:
+                part = cast(FileRecords, sending[0])
+                if part.remaining_bytes > 0:
+                    try:
+                        chunk = part.read_chunk(SEND_CHUNK_BYTES)
+                    except OSError as e:
+                        logger.info("closing connection from %s: sending a response failed: %s",
+                                    self._client_host, e)
+                        self.close()
+                        return
+                    if not chunk:
+                        if batch:
+                            transport.writelines(batch)
+                        self._slice_cut_short(part)
+                        return
+                    batch.append(chunk)
+                if part.remaining_bytes == 0:
+                    sending.popleft()
+                    part.close()
+            if batch:
+                transport.writelines(batch)
             if self._write_paused:
                 return
-            try:
-                chunk = part.read_chunk(SEND_CHUNK_BYTES)
-            except OSError as e:
-                logger.info("closing connection from %s: sending a response failed: %s", self._client_host, e)
-                self.close()
-                return
-            if not chunk:
-                self._slice_cut_short(part)
-                return
-            transport.write(chunk)
         self._last_active_s = time.monotonic()
         transport.set_write_buffer_limits()  # the transport's defaults again
 
