@@ -123,8 +123,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "group.min.session.timeout.ms": K(INT, "6000", "the shortest session timeout a member may ask for"),
     "group.max.session.timeout.ms": K(INT, "1800000", "the longest session timeout a member may ask for"),
     "transaction.state.log.num.partitions": K(INT, "50", "partitions of __transaction_state", at_least(1)),
-    "queued.max.requests": K(INT, "500", "requests queued per connection before reading pauses", at_least(1),
-                             implemented=False),
+    "queued.max.requests": K(INT, "500", "requests read but not yet answered, broker-wide, before reading pauses",
+                             at_least(1)),
     "samsa.max.open.files": K(INT, "1000", "segment files kept open at once (Samsa)", at_least(1)),
     "samsa.min.free.disk.bytes": K(LONG, "104857600", "appends are refused below this free disk space (Samsa)",
                                    at_least(0)),
@@ -171,6 +171,17 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
                               HostPort()),
     "samsa.metrics.per.partition.enable": K(BOOLEAN, "true", "export per-partition series in /metrics (Samsa)"),
     "samsa.metrics.per.group.enable": K(BOOLEAN, "true", "export per-group, per-partition lag series (Samsa)"),
+    # Connection and memory bounds (broker/connection_quotas.py, the Fetch handler), Kafka's names and defaults.
+    "fetch.max.bytes": K(INT, "57671680", "the most a consumer Fetch response holds, whatever it asks", at_least(1024)),
+    "replica.fetch.max.bytes": K(INT, "1048576", "the most a follower asks of one partition per fetch", at_least(0)),
+    "replica.fetch.response.max.bytes": K(INT, "10485760", "the most a follower asks of one fetch response",
+                                          at_least(0)),
+    "queued.max.request.bytes": K(LONG, "-1", "bytes of requests read but not answered; -1: no bound"),
+    "max.connections": K(INT, "2147483647", "connections the broker accepts in all", at_least(0)),
+    "max.connections.per.ip": K(INT, "2147483647", "connections one address may hold", at_least(0)),
+    "max.connections.per.ip.overrides": K(STRING, "", "host:count,... exceptions to max.connections.per.ip"),
+    "max.connection.creation.rate": K(INT, "2147483647", "new connections accepted per second", at_least(0)),
+    "connections.max.idle.ms": K(LONG, "600000", "an idle connection is closed after this long"),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

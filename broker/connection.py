@@ -10,6 +10,25 @@ Most requests are answered without waiting: `dispatch` returns the response at o
 written without a task.  Only when `dispatch` returns an awaitable does the connection start a task
 for it, and that task's completion writes the response and reads on.  Responses of the requests
 found in one receive buffer are written together (one writev), up to WRITE_BATCH_BYTES.
+
+A response part may be a FileRecords slice of a segment (a large Fetch answer, broker/handlers/fetch.py):
+it is read in chunks of up to SEND_CHUNK_BYTES as the socket drains: one chunk is written, the next
+is read once the transport has handed everything to the kernel (the transport's write limits are set
+to pause at any buffered byte while a slice is sent, so resume_writing means "empty"). A fast reader
+costs one pread and one write per MiB, as when the bytes were read whole; a slow reader holds one
+chunk, not its response. The connection reads no further request until the whole response has gone,
+as Kafka's Selector mutes a channel while its response is being sent.
+
+Not os.sendfile: measured here (Linux 6.18, loopback, page-cached segment) a 1 MiB sendfile to the
+socket took ~390 us against ~110 us for pread + writev, and the broker used more CPU per GiB served;
+the chunks bound memory just as well.
+
+Bounds shared by every connection of a listener (broker/connection_quotas.py): a connection over
+max.connections / max.connections.per.ip / max.connection.creation.rate is closed as soon as it is
+made; a request needs one of queued.max.requests slots (requests read but not yet answered) and its
+frame a reservation from the queued.max.request.bytes pool when that is set, else the connection
+stops reading until one is released; and a connection idle for connections.max.idle.ms (nothing read
+or written, no request in progress) is closed.
 """
 
 from __future__ import annotations
@@ -17,11 +36,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import cast
 
+from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.framing import FrameReader
+from samsa.storage.file_records import FileRecords
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +54,12 @@ UNAUTHENTICATED_MAX_FRAME_BYTES = 1024 * 1024
 # Responses produced from one receive buffer are held back and written with one writev, up to this
 # much; past it they go out at once, so a pipelined run of Fetch requests never piles up responses.
 WRITE_BATCH_BYTES = 256 * 1024
+# A FileRecords slice is read and written this much at a time: a consumer's usual 1 MiB partition
+# fetch in one pread and one write, and at most this much held for a reader that does not read.
+SEND_CHUNK_BYTES = 1024 * 1024
 
 Buffer = bytes | bytearray | memoryview
+Part = Buffer | FileRecords  # what a response's parts can be (encode_response_parts keeps FileRecords by reference)
 # A response frame as one buffer or as parts to write in order; None for a request without one (acks=0).
 Response = bytes | list[Buffer] | None
 # Answers one request frame (payload without its size prefix) from a client host: the response now,
@@ -44,10 +71,21 @@ Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
 class KafkaConnection(asyncio.Protocol):
     """Reads frames, answers them strictly one at a time, pauses reading while a request waits."""
 
-    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection]) -> None:
+    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
+                 quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
+                 connections_max_idle_ms: int | None = None) -> None:
         self._dispatch = dispatch
         self._max_frame_bytes = max_frame_bytes  # socket.request.max.bytes, after the first valid request
         self._registry = registry
+        self._quotas = quotas
+        self._counted = False  # counted in self._quotas (released once when the connection ends)
+        self._queue = request_queue
+        self._holds_slot = False  # one of queued.max.requests while a request waits for its answer
+        self._reserved_bytes = 0  # from queued.max.request.bytes for the frame being read or answered
+        self._queue_waiting = False  # waiting for the request queue to release a slot or bytes
+        self._idle_s = connections_max_idle_ms / 1000 if connections_max_idle_ms is not None else None
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._last_active_s = time.monotonic()
         self._reader = FrameReader(UNAUTHENTICATED_MAX_FRAME_BYTES)
         self._transport: asyncio.Transport | None = None
         self._client_host = "unknown"
@@ -56,6 +94,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._eof = False  # the client shut down its side; close once what it sent is answered
         self._closed = False
+        self._sending: deque[Part] = deque()  # a response with FileRecords parts still going out
 
     # --- asyncio.Protocol callbacks ------------------------------------------------------------
 
@@ -64,6 +103,12 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._client_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        if self._quotas is not None:
+            if not self._quotas.try_accept(self._client_host, int(time.time() * 1000)):
+                self._closed = True
+                transport.close()
+                return
+            self._counted = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             try:
@@ -71,8 +116,11 @@ class KafkaConnection(asyncio.Protocol):
             except OSError:
                 pass  # the peer already went away; the connection ends on its own
         self._registry.add(self)
+        if self._idle_s is not None:
+            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
+        self._last_active_s = time.monotonic()
         self._reader.feed(data)
         self._process()
 
@@ -83,10 +131,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
-        self._registry.discard(self)
-        if self._waiting is not None:
-            self._waiting.cancel()
-            self._waiting = None
+        self._end()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -94,6 +139,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        if self._sending:
+            self._pump()
+            if self._sending or self._closed:
+                return
         if self._waiting is None:
             self._resume_reading()
             self._process()
@@ -105,10 +154,7 @@ class KafkaConnection(asyncio.Protocol):
         if self._closed:
             return
         self._closed = True
-        self._registry.discard(self)
-        if self._waiting is not None:
-            self._waiting.cancel()
-            self._waiting = None
+        self._end()
         if self._transport is not None:
             self._transport.close()
 
@@ -118,12 +164,35 @@ class KafkaConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    def _end(self) -> None:
+        """Give back everything the connection holds (once it is closed)."""
+        self._registry.discard(self)
+        if self._counted and self._quotas is not None:
+            self._counted = False
+            self._quotas.release(self._client_host)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+        while self._sending:
+            part = self._sending.popleft()
+            if type(part) is FileRecords:
+                part.close()
+        self._release_queue()
+
     def _process(self) -> None:
         """Answer the whole frames buffered so far, in order, until one has to wait."""
-        out: list[Buffer] = []
+        out: list[Part] = []
         out_bytes = 0
-        while self._waiting is None and not self._write_paused and not self._closed:
+        queue = self._queue
+        while self._waiting is None and not self._write_paused and not self._closed and not self._sending:
             try:
+                # (the attributes, not RequestQueue.full / bytes_bounded: this runs for every frame)
+                if queue is not None and (queue.in_flight_count >= queue.max_requests or queue.max_bytes > 0) \
+                        and not self._admit(queue):
+                    break
                 payload = self._reader.next_frame()
                 if payload is None:
                     break
@@ -141,6 +210,8 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if answer is None or isinstance(answer, (bytes, list)):
                 self._reader.max_frame_bytes = self._max_frame_bytes
+                if self._reserved_bytes:
+                    self._release_queue()
                 if answer is None:
                     continue
                 if isinstance(answer, bytes):
@@ -155,18 +226,69 @@ class KafkaConnection(asyncio.Protocol):
                     out_bytes = 0
                 continue
             # It has to wait: mute the connection until it is answered.
+            if queue is not None:
+                queue.acquire_request()  # a slot was free, or _admit would have stopped us
+                self._holds_slot = True
             self._pause_reading()
             waiting = asyncio.ensure_future(answer)
             self._waiting = waiting
             waiting.add_done_callback(self._answered)
         self._flush(out)
-        if self._eof and self._waiting is None and not self._write_paused:
+        if self._eof and self._waiting is None and not self._write_paused and not self._sending:
             self.close()
+
+    def _admit(self, queue: RequestQueue) -> bool:
+        """Whether the next frame may be taken: a request slot must be free (queued.max.requests counts
+        the requests that wait for their answer; one answered at once is done before the next is read),
+        and once its size prefix is in, a bounded pool must grant its size. Else the connection stops
+        reading until something is released."""
+        if queue.full:
+            if self._reader.buffered_bytes == 0:
+                return True  # nothing to take anyway
+            self._wait_for_queue(queue)
+            return False
+        if self._reserved_bytes == 0 and queue.bytes_bounded:
+            size = self._reader.peek_frame_size()  # FrameError (a ProtocolError) for a broken prefix
+            if size is not None and size > 0:
+                if not queue.try_reserve_bytes(size):
+                    self._wait_for_queue(queue)
+                    return False
+                self._reserved_bytes = size
+        return True
+
+    def _wait_for_queue(self, queue: RequestQueue) -> None:
+        self._pause_reading()
+        if not self._queue_waiting:
+            self._queue_waiting = True
+            queue.wait(self._queue_released)
+
+    def _queue_released(self) -> None:
+        self._queue_waiting = False
+        if self._closed or self._waiting is not None or self._sending:
+            return
+        if not self._write_paused:
+            self._resume_reading()
+        self._process()
+
+    def _release_queue(self) -> None:
+        queue = self._queue
+        if queue is None:
+            return
+        if self._queue_waiting:
+            self._queue_waiting = False
+            queue.cancel(self._queue_released)
+        if self._reserved_bytes:
+            reserved, self._reserved_bytes = self._reserved_bytes, 0
+            queue.release_bytes(reserved)
+        if self._holds_slot:
+            self._holds_slot = False
+            queue.release_request()
 
     def _answered(self, waiting: asyncio.Future[Response]) -> None:
         if waiting is not self._waiting:
             return  # cancelled by close() or connection_lost()
         self._waiting = None
+        self._release_queue()
         if waiting.cancelled():
             self.close()
             return
@@ -182,18 +304,98 @@ class KafkaConnection(asyncio.Protocol):
         answer = waiting.result()
         self._reader.max_frame_bytes = self._max_frame_bytes
         if answer is not None:
-            self._flush([answer] if isinstance(answer, bytes) else answer)
-        if not self._write_paused:
+            self._flush([answer] if isinstance(answer, bytes) else list[Part](answer))
+        if not self._write_paused and not self._sending:
             self._resume_reading()
         self._process()
 
-    def _flush(self, out: list[Buffer]) -> None:
-        if not out or self._transport is None or self._transport.is_closing():
+    # --- writing -------------------------------------------------------------------------------
+
+    def _flush(self, out: list[Part]) -> None:
+        if not out:
+            return
+        transport = self._transport
+        if transport is None or transport.is_closing() or self._closed:
+            for part in out:
+                if type(part) is FileRecords:
+                    part.close()
+            return
+        self._last_active_s = time.monotonic()
+        if self._sending or any(type(part) is FileRecords for part in out):
+            if not self._sending:
+                # Pause at any buffered byte while a slice goes out: resume_writing then says the buffer
+                # is empty, and the next chunk is read.
+                transport.set_write_buffer_limits(high=0, low=0)
+            self._sending.extend(out)
+            self._pump()
             return
         if len(out) == 1:
-            self._transport.write(out[0])
+            transport.write(cast(Buffer, out[0]))
         else:
-            self._transport.writelines(out)
+            transport.writelines(cast(list[Buffer], out))
+
+    def _pump(self) -> None:
+        """Send the queued parts until the socket is full (resume_writing calls again) or all are sent.
+        Buffers before a slice go out in one writev with the slice's next chunk, so a response of a
+        header and one chunk of records costs one pread and one writev, as when it was read whole."""
+        transport = self._transport
+        sending = self._sending
+        assert transport is not None
+        while sending:
+            if self._closed or transport.is_closing():
+                return
+            batch: list[Buffer] = []
+            while sending and type(sending[0]) is not FileRecords:
+                batch.append(cast(Buffer, sending.popleft()))
+            if sending and not self._write_paused:
+                part = cast(FileRecords, sending[0])
+                if part.remaining_bytes > 0:
+                    try:
+                        chunk = part.read_chunk(SEND_CHUNK_BYTES)
+                    except OSError as e:
+                        logger.info("closing connection from %s: sending a response failed: %s",
+                                    self._client_host, e)
+                        self.close()
+                        return
+                    if not chunk:
+                        if batch:
+                            transport.writelines(batch)
+                        self._slice_cut_short(part)
+                        return
+                    batch.append(chunk)
+                if part.remaining_bytes == 0:
+                    sending.popleft()
+                    part.close()
+            if batch:
+                transport.writelines(batch)
+            if self._write_paused:
+                return
+        self._last_active_s = time.monotonic()
+        transport.set_write_buffer_limits()  # the transport's defaults again
+
+    def _slice_cut_short(self, part: FileRecords) -> None:
+        # The segment was truncated under the slice: the frame's announced size cannot be honoured.
+        logger.warning("closing connection from %s: a segment shrank while %d bytes of it were being sent",
+                       self._client_host, part.remaining_bytes)
+        self.close()
+
+    # --- idle connections ----------------------------------------------------------------------
+
+    def _check_idle(self) -> None:
+        """connections.max.idle.ms: close a connection with nothing read or written that long and no
+        request in progress (Kafka's Selector closes its idle channels the same way)."""
+        self._idle_timer = None
+        if self._closed or self._idle_s is None:
+            return
+        now = time.monotonic()
+        due = self._last_active_s + self._idle_s
+        if now >= due and self._waiting is None and not self._sending:
+            logger.debug("closing connection from %s: idle for more than %d ms", self._client_host,
+                         round(self._idle_s * 1000))
+            self.close()
+            return
+        delay = due - now if now < due else self._idle_s
+        self._idle_timer = asyncio.get_running_loop().call_later(delay, self._check_idle)
 
     def _close_for(self, error: ProtocolError) -> None:
         logger.info("closing connection from %s: %s", self._client_host, error)

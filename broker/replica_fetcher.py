@@ -38,11 +38,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FETCH_VERSION = 17
-# Kafka's replica.fetch.* defaults
+# Kafka's replica.fetch.* defaults; the byte limits come from the broker's config
+# (replica.fetch.response.max.bytes for the whole response, replica.fetch.max.bytes per partition;
+# the leader caps the response at its fetch.max.bytes, and sends at least one batch either way).
 FETCH_MAX_WAIT_MS = 500
 FETCH_MIN_BYTES = 1
-FETCH_MAX_BYTES = 10 * 1024 * 1024
-PARTITION_MAX_BYTES = 1024 * 1024
 BACKOFF_S = 0.2  # replica.fetch.backoff.ms after an error
 REQUEST_TIMEOUT_S = 10.0
 
@@ -156,6 +156,8 @@ class ReplicaFetcherManager:
             pass  # backoff over without a metadata change: fetch again
 
     def _request(self, partitions: list[Partition]) -> object:
+        config = self._broker.config
+        partition_max_bytes = config.get_int("replica.fetch.max.bytes")
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for p in partitions:
             log = p.log
@@ -166,7 +168,7 @@ class ReplicaFetcherManager:
                 "fetch_offset": log.log_end_offset,
                 "last_fetched_epoch": -1 if epoch is None else epoch,
                 "log_start_offset": log.log_start_offset,
-                "partition_max_bytes": PARTITION_MAX_BYTES,
+                "partition_max_bytes": partition_max_bytes,
             })
         broker = self._broker
         return build(request_class(1, FETCH_VERSION), {
@@ -174,7 +176,7 @@ class ReplicaFetcherManager:
             "replica_state": {"replica_id": broker.node_id, "replica_epoch": broker.lifecycle.broker_epoch},
             "max_wait": FETCH_MAX_WAIT_MS,
             "min_bytes": FETCH_MIN_BYTES,
-            "max_bytes": FETCH_MAX_BYTES,
+            "max_bytes": config.get_int("replica.fetch.response.max.bytes"),
             "isolation_level": 0,
             "session_id": 0,
             "session_epoch": -1,

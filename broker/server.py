@@ -3,6 +3,12 @@
 Connections are asyncio Protocols (broker/connection.py): requests answered in order, one at a time,
 the connection muted while one waits (Kafka's SocketServer semantics).  A broken frame or an
 undecodable request closes only that connection.
+
+The client listener's connections share ConnectionQuotas (max.connections, max.connections.per.ip and
+its overrides, max.connection.creation.rate) and a RequestQueue (queued.max.requests,
+queued.max.request.bytes); every connection is closed after connections.max.idle.ms idle. The
+controller listener carries the quorum's own traffic and is bounded by none of the quotas or the queue,
+so clients can never hold back the metadata quorum.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import anyio
 import anyio.to_thread
 
 from samsa.broker.broker import Broker
+from samsa.broker.config import BrokerConfig
 from samsa.broker.connection import KafkaConnection, Response
+from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue, parse_per_ip_overrides
 from samsa.broker.context import RequestContext
 from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
@@ -141,12 +149,22 @@ async def serve(
     loop = asyncio.get_running_loop()
     connections: set[KafkaConnection] = set()
     max_frame_bytes = broker.config.get_int("socket.request.max.bytes")
+    quotas = connection_quotas(broker.config)
+    request_queue = RequestQueue(max_requests=broker.config.get_int("queued.max.requests"),
+                                 max_bytes=broker.config.get_int("queued.max.request.bytes"), call_soon=loop.call_soon)
+    idle_ms = broker.config.get_int("connections.max.idle.ms")
+    max_idle_ms = idle_ms if idle_ms >= 0 else None  # Kafka: -1 never closes an idle connection
 
     def connection_factory(controller_plane: bool) -> Callable[[], KafkaConnection]:
         def dispatch(payload: bytes, client_host: str) -> Response | Coroutine[Any, Any, Response]:
             return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane)
 
-        return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections)
+        if controller_plane:
+            return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                                           connections_max_idle_ms=max_idle_ms)
+        return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                                       quotas=quotas, request_queue=request_queue,
+                                       connections_max_idle_ms=max_idle_ms)
 
     def fence_expired() -> None:
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)
@@ -199,6 +217,16 @@ async def serve(
             server.close()
         for connection in list(connections):
             connection.abort()
+
+
+def connection_quotas(config: BrokerConfig) -> ConnectionQuotas:
+    """The client listener's connection limits from the broker config (ValueError for a bad override)."""
+    return ConnectionQuotas(
+        max_connections=config.get_int("max.connections"),
+        max_connections_per_ip=config.get_int("max.connections.per.ip"),
+        max_connections_per_ip_overrides=parse_per_ip_overrides(config.get("max.connections.per.ip.overrides")),
+        max_connection_creation_rate=config.get_int("max.connection.creation.rate"),
+    )
 
 
 def _bound_port(server: asyncio.Server) -> int:

@@ -16,6 +16,16 @@ A consumer's fetch returns whole batches starting with the batch that contains f
 watermark (read_committed: the last stable offset, with the aborted transactions in that range), at
 least one batch for the first partition with data (so a large record never blocks a consumer), and
 waits up to max_wait_ms for min_bytes.
+
+Whatever max_bytes a client asks, the broker's `fetch.max.bytes` caps the response (and min_bytes with
+it), for consumers and followers alike, as Kafka's KafkaApis does; the first batch still goes out
+whole however large it is ("at least one batch"), so a big record never blocks a reader. A follower
+asks for `replica.fetch.response.max.bytes` itself (broker.replica_fetcher).
+
+Record bytes are not read into the response when they are large: a partition's records of at least
+FILE_SEND_MIN_BYTES, and every one once the response holds RESPONSE_MEMORY_BYTES in memory, go as a
+FileRecords slice of the segment that the connection sends in bounded chunks as the socket drains
+(broker/connection.py), so many slow readers of a large partition hold descriptors, not bytes.
 """
 
 from __future__ import annotations
@@ -31,11 +41,36 @@ from samsa.broker.context import RequestContext
 from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.messages import response_class
+from samsa.kproto.messages import LARGE_WRITE_BYTES, response_class
 from samsa.storage.errors import StorageError
+from samsa.storage.file_records import FileRecords
+from samsa.storage.log import FetchDataInfo
 
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
+# A partition's records this large are sent from the segment file, not read into memory...
+FILE_SEND_MIN_BYTES = 64 * 1024
+# ... and so is every partition's (of at least LARGE_WRITE_BYTES) once a response holds this much in memory.
+RESPONSE_MEMORY_BYTES = 1024 * 1024
+# The response encoder keeps parts of at least LARGE_WRITE_BYTES by reference; a FileRecords must be one.
+assert FILE_SEND_MIN_BYTES >= LARGE_WRITE_BYTES
+
+
+def _records(data: FetchDataInfo, held: list[int]) -> bytes | FileRecords:
+    """The bytes of a read, or a FileRecords slice of the segment when they are large (see the module
+    docstring); `held` counts the bytes the response already holds in memory (one element, updated)."""
+    size = data.size_bytes
+    if size == 0:
+        return b""
+    if len(data.regions) == 1 and size >= LARGE_WRITE_BYTES and (
+            size >= FILE_SEND_MIN_BYTES or held[0] >= RESPONSE_MEMORY_BYTES):
+        region = data.regions[0]  # its fd is valid only until the next storage call: take one of our own now
+        try:
+            return FileRecords.slice_of(region.fd, region.position, region.size_bytes)
+        except StorageError:
+            pass  # no descriptor to spare (EMFILE): serving the bytes from memory beats failing the fetch
+    held[0] += size
+    return data.read_bytes()
 
 
 @dataclass(slots=True)
@@ -79,7 +114,7 @@ def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]
 
 
 def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool, replica: int,
-                       result: dict[str, Any]) -> dict[str, Any]:
+                       result: dict[str, Any], held: list[int]) -> dict[str, Any]:
     p = w.partition
     assert p is not None
     log = p.log
@@ -100,15 +135,15 @@ def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool
     try:
         data = log.read(w.fetch_offset, max_bytes=max(0, min(w.partition_max_bytes, budget)), max_offset=None,
                         min_one_batch=first)
-        result["records"] = data.read_bytes() if data.size_bytes else b""
+        result["records"] = _records(data, held)
     except StorageError as e:
         result["error_code"] = ErrorCode(e.error_code)
     result["last_stable_offset"] = log.high_watermark
     return result
 
 
-def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int,
-          replica: int = -1) -> dict[str, Any]:
+def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int, replica: int,
+          held: list[int]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "partition_index": w.partition_id,
         "error_code": w.error,
@@ -129,7 +164,7 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
         result["error_code"] = error
         return result
     if replica >= 0:
-        return _read_for_follower(w, ctx, budget, first, replica, result)
+        return _read_for_follower(w, ctx, budget, first, replica, result, held)
     log = p.log
     high_watermark = log.high_watermark
     # The LSO walks the partition's producer states: only read_committed pays for it (read_uncommitted
@@ -143,7 +178,7 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
             max_offset=last_stable if isolation == READ_COMMITTED else high_watermark,
             min_one_batch=first,
         )
-        records = data.read_bytes() if data.size_bytes else b""
+        records = _records(data, held)
         aborted = None
         if isolation == READ_COMMITTED:
             # Aborted transactions overlapping what is returned, so the client drops their records.
@@ -169,10 +204,11 @@ def _collect(
     total = 0
     any_error = False
     responses = []
+    held = [0]
     for key, wanted in resolved:
         partitions = []
         for w in wanted:
-            r = _read(w, ctx, max_bytes - total, total == 0, isolation, replica)
+            r = _read(w, ctx, max_bytes - total, total == 0, isolation, replica, held)
             total += len(r["records"])
             any_error = any_error or r["error_code"] != ErrorCode.none
             partitions.append(r)
@@ -192,7 +228,9 @@ def handle_fetch(request: Any, ctx: RequestContext) -> Any:
     del session_epoch
     max_wait_ms = ms(request.max_wait)
     min_bytes = request.min_bytes
-    max_bytes = field(request, "max_bytes", 0x7FFFFFFF)
+    # KafkaApis: min(request max_bytes, fetch.max.bytes), and min_bytes no larger than that.
+    max_bytes = min(field(request, "max_bytes", 0x7FFFFFFF), ctx.broker.config.get_int("fetch.max.bytes"))
+    min_bytes = min(min_bytes, max_bytes)
     isolation = field(request, "isolation_level", 0)
     replica_state = field(request, "replica_state", None)
     replica = int(replica_state.replica_id) if replica_state is not None else int(field(request, "replica_id", -1))
