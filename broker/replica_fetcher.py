@@ -32,6 +32,7 @@ from samsa.storage.errors import StorageError
 from samsa.storage.log import Log
 
 if TYPE_CHECKING:
+    from samsa.broker.config import BrokerConfig
     from samsa.broker.lifecycle import BrokerLifecycle
     from samsa.broker.metadata.image import MetadataImage
 
@@ -58,6 +59,8 @@ class FetcherBroker(Protocol):
     def replica_manager(self) -> ReplicaManager: ...
     @property
     def lifecycle(self) -> BrokerLifecycle: ...
+    @property
+    def config(self) -> BrokerConfig: ...
 
 
 def _now_ms() -> int:
