@@ -21,6 +21,7 @@ from samsa.storage.epoch_cache import LeaderEpochCache
 from samsa.storage.errors import KafkaStorageError, OffsetOutOfRangeError
 from samsa.storage.file_io import Buffer, FileIO
 from samsa.storage.handle_cache import HandleCache
+from samsa.storage.invariants import check_read_header
 from samsa.storage.producer_state import ProducerStateManager
 from samsa.storage.records_scan import record_timestamps
 from samsa.storage.segment import CorruptIndexError, LogSegment
@@ -324,6 +325,9 @@ class LocalLog:
                 if found is None:
                     continue
             index_entry, start, header = found
+            if header.magic != 2 or header.last_offset < fetch_offset:
+                check_read_header(self.directory, header.magic, header.base_offset, header.last_offset,
+                                  fetch_offset)
             if header.last_offset >= limit:
                 break
             # a closed segment's tail may not be loaded: bound it by the next segment's base instead

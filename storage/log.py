@@ -32,6 +32,7 @@ from samsa.storage.errors import (
 )
 from samsa.storage.file_io import Buffer, FileIO
 from samsa.storage.handle_cache import HandleCache
+from samsa.storage.invariants import check_appended, check_offsets
 from samsa.storage.local_log import DELETED_SUFFIX, FetchDataInfo, FileRegion, LocalLog
 from samsa.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from samsa.storage.records_scan import crc_with_header
@@ -106,7 +107,8 @@ class Log(LocalLog):
     # =====================================================================================================
 
     def update_high_watermark(self, offset: int) -> None:
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self.high_watermark = hw = min(max(offset, self.log_start_offset), self.log_end_offset)
+        check_offsets(self.directory, self.log_start_offset, hw, self.log_end_offset)
 
     def latest_epoch(self) -> int | None:
         return self._epochs.latest_epoch()
@@ -231,6 +233,8 @@ class Log(LocalLog):
             position = seg.append_one(header, total, last_offset, max_ts, body)
         except OSError as e:
             raise self._write_failed(seg, e) from e
+        if seg.next_offset != last_offset + 1:
+            check_appended(self.directory, first_offset, last_offset, seg.next_offset)
         epochs = self._epochs
         if leader_epoch != epochs.latest_written:  # a new epoch, or one recorded without writing the file
             epochs.assign(leader_epoch, first_offset)
@@ -346,6 +350,7 @@ class Log(LocalLog):
                 self._epochs.assign(h.partition_leader_epoch, h.base_offset)
             if h.producer_id >= 0:
                 self._producers.update(h)
+        check_appended(self.directory, first_offset, expected - 1, self.log_end_offset)
         max_ts = max(h.max_timestamp for _, h in batches)
         return LogAppendInfo(first_offset, expected - 1, max_ts, position, -1, self.log_start_offset)
 
@@ -392,6 +397,7 @@ class Log(LocalLog):
         self.recovery_point = min(self.recovery_point, leo)
         if self._flush_upto is not None and self._flush_upto > leo:
             self._flush_upto = None
+        check_offsets(self.directory, self.log_start_offset, self.high_watermark, leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start an empty log at `offset` (follower far behind the leader)."""
@@ -423,6 +429,7 @@ class Log(LocalLog):
         self.log_start_offset = offset
         self.recovery_point = max(self.recovery_point, offset)
         self._epochs.truncate_from_start(offset)
+        check_offsets(self.directory, offset, self.high_watermark, self.log_end_offset)
         return True
 
     def delete_old_segments(self, now_ms: int) -> int:
