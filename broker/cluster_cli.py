@@ -70,10 +70,16 @@ class NodeSpec:
     # A network namespace (`ip netns`) to run the node in, or None: the caller's. Tests that cut nodes
     # off from each other give each node its own (tests/chaos/netns.py); `samsa cluster up` does not.
     netns: str | None = None
+    # Where the node serves /metrics and /health (samsa.metrics.listen); None: not at all.
+    metrics_port: int | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.broker_port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self.metrics_port is None else f"http://{self.host}:{self.metrics_port}/metrics"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,28 +109,32 @@ class ClusterPlan:
 
 def plan_cluster(directory: Path, nodes: int, *, base_port: int | None = None, overrides: Sequence[str] = (),
                  log_level: str = "INFO") -> ClusterPlan:
-    """Node ids 1..N. Broker ports base_port..base_port+N-1 and controller ports the N after them, or
-    free ports when no base port is given."""
+    """Node ids 1..N. Broker ports base_port..base_port+N-1, controller ports the N after them and metrics
+    ports (/metrics, /health) the N after those, or free ports when no base port is given."""
     if not 1 <= nodes <= MAX_NODES:
         raise ClusterError(f"--nodes must be between 1 and {MAX_NODES}, not {nodes}")
     if base_port is not None:
-        if not 1024 <= base_port <= 65535 - 2 * nodes:
-            raise ClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports")
-        ports = list(range(base_port, base_port + 2 * nodes))
+        if not 1024 <= base_port <= 65535 - 3 * nodes:
+            raise ClusterError(f"--base-port {base_port} leaves no room for {3 * nodes} ports")
+        ports = list(range(base_port, base_port + 3 * nodes))
     else:
-        ports = free_ports(2 * nodes)
+        ports = free_ports(3 * nodes)
     directory = directory.resolve()
     specs = tuple(
         NodeSpec(node_id=i + 1, broker_port=ports[i], controller_port=ports[nodes + i],
-                 data_dir=directory / f"node-{i + 1}", log_path=directory / f"node-{i + 1}.log")
+                 data_dir=directory / f"node-{i + 1}", log_path=directory / f"node-{i + 1}.log",
+                 metrics_port=ports[2 * nodes + i])
         for i in range(nodes))
     return ClusterPlan(directory, specs, tuple(overrides), log_level)
 
 
 def serve_options(plan: ClusterPlan, node: NodeSpec) -> ServeOptions:
+    overrides = plan.overrides
+    if node.metrics_port is not None:
+        overrides = (f"samsa.metrics.listen={node.host}:{node.metrics_port}", *overrides)
     return ServeOptions(data_dir=node.data_dir, port=node.broker_port, host=node.host, node_id=node.node_id,
                         controller_quorum=plan.quorum, controller_listen=f"{node.host}:{node.controller_port}",
-                        overrides=plan.overrides, log_level=plan.log_level, netns=node.netns)
+                        overrides=overrides, log_level=plan.log_level, netns=node.netns)
 
 
 def serve_command(plan: ClusterPlan, node: NodeSpec) -> list[str]:
@@ -210,7 +220,8 @@ def write_state(plan: ClusterPlan, processes: dict[int, subprocess.Popen[bytes]]
         nodes.append({"node_id": n.node_id, "pid": proc.pid if proc else None,
                       "start_time": process_start_time(proc.pid) if proc else None,
                       "broker_port": n.broker_port, "controller_port": n.controller_port,
-                      "data_dir": str(n.data_dir), "log": str(n.log_path), "host": n.host, "netns": n.netns})
+                      "data_dir": str(n.data_dir), "log": str(n.log_path), "host": n.host, "netns": n.netns,
+                      "metrics_port": n.metrics_port})
     state = {"version": STATE_VERSION, "bootstrap_servers": plan.bootstrap_servers,
              "controller_quorum": plan.quorum, "overrides": list(plan.overrides), "log_level": plan.log_level,
              "nodes": nodes}
@@ -241,7 +252,8 @@ def live_pids(state: dict[str, Any]) -> list[int]:
 
 def plan_from_state(directory: Path, state: dict[str, Any]) -> ClusterPlan:
     nodes = tuple(NodeSpec(int(n["node_id"]), int(n["broker_port"]), int(n["controller_port"]),
-                           Path(n["data_dir"]), Path(n["log"]), n.get("host", HOST), n.get("netns"))
+                           Path(n["data_dir"]), Path(n["log"]), n.get("host", HOST), n.get("netns"),
+                           n.get("metrics_port"))
                   for n in state["nodes"])
     return ClusterPlan(directory.resolve(), nodes, tuple(state.get("overrides", ())), state.get("log_level", "INFO"))
 
@@ -310,6 +322,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                               log_level=args.log_level, ready_timeout_s=args.timeout or READY_TIMEOUT_S)
             print(f"{len(plan.nodes)} nodes ready in {time.monotonic() - started:.1f} s; state in "
                   f"{state_path(plan.directory)}", file=sys.stderr)
+            metrics = [n.metrics_url for n in plan.nodes if n.metrics_url is not None]
+            if metrics:
+                print(f"metrics and health: {', '.join(metrics)}", file=sys.stderr)
             print(plan.bootstrap_servers, flush=True)
             return 0
         stopped = cluster_down(directory, timeout_s=args.timeout or STOP_TIMEOUT_S)

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,15 @@ def test_cluster_up_prints_a_working_bootstrap_and_down_stops_every_pid(tmp_path
         for address in bootstrap.split(","):
             port = int(address.rpartition(":")[2])
             assert cluster_cli.listed_brokers(port) == {1, 2, 3}, address
+
+        # Every node serves /metrics and /health on its own port, printed by `up` and kept in cluster.json.
+        for n in nodes:
+            url = f"http://127.0.0.1:{n['metrics_port']}"
+            assert url + "/metrics" in up.stderr
+            with urllib.request.urlopen(url + "/health/live", timeout=10) as r:
+                assert r.status == 200
+            with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+                assert "kafka_server_replicamanager_partitioncount" in r.read().decode()
 
         # Every node's directory is locked by its broker: a stray `samsa serve` on one exits at once.
         stray = _samsa("serve", "--data-dir", nodes[0]["data_dir"], "--listen", "127.0.0.1:0", timeout_s=30)
