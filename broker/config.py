@@ -112,7 +112,7 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "log.preallocate": K(BOOLEAN, "false", "preallocate's default", implemented=False),
     "compression.type": K(STRING, "producer", "compression.type's default"),
     "compression.gzip.level": K(INT, "-1", "compression.gzip.level's default"),
-    "compression.lz4.level": K(INT, "9", "compression.lz4.level's default"),
+    "compression.lz4.level": K(INT, "9", "compression.lz4.level's default", implemented=False),
     "compression.zstd.level": K(INT, "3", "compression.zstd.level's default"),
     "min.insync.replicas": K(INT, "1", "min.insync.replicas's default"),
     "unclean.leader.election.enable": K(BOOLEAN, "false", "unclean.leader.election.enable's default"),

@@ -26,8 +26,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-import cramjam
-
 from samsa.kproto import batch as _batch
 from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
@@ -334,16 +332,6 @@ def _encode_record(
     out += body
 
 
-def _compress_section(codec: int, body: bytearray, level: int | None) -> bytes:
-    """`body` in `codec`; `level` as compression.gzip.level / compression.zstd.level (-1 for gzip: zlib's
-    default, as Java's Deflater).  Snappy has no level; LZ4 frames are always written at the default level."""
-    if level is not None and codec == Codec.GZIP and level >= 0:
-        return bytes(cramjam.gzip.compress(bytes(body), level=level))
-    if level is not None and codec == Codec.ZSTD:
-        return bytes(cramjam.zstd.compress(bytes(body), level=level))
-    return compress(codec, body)
-
-
 def encode_batch(
     records: Sequence[RecordInput] | Sequence[Record],
     *,
@@ -389,7 +377,7 @@ def encode_batch(
     base_timestamp = timestamp_ms if first_timestamp is None else first_timestamp
     max_timestamp = max(timestamps, default=timestamp_ms)
     last_offset_delta = max(offset_deltas, default=0)
-    section = _compress_section(compression, body, compression_level) if compression else bytes(body)
+    section = compress(compression, body, compression_level) if compression else bytes(body)
     attributes = (compression & _batch.COMPRESSION_MASK) | (TRANSACTIONAL_BIT if is_transactional else 0)
     attributes |= CONTROL_BIT if is_control else 0
     batch = bytearray(BATCH_HEADER_BYTES + len(section))

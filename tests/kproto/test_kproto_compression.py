@@ -234,3 +234,25 @@ def test_snappy_bombs_are_refused_before_allocating() -> None:
 def test_uncompressed_is_bounded_too() -> None:
     with pytest.raises(DecompressionLimitError):
         decompress(Codec.NONE, b"abc", max_bytes=2)
+
+
+@pytest.mark.parametrize("codec", [1, 3, 4])
+def test_corrupt_data_is_refused_at_the_first_buffer(codec: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Junk is corrupt at once, not retried with ever larger buffers up to the limit (CPU with the GIL held)."""
+    import cramjam
+
+    from samsa.kproto import compression
+
+    calls = []
+    name = {1: "gzip", 3: "lz4", 4: "zstd"}[codec]
+    real = getattr(cramjam, name).decompress_into
+
+    def counting(data: object, out: bytearray) -> int:
+        calls.append(len(out))
+        return int(real(data, out))
+
+    monkeypatch.setattr(getattr(cramjam, name), "decompress_into", counting)
+    junk = bytes(range(256)) + b"\x00" * 144
+    with pytest.raises(compression.DecompressionError):
+        compression.decompress(codec, junk, 64 << 20)
+    assert len(calls) == 1
