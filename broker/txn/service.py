@@ -19,6 +19,7 @@ marker and keeping those of a transaction still open.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -189,6 +190,21 @@ class TxnService:
         return partition.leader_epoch if partition is not None else 0
 
     # --- persistence --------------------------------------------------------------------------
+
+    def _snapshot(self, transactional_id: str) -> TransactionMetadata | None:
+        """The transaction as it is now (what the log holds), to put back if the next write fails."""
+        md = self.coordinator.transactions.get(transactional_id)
+        return None if md is None else dataclasses.replace(md, partitions=set(md.partitions))
+
+    def _restore(self, transactional_id: str, before: TransactionMetadata | None) -> None:
+        """A state change whose record could not be written is undone (Kafka's pending transition is
+        dropped), so memory never runs ahead of __transaction_state: a retried EndTxn is then taken anew
+        instead of finding a Prepare* that no log holds."""
+        md = self.coordinator.transactions.get(transactional_id)
+        if md is None or before is None:
+            return
+        for f in dataclasses.fields(md):
+            setattr(md, f.name, getattr(before, f.name))
 
     def persist(self, now: int) -> ErrorCode:
         """Append the state of every changed transaction; an error means it may not be durable."""
@@ -431,8 +447,10 @@ class TxnService:
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.none:
             return error
+        before = self._snapshot(transactional_id)
         error = self.coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now)
         if error == ErrorCode.none and self.persist(now) != ErrorCode.none:
+            self._restore(transactional_id, before)
             return ErrorCode.coordinator_not_available
         return error
 
@@ -447,10 +465,12 @@ class TxnService:
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.none:
             return error
+        before = self._snapshot(transactional_id)
         error, md = self.coordinator.end_txn(transactional_id, producer_id, producer_epoch, committed, now)
         if md is None:
             return error
         if self.persist(now) != ErrorCode.none:
+            self._restore(transactional_id, before)
             return ErrorCode.coordinator_not_available
         # The outcome is decided once Prepare* is stored; markers still unwritten are retried by the timer,
         # and the client sees CONCURRENT_TRANSACTIONS until then, as with Kafka's pending markers.

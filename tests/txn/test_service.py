@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from samsa.broker.broker import Broker
 from samsa.broker.config import BrokerConfig
 from samsa.broker.controller import TopicSpec
@@ -123,4 +125,32 @@ def test_transactional_offsets_survive_a_restart_and_count_only_when_committed(t
     assert broker.groups.coordinator.committed_offsets("g")[("src", 0)].offset == 42
     assert broker.groups.coordinator.committed_offsets("g2") == {}
     assert broker.txn.pending_offsets == {}
+    broker.close()
+
+
+def test_a_failed_write_leaves_the_transaction_as_the_log_has_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """AddPartitionsToTxn / EndTxn whose __transaction_state record cannot be written answer
+    COORDINATOR_NOT_AVAILABLE and leave memory as the log holds it, so a retry is taken anew."""
+    from samsa.broker.txn import service as service_module
+
+    broker = start(tmp_path)
+    broker.controller.create_topics([TopicSpec("t", 2, 1)], validate_only=False).result()
+    txn = broker.txn
+    now = now_ms()
+    r = txn.init_producer_id("tx", 60_000, -1, -1, now)
+    assert txn.add_partitions("tx", r.producer_id, r.producer_epoch, [("t", 0)], now) == ErrorCode.none
+
+    real_persist = service_module.TxnService.persist
+    monkeypatch.setattr(service_module.TxnService, "persist", lambda self, now: ErrorCode.coordinator_not_available)
+    assert txn.add_partitions("tx", r.producer_id, r.producer_epoch, [("t", 1)], now) == \
+        ErrorCode.coordinator_not_available
+    md = txn.coordinator.transactions["tx"]
+    assert md.partitions == {("t", 0)} and md.state is TransactionState.ONGOING
+    assert txn.end_txn("tx", r.producer_id, r.producer_epoch, True, now) == ErrorCode.coordinator_not_available
+    assert md.state is TransactionState.ONGOING  # not a PrepareCommit that no log holds
+
+    monkeypatch.setattr(service_module.TxnService, "persist", real_persist)
+    assert txn.add_partitions("tx", r.producer_id, r.producer_epoch, [("t", 1)], now) == ErrorCode.none
+    assert md.partitions == {("t", 0), ("t", 1)}
     broker.close()
