@@ -160,13 +160,12 @@ def list_offsets(client: RoutingClient, topic: str, partitions: list[int], times
     return out
 
 
-def group_offsets(client: RoutingClient, group: str, topic: str) -> dict[int, int]:
+def group_offsets(client: RoutingClient, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
     version = min(client.version(9), OFFSET_FETCH_MAX_VERSION)
-    r = client.group_request(group, 9, {"group_id": group, "topics": [{"name": topic, "partition_indexes": None}],
-                                        "require_stable": True},
+    r = client.group_request(group, 9, {"group_id": group, "topics": [{"name": topic, "partition_indexes":
+                                                                       partitions}], "require_stable": True},
                              error_of=lambda r: r.error_code.value, version=version)
     check(r.error_code, f"group {group!r}")
-    # topics with partition_indexes None is "all" only in v7 with topics None; ask for the topic's partitions
     return {p.partition_index: p.committed_offset for t in r.topics for p in t.partitions
             if t.name == topic and p.committed_offset >= 0}
 
@@ -195,7 +194,7 @@ def start_positions(client: RoutingClient, topic: str, partitions: list[int], sp
                     group: str | None, isolation: int) -> dict[int, int]:
     start = list_offsets(client, topic, partitions, EARLIEST)
     end = list_offsets(client, topic, partitions, LATEST, isolation)
-    committed = group_offsets(client, group, topic) if group else {}
+    committed = group_offsets(client, group, topic, partitions) if group else {}
     out: dict[int, int] = {}
     for p in partitions:
         if p in committed and spec.kind == "group":
