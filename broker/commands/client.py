@@ -38,12 +38,12 @@ RETRY_BACKOFF_MAX_MS = 1000
 GROUP, TRANSACTION = 0, 1  # FindCoordinator key_type
 
 
-class Retry(Exception):
-    """Raised inside `RoutingClient.retrying` to ask for a metadata refresh and another attempt."""
+class Retry(KafkaError):
+    """Raised inside `RoutingClient.retrying` to ask for a metadata refresh and another attempt; outside it, an
+    error like any other."""
 
     def __init__(self, code: int, context: str = "") -> None:
         super().__init__(code, context)
-        self.code = code
         self.context = context
 
 
@@ -110,7 +110,9 @@ class RoutingClient:
         if self._bootstrap is not None:
             return self._bootstrap
         failures: list[str] = []
-        for host, port in self.settings.servers:
+        # the bootstrap servers first, then every broker the metadata named (one of them may be down)
+        candidates = [*self.settings.servers, *((h, p) for h, p, _ in self.brokers.values())]
+        for host, port in dict.fromkeys(candidates):
             try:
                 self._bootstrap = self._open(host, port)
                 return self._bootstrap
@@ -129,7 +131,10 @@ class RoutingClient:
         if node_id not in self.brokers:
             raise Retry(8, f"broker {node_id} is not in the metadata")  # BROKER_NOT_AVAILABLE
         host, port, _ = self.brokers[node_id]
-        conn = self._open(host, port)
+        try:
+            conn = self._open(host, port)
+        except CliError as e:  # a broker that went away: the metadata will say who took over
+            raise Retry(13, f"broker {node_id}: {e}") from None
         self._nodes[node_id] = conn
         return conn
 
@@ -161,9 +166,9 @@ class RoutingClient:
                 self.drop(n)
             if conn is self._bootstrap:
                 self._bootstrap = None
-            if stale:
-                raise Retry(13, f"broker {stale[0]}: {e}") from None  # NETWORK_EXCEPTION
-            raise CliError(f"lost the connection to the broker ({e}); is it still running?") from None
+                conn.close()
+            where = f"broker {stale[0]}" if stale else "the bootstrap broker"
+            raise Retry(13, f"{where} ({e}); is it still running?") from None  # NETWORK_EXCEPTION
 
     def request_node(self, node_id: int, api_key: int, values: Mapping[str, Any],
                      version: int | None = None) -> Any:
@@ -269,8 +274,8 @@ class RoutingClient:
                     on_retry()
                 try:
                     self.refresh(list(self.topics) or None)
-                except Retry:
-                    pass
+                except CliError:
+                    pass  # no broker answered this time: the next attempt says so, or the deadline does
 
     def group_request(self, group: str, api_key: int, values: Mapping[str, Any],
                       error_of: Callable[[Any], int], version: int | None = None) -> Any:

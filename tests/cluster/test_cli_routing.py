@@ -102,3 +102,45 @@ def test_cluster_health_names_the_partitions_of_a_stopped_node(cluster: Cluster)
     ok(samsa("produce", topic, "-b", first, stdin=lines))
     out = ok(samsa("consume", topic, "-b", first))
     assert sorted(out.split()) == sorted(f"v{i}" for i in range(50))
+
+
+@pytest.mark.timeout(240)
+def test_produce_follows_the_leader_when_its_node_is_killed(cluster: Cluster) -> None:
+    """An open `samsa produce` pipe keeps going when the partition's leader dies: the send fails
+    (connection lost / NOT_LEADER_OR_FOLLOWER), the CLI refreshes metadata and sends to the new leader."""
+    topic = unique("failover")
+    node_ids = cluster.node_ids
+    bootstrap = ",".join(f"{cluster.host(n)}:{cluster.port(n)}" for n in node_ids)
+    ok(samsa("topics", "create", topic, "-p", "1", "-r", "3", "-b", bootstrap))
+    wait_for("the topic on every node", lambda: all(cluster.topic_visible(n, topic, 1) for n in node_ids), 30)
+    proc = subprocess.Popen([sys.executable, "-m", "samsa.broker.cli", "produce", topic, "-b", bootstrap],
+                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(b"before-%d\n" % i for i in range(10)))
+        proc.stdin.flush()
+
+        def consumed() -> list[str] | None:
+            r = samsa("consume", topic, "-b", bootstrap)
+            values = r.stdout.decode().split() if r.returncode == 0 else []
+            return values if len(values) >= 10 else None
+
+        wait_for("the first records", consumed, 30)
+        leaders = cluster.leaders(node_ids[0], topic)
+        assert leaders is not None
+        old_leader = leaders[0][0]
+        cluster.kill(old_leader)
+        proc.stdin.write(b"".join(b"after-%d\n" % i for i in range(10)))
+        proc.stdin.close()
+        assert proc.wait(90) == 0, proc.stderr.read().decode() if proc.stderr else ""
+        stderr = proc.stderr.read().decode() if proc.stderr else ""
+        assert "produced 20 records" in stderr and "Traceback" not in stderr, stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    survivors = ",".join(f"{cluster.host(n)}:{cluster.port(n)}" for n in node_ids if n != old_leader)
+    values = ok(samsa("consume", topic, "-b", survivors)).split()
+    assert sorted(values) == sorted([f"before-{i}" for i in range(10)] + [f"after-{i}" for i in range(10)])
+    new_leader = (cluster.leaders(next(n for n in node_ids if n != old_leader), topic) or {0: (-1, 0)})[0][0]
+    assert new_leader not in (old_leader, -1)
