@@ -237,3 +237,52 @@ def test_produce_three_megabytes_in_batches(broker: Target) -> None:
     assert "produced 10000 records" in (ok(r), r.stderr.decode())[1]
     out = ok(samsa("consume", topic, "--format", "%v\\n", "-b", broker.bootstrap, timeout_s=120)).split()
     assert sorted(out) == sorted(line.decode() for line in lines.split())
+
+
+def test_two_group_members_share_the_partitions_and_leave_at_exit(broker: Target) -> None:
+    import signal
+    import threading
+
+    topic = new_topic(broker, 2)
+    group = f"pair-{uuid.uuid4().hex[:8]}"
+    b = ("-b", broker.bootstrap)
+    argv = [sys.executable, "-m", "samsa.broker.cli", "consume", topic, "-g", group, "-f", "--format", "%p %v\\n", *b]
+    procs = [subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    seen: list[list[str]] = [[], []]
+
+    def drain(i: int) -> None:
+        assert procs[i].stdout is not None
+        for line in procs[i].stdout:
+            seen[i].append(line.strip())
+
+    readers = [threading.Thread(target=drain, args=(i,), daemon=True) for i in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            d = samsa("groups", "describe", "-g", group, "--output", "json", *b)
+            owners = {row["partition"]: row["consumer_id"] for row in json.loads(d.stdout or "{}").get(
+                "partitions", [])} if d.returncode == 0 else {}
+            state = json.loads(d.stdout).get("state") if d.returncode == 0 else None
+            if state == "Stable" and len(set(owners.values()) - {None}) == 2:
+                break
+            assert time.monotonic() < deadline, f"two members never shared the partitions: {d.stdout}{d.stderr}"
+            time.sleep(0.3)
+        ok(samsa("produce", topic, "-k", ":", *b, stdin=b"".join(b"k%d:v%d\n" % (i, i) for i in range(40))))
+        deadline = time.monotonic() + 30
+        while len(seen[0]) + len(seen[1]) < 40 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sorted(line.split()[1] for line in seen[0] + seen[1]) == sorted(f"v{i}" for i in range(40))
+        partitions = [{line.split()[0] for line in s} for s in seen]
+        assert partitions[0] and partitions[1] and not partitions[0] & partitions[1], partitions
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        codes = [p.wait(30) for p in procs]
+    assert codes == [0, 0], [p.stderr.read() if p.stderr else "" for p in procs]
+    described = json.loads(ok(samsa("groups", "describe", "-g", group, "--output", "json", *b)))
+    assert described["state"] == "Empty" and described["members"] == 0  # both left the group
+    assert sum(row["lag"] for row in described["partitions"]) == 0  # and committed what they printed

@@ -14,6 +14,7 @@ from typing import Any
 
 from samsa.broker.commands.client import RETRIABLE, Retry, RoutingClient
 from samsa.broker.commands.errors import CliError, KafkaError, check, guarded
+from samsa.broker.commands.membership import GroupMember
 from samsa.broker.commands.progress import Progress
 from samsa.broker.commands.settings import add_connection_options, settings_from_args
 from samsa.kproto.records import ControlType, Record, decode_batches, decode_control_record
@@ -170,26 +171,6 @@ def group_offsets(client: RoutingClient, group: str, topic: str, partitions: lis
             if t.name == topic and p.committed_offset >= 0}
 
 
-def commit(client: RoutingClient, group: str, topic: str, positions: dict[int, int]) -> None:
-    """A simple-consumer commit (generation -1, no member), as kafka-consumer-groups.sh and assign() do."""
-    if not positions:
-        return
-    values = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-              "topics": [{"name": topic, "partitions": [
-                  {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
-                   "committed_metadata": ""} for p, o in sorted(positions.items())]}]}
-
-    def first_error(r: Any) -> int:
-        return next((p.error_code.value for t in r.topics for p in t.partitions if p.error_code.value), 0)
-
-    r = client.group_request(group, 8, values, error_of=first_error)
-    code = first_error(r)
-    if code:
-        raise KafkaError(code, f"commit of group {group!r}",
-                         "a group with active members only takes commits from its members" if code in (22, 25)
-                         else None)
-
-
 def start_positions(client: RoutingClient, topic: str, partitions: list[int], spec: OffsetSpec,
                     group: str | None, isolation: int) -> dict[int, int]:
     start = list_offsets(client, topic, partitions, EARLIEST)
@@ -197,7 +178,7 @@ def start_positions(client: RoutingClient, topic: str, partitions: list[int], sp
     committed = group_offsets(client, group, topic, partitions) if group else {}
     out: dict[int, int] = {}
     for p in partitions:
-        if p in committed and spec.kind == "group":
+        if p in committed:  # a group's committed offset wins; the spec is for partitions without one
             out[p] = committed[p]
             continue
         kind = "start" if spec.kind == "group" else spec.kind
@@ -217,7 +198,7 @@ def start_positions(client: RoutingClient, topic: str, partitions: list[int], sp
             out[p] = max(start[p], min(out[p], end[p]))
     if spec.kind == "time":
         by_time = list_offsets(client, topic, partitions, spec.value)
-        out = {p: o if o >= 0 else end[p] for p, o in by_time.items()}
+        out.update({p: o if o >= 0 else end[p] for p, o in by_time.items() if p not in committed})
     return out
 
 
@@ -335,30 +316,81 @@ def _record_bytes(rec: Record) -> int:
     return len(rec.key or b"") + len(rec.value or b"") + sum(len(h.key) + len(h.value or b"") for h in rec.headers)
 
 
+class Session:
+    """What one consume run reads: its partitions (all, -p, or a group's assignment) and where it is in them."""
+
+    def __init__(self, client: RoutingClient, args: argparse.Namespace, spec: OffsetSpec, isolation: int) -> None:
+        self.client = client
+        self.args = args
+        self.spec = spec
+        self.isolation = isolation
+        self.info = client.topic(args.topic)  # never created: Metadata with allow_auto_topic_creation false
+        self.member = GroupMember(client, args.group, args.topic) if args.group else None
+        self.consumer = self._start(self._partitions())
+
+    def _partitions(self) -> list[int]:
+        if self.member is not None:
+            return self.member.join()
+        partitions = sorted(self.info.partitions) if not self.args.partition else sorted(set(self.args.partition))
+        for p in partitions:
+            if p not in self.info.partitions:
+                raise CliError(f"--partition {p}: topic {self.args.topic!r} has partitions "
+                               f"0-{len(self.info.partitions) - 1}")
+        return partitions
+
+    def _start(self, partitions: list[int]) -> Consumer:
+        positions = start_positions(self.client, self.args.topic, partitions, self.spec, self.args.group,
+                                    self.isolation) if partitions else {}
+        self.committed = dict(positions)
+        return Consumer(self.client, self.args.topic, positions, self.isolation)
+
+    def positions(self) -> dict[int, int]:
+        return {p: s.position for p, s in self.consumer.states.items()}
+
+    def maybe_commit(self) -> None:
+        if self.member is not None and self.positions() != self.committed:
+            if self.member.commit(self.positions()):
+                self.committed = self.positions()
+
+    def maybe_rebalance(self) -> bool:
+        """Heartbeat; on a rebalance commit what was read, rejoin and start the new assignment. True if it did."""
+        if self.member is None or not self.member.maybe_heartbeat():
+            return False
+        self.maybe_commit()
+        self.consumer = self._start(self.member.join())
+        return True
+
+    def close(self) -> None:
+        if self.member is not None:
+            self.maybe_commit()
+            self.member.leave()
+
+
 @guarded
 def cmd_consume(args: argparse.Namespace) -> int:
+    if args.group and args.partition:
+        raise CliError("--partition and --group: a group member reads the partitions the group assigns it; "
+                       "drop one of them")
     spec = parse_offset(args.offset) if args.offset is not None else OffsetSpec("group" if args.group else "start")
     isolation = READ_COMMITTED if args.isolation == "read_committed" else READ_UNCOMMITTED
-    formatter = Formatter("%k\t%v\n" if args.print_key and args.format is None else args.format or "%v\n")
+    formatter = Formatter("%k\\t%v\\n" if args.print_key and args.format is None else args.format or "%v\\n")
     started = time.monotonic()
     progress = Progress("consumed")
     with RoutingClient(settings_from_args(args)) as client:
-        info = client.topic(args.topic)  # never created: Metadata with allow_auto_topic_creation false
-        partitions = sorted(info.partitions) if not args.partition else sorted(set(args.partition))
-        for p in partitions:
-            if p not in info.partitions:
-                raise CliError(f"--partition {p}: topic {args.topic!r} has partitions 0-{len(info.partitions) - 1}")
-        positions = start_positions(client, args.topic, partitions, spec, args.group, isolation)
-        consumer = Consumer(client, args.topic, positions, isolation)
+        session = Session(client, args, spec, isolation)
         seen = size = 0
         told_end = False
-        committed = dict(positions)
         deadline = None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
         write = sys.stdout.write
+        finished = False
         try:
             while args.max_messages is None or seen < args.max_messages:
-                batch = consumer.poll(MAX_WAIT_MS)
-                for partition, rec, next_position in batch:
+                if session.maybe_rebalance():
+                    told_end = False
+                consumer = session.consumer
+                if not consumer.states:
+                    time.sleep(MAX_WAIT_MS / 1000)  # a member the group assigned nothing
+                for partition, rec, next_position in consumer.poll(MAX_WAIT_MS) if consumer.states else ():
                     state = consumer.states[partition]
                     state.position = max(state.position, next_position)
                     if rec is None:
@@ -370,13 +402,9 @@ def cmd_consume(args: argparse.Namespace) -> int:
                         break
                 sys.stdout.flush()
                 progress.maybe_show(seen, size)
-                if args.group:
-                    now_positions = {p: s.position for p, s in consumer.states.items()}
-                    if now_positions != committed:
-                        commit(client, args.group, args.topic, now_positions)
-                        committed = now_positions
+                session.maybe_commit()
                 if consumer.at_end() and not told_end:
-                    ends = ", ".join(f"{p}:{s.position}" for p, s in sorted(consumer.states.items()))
+                    ends = ", ".join(f"{p}:{s.position}" for p, s in sorted(consumer.states.items())) or "none assigned"
                     if not args.follow:
                         print(f"reached the end of {args.topic} (partition:offset {ends})", file=sys.stderr)
                         break
@@ -386,13 +414,16 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 if deadline is not None and time.monotonic() > deadline:
                     print(f"stopped after --timeout-ms {args.timeout_ms}", file=sys.stderr)
                     break
+            finished = True
         except KeyboardInterrupt:
-            pass
+            finished = True
+            client.close()  # a request may have been cut mid-answer: leave and commit on fresh connections
         finally:
-            if args.group:
-                final = {p: s.position for p, s in consumer.states.items()}
-                if final != committed:
-                    commit(client, args.group, args.topic, final)
+            try:
+                session.close()
+            except CliError:
+                if finished:
+                    raise  # else the error that stopped the loop is the one to tell
         progress.summary(seen, size, time.monotonic() - started, f"from {args.topic}")
     return 0
 
@@ -402,9 +433,10 @@ def add_commands(sub: Any, one_line: Any) -> None:
     p.add_argument("topic")
     p.add_argument("--partition", "-p", type=int, action="append", help="only this partition (repeatable)")
     p.add_argument("--offset", "-o", default=None, metavar=OFFSET_HELP,
-                   help="where to start: start (default; a group's committed offset with -g), end, N, "
-                        "+N after the start, -N before the end, @TIMESTAMP (ms or ISO 8601)")
-    p.add_argument("--group", "-g", help="start at this group's committed offsets and commit as it goes")
+                   help="where to start: start (default), end, N, +N after the start, -N before the end, "
+                        "@TIMESTAMP (ms or ISO 8601); with -g, only where the group has no committed offset")
+    p.add_argument("--group", "-g", help="join this consumer group: read the partitions it assigns, from its "
+                   "committed offsets, and commit as it goes")
     p.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records at the end")
     p.add_argument("--isolation", choices=["read_uncommitted", "read_committed"], default="read_uncommitted")
     p.add_argument("--format", default=None,

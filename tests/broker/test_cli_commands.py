@@ -169,3 +169,14 @@ def test_retrying_gives_up_at_the_timeout_with_the_last_error_by_name(monkeypatc
                                          r".*still failing after 3 s of retries") as e:
         client.retrying(attempt)
     assert e.value.code == 5 and 2.0 <= now[0] <= 3.0
+
+
+def test_range_assignor_and_consumer_protocol_bytes() -> None:
+    from samsa.broker.commands.membership import assignment, range_assign, subscription
+    from samsa.broker.group.consumer_protocol import assigned_partitions, subscribed_topics
+
+    # Kafka's RangeAssignor: 3 partitions over 2 members: the first in member-id order gets one more
+    got = range_assign({"b": {"t", "u"}, "a": {"t"}, "c": {"u"}}, {"t": 3, "u": 1, "v": 2})
+    assert got == {"a": {"t": [0, 1]}, "b": {"t": [2], "u": [0]}, "c": {}}
+    assert subscribed_topics(subscription(["t", "ü"])) == {"t", "ü"}
+    assert assigned_partitions(assignment({"t": [0, 1], "u": [0]})) == [("t", [0, 1]), ("u", [0])]
