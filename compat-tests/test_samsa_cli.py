@@ -286,3 +286,21 @@ def test_two_group_members_share_the_partitions_and_leave_at_exit(broker: Target
     described = json.loads(ok(samsa("groups", "describe", "-g", group, "--output", "json", *b)))
     assert described["state"] == "Empty" and described["members"] == 0  # both left the group
     assert sum(row["lag"] for row in described["partitions"]) == 0  # and committed what they printed
+
+
+def test_ctrl_c_sends_what_produce_has_read(broker: Target) -> None:
+    import signal
+
+    topic = new_topic(broker, 1)
+    proc = subprocess.Popen([sys.executable, "-m", "samsa.broker.cli", "produce", topic, "--linger-ms", "600000",
+                             "-b", broker.bootstrap], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stderr is not None
+    proc.stdin.write(b"held-1\nheld-2\n")
+    proc.stdin.flush()
+    time.sleep(2)  # read, and held back by linger.ms
+    assert ok(samsa("consume", topic, "-b", broker.bootstrap)) == ""
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 0
+    assert "produced 2 records" in proc.stderr.read().decode()
+    assert ok(samsa("consume", topic, "-b", broker.bootstrap)).split() == ["held-1", "held-2"]

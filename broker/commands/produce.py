@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import queue
 import re
 import sys
@@ -293,10 +294,30 @@ class Producer:
             raise Retry(retry, f"{self.topic}-{parts[0]}")
 
 
-def _reader(stream: Any, lines: queue.Queue[Any]) -> None:
+READ_CHUNK_BYTES = 1 << 16
+MAX_LINE_BYTES = 64 << 20  # one input line (one record) at most; a broker refuses far less (message.max.bytes)
+_TOO_LONG = object()
+
+
+def _reader(fd: int, lines: queue.Queue[Any]) -> None:
+    """Lines of `fd` into `lines`. os.read, not sys.stdin's buffered reader: a daemon thread blocked in that one
+    holds its lock, and the interpreter aborts at exit (Ctrl-C on an open pipe) when it cannot take it."""
+    pending: list[bytes] = []  # the pieces of a line not yet ended
+    pending_bytes = 0
     try:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
+        while chunk := os.read(fd, READ_CHUNK_BYTES):
+            *complete, rest = chunk.split(b"\n")
+            for piece in complete:
+                lines.put(b"".join([*pending, piece, b"\n"]))
+                pending, pending_bytes = [], 0
+            if rest:
+                pending.append(rest)
+                pending_bytes += len(rest)
+                if pending_bytes > MAX_LINE_BYTES:
+                    lines.put(_TOO_LONG)
+                    return
+        if pending:
+            lines.put(b"".join(pending))
     finally:
         lines.put(_EOF)
 
@@ -310,7 +331,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
     with RoutingClient(settings_from_args(args)) as client:
         producer = Producer(client, args.topic, args)
         lines: queue.Queue[Any] = queue.Queue(MAX_QUEUED_LINES)
-        threading.Thread(target=_reader, args=(sys.stdin.buffer, lines), daemon=True).start()
+        threading.Thread(target=_reader, args=(sys.stdin.fileno(), lines), daemon=True).start()
         progress = Progress("produced")
         number = 0
         try:
@@ -324,11 +345,22 @@ def cmd_produce(args: argparse.Namespace) -> int:
                     continue
                 if line is _EOF:
                     break
+                if line is _TOO_LONG:
+                    raise CliError(f"stdin line {number + 1} is longer than {MAX_LINE_BYTES >> 20} MiB: one line is "
+                                   "one record; is this the right input?")
                 number += 1
                 producer.add(parser.parse(line, number))
                 producer.maybe_flush_lingered()
                 progress.maybe_show(producer.records, producer.bytes)
             producer.flush()
+        except KeyboardInterrupt:
+            # Ctrl-C ends an interactive session, as kafka-console-producer's close(): send what was read (on
+            # fresh connections: a request may have been cut mid-answer; that batch is not sent again)
+            client.close()
+            try:
+                producer.flush()
+            except CliError as e:
+                raise CliError(f"{e} ({producer.records} record(s) were written before this)") from None
         except CliError as e:
             raise CliError(f"{e} ({producer.records} record(s) were written before this)") from None
         progress.summary(producer.records, producer.bytes, time.monotonic() - started, f"to {args.topic}")
