@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -30,9 +31,8 @@ def samsa(*args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> 
                           capture_output=True, text=True, timeout=90, check=False, env=full_env)
 
 
-@pytest.fixture(scope="module")
-def not_kafka() -> Iterator[str]:
-    """A listener that answers like a web server: a wrong port that is open."""
+def _listener(reply: bytes | None) -> Iterator[str]:
+    """A loopback listener that sends `reply` to each connection and closes it (None: a reset at once)."""
     server = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -44,7 +44,10 @@ def not_kafka() -> Iterator[str]:
             except TimeoutError:
                 continue
             with conn:
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                if reply is None:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                else:
+                    conn.sendall(reply)
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield f"127.0.0.1:{server.getsockname()[1]}"
@@ -53,16 +56,31 @@ def not_kafka() -> Iterator[str]:
     server.close()
 
 
+@pytest.fixture(scope="module")
+def not_kafka() -> Iterator[str]:
+    """A wrong port that is open: it answers like a web server."""
+    yield from _listener(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.fixture(scope="module")
+def hangs_up() -> Iterator[str]:
+    """A wrong port that is open: it resets every connection."""
+    yield from _listener(None)
+
+
 def port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def wrong_invocations(bootstrap: str, topic: str, not_kafka: str, down: str) -> list[tuple[tuple[str, ...], int,
-                                                                                             str]]:
+def wrong_invocations(bootstrap: str, topic: str, not_kafka: str, hangs_up: str,
+                      down: str) -> list[tuple[tuple[str, ...], int, str]]:
     b = ("-b", bootstrap)
     return [
+        (("topics", "list", "-b", hangs_up), 1,
+         rf"error: {hangs_up} did not answer ApiVersions like a Kafka broker \(.*\); is it a Kafka listener\? "
+         r"check --bootstrap-server and the port"),
         # (argv, exit code, the one line on stderr as a regex)
         (("topics", "list", "-b", down), 1,
          rf"error: cannot connect to {down}: connection refused; is a broker running there\? "
@@ -112,13 +130,13 @@ def wrong_invocations(bootstrap: str, topic: str, not_kafka: str, down: str) -> 
     ]
 
 
-def test_wrong_invocations_say_one_line_and_exit_non_zero(broker: Target, not_kafka: str, tmp_path: Path) -> None:
+def test_wrong_invocations_say_one_line_and_exit_non_zero(broker: Target, not_kafka: str, hangs_up: str) -> None:
     topic = f"cli-err-{uuid.uuid4().hex[:8]}"
     r = samsa("topics", "create", topic, "-p", "2", "-r", "1", "-b", broker.bootstrap)
     assert r.returncode == 0, r.stderr
     down = f"127.0.0.1:{free_port()}"  # nothing listens there: a broker that is down, or a wrong port
     failures = []
-    for argv, code, pattern in wrong_invocations(broker.bootstrap, topic, not_kafka, down):
+    for argv, code, pattern in wrong_invocations(broker.bootstrap, topic, not_kafka, hangs_up, down):
         r = samsa(*argv, stdin=b"not json\n")
         lines = r.stderr.strip().splitlines()
         if r.returncode != code or len(lines) != 1 or not re.fullmatch(pattern, lines[0]) or \

@@ -99,6 +99,9 @@ class RoutingClient:
         address = _address(host, port)
         try:
             return Connection(host, port, client_id=self.settings.client_id, timeout_s=self._timeout_s)
+        except (ConnectionResetError, BrokenPipeError) as e:  # it accepted, then hung up on ApiVersions
+            raise CliError(f"{address} did not answer ApiVersions like a Kafka broker ({e.strerror or e}); "
+                           "is it a Kafka listener? check --bootstrap-server and the port") from None
         except OSError as e:
             raise CliError(describe_os_error(e, address)) from None
         except Exception as e:  # closed mid-handshake, or bytes that are not a Kafka response
