@@ -178,7 +178,8 @@ def _header_options(items: list[str] | None) -> list[tuple[str, str]]:
 @dataclass(slots=True)
 class Pending:
     records: list[InputRecord] = field(default_factory=list)
-    size_bytes: int = 0
+    size_bytes: int = 0  # keys, values and headers, plus a record's overhead (what batch.size is held against)
+    payload_bytes: int = 0  # keys, values and headers (what the summary reports, as consume's does)
     first_ms: float = 0.0  # time.monotonic() (seconds) when the first record came
 
 
@@ -217,6 +218,7 @@ class Producer:
         batch.records.append(rec)
         size = len(rec.key or b"") + len(rec.value or b"") + sum(len(h.key) + len(h.value or b"") for h in rec.headers)
         batch.size_bytes += size + 8
+        batch.payload_bytes += size
         if batch.size_bytes >= self.batch_size:
             self.flush([p])
 
@@ -255,9 +257,9 @@ class Producer:
                 raise retry
 
         self.client.retrying(attempt, what=f"produce to {self.topic}")
-        for p, b in chosen.items():
+        for b in chosen.values():
             self.records += len(b.records)
-            self.bytes += len(encoded[p])
+            self.bytes += b.payload_bytes
 
     def _encode(self, records: list[InputRecord]) -> bytes:
         now = int(time.time() * 1000)
