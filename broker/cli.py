@@ -241,11 +241,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if not serving:
         # The client commands' modules are left out of a broker's start-up (about 15 ms of imports).
-        from samsa.broker import cluster_cli, groups_cli, tools
+        from samsa.broker import commands
 
-        tools.add_commands(sub)
-        cluster_cli.add_commands(sub)
-        groups_cli.add_commands(sub)
+        commands.add_commands(sub, parser)  # topics, produce, consume, groups, config, cluster up|down|info|health
     args = parser.parse_args(argv)
     result: int = args.func(args)
     return result
