@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import logging
 import os
@@ -162,13 +163,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
         backend_options["use_uvloop"] = True
     except ImportError:
         pass
+    bind_error: OSError | None = None
     try:
         anyio.run(main, backend="asyncio", backend_options=backend_options)
+    except BaseException as e:
+        # A listener that cannot bind (a port in use, an address not on this host) is the operator's
+        # error: one line naming it, not a traceback. Anything else is ours and keeps its traceback.
+        bind_error = _bind_error(e)
+        if bind_error is None:
+            raise
     finally:
         broker.checkpoint()
         broker.close()
-        log.info("shut down cleanly")
+        log.info("shut down cleanly" if bind_error is None else "shut down: a listener could not bind")
+    if bind_error is not None:
+        print(f"samsa serve: cannot listen: {bind_error.strerror or bind_error} "
+              f"({getattr(bind_error, 'filename', None) or config.listen_host + ':' + str(config.listen_port)})",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _bind_error(e: BaseException) -> OSError | None:
+    """The OSError of a failed bind inside `e` (the task group wraps it in an ExceptionGroup), else None."""
+    if isinstance(e, BaseExceptionGroup):
+        for inner in e.exceptions:
+            found = _bind_error(inner)
+            if found is not None:
+                return found
+        return None
+    if isinstance(e, OSError) and e.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+        return e
+    return None
 
 
 DISTRIBUTION = "samsa-broker"

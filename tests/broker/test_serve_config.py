@@ -157,3 +157,19 @@ def test_typed_values_parse_as_kafka_reads_them(samsa_factory: Any, tmp_path: Pa
                                           "assignments": (), "configs": ()}], "timeout": 1000,
                               "validate_only": False})
         assert r.topics[0].error_code.value == 0 and r.topics[0].num_partitions == 2
+
+
+def test_a_busy_port_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(tmp_path / "d"),
+                               "--listen", f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "samsa serve: cannot listen: " in done.stderr and str(port) in done.stderr.splitlines()[-1]
