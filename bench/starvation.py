@@ -4,7 +4,8 @@ Per broker (`samsa serve` and Apache Kafka 4.1.2 from compat-tests/oracle, defau
 client A sends worst-case batches back to back (Produce acks=1, one in flight) to a 1-partition topic for
 --seconds; client B meanwhile loops a Metadata request and a small acks=1 produce to another topic, 10 ms
 apart, timing each round trip. Cases: `idle` (no load, the baseline), `zstd-1M-empty` (one valid zstd batch
-of 1,000,000 empty records, ~817 KB) and `plain-1MiB` (uncompressed 100-byte records filling a 1 MiB batch).
+of 1,000,000 empty records, 763 KB at the default zstd level) and `plain-1MiB` (uncompressed 100-byte
+records filling a 1 MiB batch).
 Prints B's p50 / p99 / max per request type and A's accepted batches and error codes.
 
     .venv/bin/python -m bench.starvation [--seconds 20] [--smoke] [--no-kafka]
