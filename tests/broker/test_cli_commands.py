@@ -4,6 +4,7 @@ and the routing client's retry loop (against a scripted fake, no broker)."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from typing import Any
 
@@ -180,3 +181,26 @@ def test_range_assignor_and_consumer_protocol_bytes() -> None:
     assert got == {"a": {"t": [0, 1]}, "b": {"t": [2], "u": [0]}, "c": {}}
     assert subscribed_topics(subscription(["t", "ü"])) == {"t", "ü"}
     assert assigned_partitions(assignment({"t": [0, 1], "u": [0]})) == [("t", [0, 1]), ("u", [0])]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from samsa.broker.commands import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    for stream, expect_line in ((_Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(progress.sys, "stderr", stream)
+        p = progress.Progress("produced")
+        p.maybe_show(10, 1000)  # within the first second: nothing yet
+        clock[0] += 1.5
+        p.maybe_show(3000, 300_000)
+        p.summary(3000, 300_000, 1.5, "to t")
+        out = stream.getvalue()
+        assert ("\rproduced 3000 records, 293.0 KB (2000 records/s)" in out) is expect_line
+        assert "produced 10 records" not in out
+        assert out.rstrip().endswith("produced 3000 records (293.0 KB) to t in 1.50 s: 2000 records/s, 195.3 KB/s")
