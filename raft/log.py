@@ -121,10 +121,20 @@ class RaftLog:
             return self.snapshot.snapshot_id.epoch
         return self.entry(offset).epoch
 
-    def read(self, from_offset: int, max_count: int) -> tuple[LogEntry, ...]:
+    def read(self, from_offset: int, max_count: int, max_bytes: int | None = None) -> tuple[LogEntry, ...]:
+        """Up to `max_count` entries from `from_offset`, and no more than `max_bytes` of payload beyond the
+        first entry (which is always returned, however large, so a fetch always makes progress)."""
         assert self.log_start_offset <= from_offset <= self.end_offset
         start = from_offset - self.log_start_offset
-        return tuple(self._entries[start : start + max_count])
+        entries = self._entries[start : start + max_count]
+        if max_bytes is None or not entries:
+            return tuple(entries)
+        total = 0
+        for i, entry in enumerate(entries):
+            total += len(entry.payload)
+            if total > max_bytes and i > 0:
+                return tuple(entries[:i])
+        return tuple(entries)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(largest epoch <= `epoch` in the log, the offset where it ends). Kafka: endOffsetForEpoch."""

@@ -44,6 +44,12 @@ class QuorumConfig:
     request_timeout_ms: int = 1000
     fetch_max_wait_ms: int = 500  # the leader parks an empty fetch this long (long poll)
     fetch_max_entries_count: int = 64
+    # A Fetch answer holds at most this many bytes of entries (at least one entry): Kafka's
+    # KafkaRaftClient.MAX_FETCH_SIZE_BYTES. 64 entries of 10,000 records each could be ~100 MB.
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    # An observer (a replica id that is not a voter) not heard from this long is forgotten, so every id
+    # that ever fetched does not stay in the leader's state (Kafka: LeaderState's OBSERVER_SESSION_TIMEOUT_MS).
+    observer_session_timeout_ms: int = 300_000
     snapshot_chunk_bytes: int = 64 * 1024
     max_uncommitted_count: int = 4096  # propose() answers Busy beyond this
     retry_backoff_ms: int = 100  # before re-fetching after an error response

@@ -74,7 +74,10 @@ def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -
     assert isinstance(leader, Leader)
     leader.parked.pop(source, None)  # the follower gave up on it and asked again
     leader.begin_quorum_pending.discard(source)  # fetching in our epoch: it knows we lead
-    replica = leader.replicas.setdefault(source, ReplicaState())
+    replica = leader.replicas.get(source)
+    if replica is None:
+        _forget_expired_observers(core, leader)
+        replica = leader.replicas[source] = ReplicaState()
     replica.last_fetch_ms = core.now_ms
     actions: list[Action] = []
     hw_before = core.high_watermark
@@ -96,6 +99,15 @@ def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -
     return actions
 
 
+def _forget_expired_observers(core: RaftCore, leader: Leader) -> None:
+    """Drop observers not heard from for observer_session_timeout_ms (checked when a new id appears, so the
+    work is paid only by growth)."""
+    expired_before = core.now_ms - core.config.observer_session_timeout_ms
+    for replica_id in [r for r, state in leader.replicas.items()
+                       if r not in core.config.voters and state.last_fetch_ms < expired_before]:
+        del leader.replicas[replica_id]
+
+
 def _answer_fetch(
     core: RaftCore, leader: Leader, source: int, cid: int, fetch_offset: int, last_fetched_epoch: int
 ) -> Send:
@@ -107,7 +119,7 @@ def _answer_fetch(
         case NeedSnapshot(snapshot_id):
             response = dataclasses.replace(base, snapshot_id=snapshot_id)
         case Valid():
-            records = log.read(fetch_offset, core.config.fetch_max_entries_count)
+            records = log.read(fetch_offset, core.config.fetch_max_entries_count, core.config.fetch_max_bytes)
             response = dataclasses.replace(base, records=records)
             leader.replicas[source].last_sent_high_watermark = core.high_watermark
     return core.respond(source, cid, response)
