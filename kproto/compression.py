@@ -59,7 +59,7 @@ _UINT32_LE = struct.Struct("<I")
 
 _ZSTD_LEVEL = 3
 _FIRST_GUESS_MIN_BYTES = 64 * 1024
-_FULL_BUFFER_MESSAGE = "failed to write whole buffer"
+FULL_BUFFER_MESSAGE = "failed to write whole buffer"  # cramjam's words for "the output did not fit"
 
 
 # --- xxHash32, only for the 1-byte LZ4 frame-descriptor checksum ----------------------------------
@@ -149,7 +149,7 @@ def _bomb(max_bytes: int) -> DecompressionLimitError:
     return DecompressionLimitError(f"records decompress to more than {max_bytes} bytes")
 
 
-def _into_bounded(decompress_into: object, data: bytes | memoryview, max_bytes: int, name: str) -> bytes:
+def _into_bounded(decompress_into: object, data: bytes | memoryview, max_bytes: int, name: str) -> bytearray:
     """Stream-decompress into a buffer that grows x4 up to max_bytes + 1; past that it is a bomb."""
     assert callable(decompress_into)
     limit = max_bytes + 1
@@ -162,7 +162,7 @@ def _into_bounded(decompress_into: object, data: bytes | memoryview, max_bytes: 
             # Only "the output does not fit" is worth a larger buffer; anything else is corrupt data at
             # once: retrying every error x4 up to the limit cost 0.1-0.5 s of CPU, GIL held, for 400
             # bytes of junk. (cramjam's wording is pinned by tests/storage/test_validator.py.)
-            if _FULL_BUFFER_MESSAGE not in str(e):
+            if FULL_BUFFER_MESSAGE not in str(e):
                 raise DecompressionError(f"corrupt {name} data: {e}") from e
             if capacity < limit:
                 capacity = min(limit, capacity * 4)
@@ -170,7 +170,7 @@ def _into_bounded(decompress_into: object, data: bytes | memoryview, max_bytes: 
             raise _bomb(max_bytes) from e
         if written < capacity:
             del out[written:]
-            return bytes(out)
+            return out
         if capacity >= limit:
             raise _bomb(max_bytes)
         capacity = min(limit, capacity * 4)
@@ -218,6 +218,12 @@ def _snappy(data: bytes | memoryview, max_bytes: int) -> bytes:
 
 def decompress(codec: int, data: bytes | bytearray | memoryview, max_bytes: int) -> bytes:
     """Decompress a records section; DecompressionError if corrupt or larger than `max_bytes`."""
+    out = decompress_buffer(codec, data, max_bytes)
+    return out if isinstance(out, bytes) else bytes(out)
+
+
+def decompress_buffer(codec: int, data: bytes | bytearray | memoryview, max_bytes: int) -> bytes | bytearray:
+    """decompress() without its last copy: the output buffer as it came (the produce path's validator)."""
     if isinstance(data, bytearray):
         data = bytes(data)
     if codec == Codec.NONE:

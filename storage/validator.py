@@ -23,10 +23,8 @@ worker thread for a large batch (see `is_large`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-import cramjam
 
 from samsa.kproto.batch import (
     BATCH_HEADER_BYTES,
@@ -38,7 +36,12 @@ from samsa.kproto.batch import (
     parse_header,
     peek_size,
 )
-from samsa.kproto.compression import Codec, DecompressionError, DecompressionLimitError, decompress
+from samsa.kproto.compression import (
+    FULL_BUFFER_MESSAGE,
+    Codec,
+    DecompressionError,
+    decompress_buffer,
+)
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.record_scan import scan_records_impl
 from samsa.kproto.records import Record, decode_batch_records, encode_batch
@@ -61,12 +64,7 @@ NO_TIMESTAMP = -1
 LARGE_BATCH_RECORDS = 4096
 LARGE_BATCH_BYTES = 64 * 1024
 
-CRAMJAM_FULL_BUFFER_MESSAGE = "failed to write whole buffer"
-_FIRST_BUFFER_BYTES = 64 * 1024
-_DECOMPRESS_INTO: dict[int, Callable[[memoryview, bytearray], int]] = {
-    Codec.GZIP: cramjam.gzip.decompress_into, Codec.LZ4: cramjam.lz4.decompress_into,
-    Codec.ZSTD: cramjam.zstd.decompress_into,
-}
+CRAMJAM_FULL_BUFFER_MESSAGE = FULL_BUFFER_MESSAGE  # (kproto.compression decides "corrupt" vs "grow" by it)
 _CODECS = {"uncompressed": Codec.NONE, "gzip": Codec.GZIP, "snappy": Codec.SNAPPY, "lz4": Codec.LZ4,
            "zstd": Codec.ZSTD}
 _LEVEL_KEYS = {Codec.GZIP: "compression.gzip.level", Codec.LZ4: "compression.lz4.level",
@@ -211,7 +209,7 @@ def validate_batch(records: bytes, config: LogValidatorConfig, now_ms: int) -> V
             data: bytes | bytearray = records
             start, end = BATCH_HEADER_BYTES, len(records)
         else:
-            data = _decompress(codec, memoryview(records)[BATCH_HEADER_BYTES:], config.max_decompressed_bytes)
+            data = decompress_buffer(codec, memoryview(records)[BATCH_HEADER_BYTES:], config.max_decompressed_bytes)
             start, end = 0, len(data)
     except DecompressionError as e:
         return ValidationFailure(ErrorCode.corrupt_message, f"Failed to decompress record stream: {e}")
@@ -230,38 +228,6 @@ def validate_batch(records: bytes, config: LogValidatorConfig, now_ms: int) -> V
     if target is None or target == codec:
         return ValidatedBatch(records, header, recompressed=False)
     return _recompress(records, header, config, target)
-
-
-def _decompress(codec: int, body: memoryview, max_bytes: int) -> bytes | bytearray:
-    """kproto.compression.decompress's answers, at a fraction of its cost on corrupt and on large payloads.
-
-    decompress retries every error with a buffer four times larger up to the bound (it cannot tell
-    "corrupt" from "buffer full"), so 400 bytes of junk in a zstd/gzip/lz4 batch cost 0.1-0.5 s of CPU (six
-    zeroed buffers up to 64 MiB) with the GIL held.  cramjam says "failed to write whole buffer" for a full
-    buffer (tests/storage/test_validator.py pins that); any other error means the stream itself is bad (a
-    larger buffer would meet the same bytes), so it is refused at once.  A full buffer grows x4 up to
-    max_bytes + 1; full at that size is a bomb.  The buffer is returned as it is (no copy).
-    """
-    into = _DECOMPRESS_INTO.get(codec)
-    if into is None:  # snappy (kproto reads its block lengths first) and unknown codecs
-        return decompress(codec, body, max_bytes)
-    limit = max_bytes + 1
-    capacity = min(limit, max(_FIRST_BUFFER_BYTES, 8 * len(body)))
-    name = Codec(codec).name.lower()
-    while True:
-        out = bytearray(capacity)
-        try:
-            written = int(into(body, out))
-        except cramjam.DecompressionError as e:
-            if CRAMJAM_FULL_BUFFER_MESSAGE not in str(e):
-                raise DecompressionError(f"corrupt {name} data: {e}") from e
-            written = capacity
-        if written < capacity:
-            del out[written:]
-            return out
-        if capacity >= limit:
-            raise DecompressionLimitError(f"records decompress to more than {max_bytes} bytes")
-        capacity = min(limit, capacity * 4)
 
 
 def _timestamps_may_fail(header: BatchHeader, config: LogValidatorConfig, now_ms: int, min_delta: int,
