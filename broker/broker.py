@@ -218,22 +218,18 @@ class Broker:
         self._published = True
         self.ready.set()
         self.replica_manager.apply_image(image)
-        groups = getattr(self, "groups", None)
-        if groups is not None:
-            groups.on_metadata(image)
-        txn = getattr(self, "txn", None)
-        if txn is not None:
-            txn.on_metadata(image)
+        self._notify_coordinators(image)
 
     def _on_partitions_created(self) -> None:
         # logs created in steps after the image was applied: the coordinators may lead them now
-        image = self.replica_manager.image
-        groups = getattr(self, "groups", None)
-        if groups is not None:
-            groups.on_metadata(image)
-        txn = getattr(self, "txn", None)
-        if txn is not None:
-            txn.on_metadata(image)
+        self._notify_coordinators(self.replica_manager.image)
+
+    def _notify_coordinators(self, image: MetadataImage) -> None:
+        """The group and transaction coordinators load or drop the internal partitions they now (no longer)
+        lead. (During construction they may not exist yet: they load on their own when built.)"""
+        for coordinator in (getattr(self, "groups", None), getattr(self, "txn", None)):
+            if coordinator is not None:
+                coordinator.on_metadata(image)
 
     def _on_leader_change(self, leader: bool, leader_id: int | None) -> None:
         self.lifecycle.wake()
