@@ -27,6 +27,7 @@ from samsa.broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
 from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
 from samsa.broker.metadata.records import BROKER_RESOURCE
 from samsa.broker.node_client import NodeUnavailableError
+from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.replica_fetcher import ReplicaFetcherManager
 from samsa.broker.replica_manager import Partition, ReplicaManager
 from samsa.broker.txn.service import TxnService
@@ -121,6 +122,7 @@ class Broker:
         meta = load_or_create_meta(data_dir, self.node_id, cluster_id)
         self.cluster_id = meta["cluster.id"]
         self.incarnation_id = str(uuid.uuid4())
+        self.request_metrics = RequestMetrics()
         self.roles = config.roles
         # No voters configured: this node alone is the quorum (Kafka's combined mode, `make run`).
         self.single_voter = not voters

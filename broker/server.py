@@ -32,6 +32,7 @@ from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.observability import ObservabilityHandle, start_observability
+from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.reassignment import TICK_INTERVAL_S
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
@@ -56,6 +57,7 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
                    ) -> Response | Coroutine[Any, Any, Response]:
     """Answer one request frame: the response frame (None for acks=0), or a coroutine that answers it
     when the request has to wait. Raises ProtocolError for a request we cannot take."""
+    started = time.perf_counter()
     header = parse_request_header(payload)
     api = (CONTROLLER_HANDLERS if controller_plane else HANDLERS).get(header.api_key)
     if api is None or not api.min_version <= header.api_version <= api.max_version:
@@ -70,8 +72,9 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
     ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
                          controller_plane=controller_plane)
     forwarded = header.api_key in FORWARDED_APIS
+    metrics = broker.request_metrics
     if forwarded and not broker.is_active_controller and not controller_plane:
-        return _forward_or_handle(broker, api.handler, header, request, ctx)
+        return _timed(metrics, header.api_key, started, _forward_or_handle(broker, api.handler, header, request, ctx))
     try:
         result = api.handler(request, ctx)
     except NotControllerError as e:
@@ -79,8 +82,19 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
             raise
         result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     if inspect.isawaitable(result):
-        return _respond_when_done(header, request, result, forwarded)
-    return None if result is None else encode_response_parts(header, result)
+        return _timed(metrics, header.api_key, started, _respond_when_done(header, request, result, forwarded))
+    response = None if result is None else encode_response_parts(header, result)
+    metrics.record(header.api_key, time.perf_counter() - started)
+    return response
+
+
+async def _timed(metrics: RequestMetrics, api_key: int, started: float,
+                 answer: Coroutine[Any, Any, Response]) -> Response:
+    """A waiting request's answer, its total time recorded once it is there (the wait included)."""
+    try:
+        return await answer
+    finally:
+        metrics.record(api_key, time.perf_counter() - started)
 
 
 async def _respond_when_done(header: RequestHeader, request: Any, pending: Awaitable[Any], forwarded: bool

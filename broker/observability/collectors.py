@@ -304,8 +304,18 @@ class GroupCollector(SteppedCollector):
         yield from (current, lag, lag_bytes, lag_seconds, retention_s, retention_b)
 
 
+class RequestCollector(SteppedCollector):
+    """Requests and their total time per API (broker.observability.request_metrics)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def steps(self) -> Iterator[Family | None]:
+        yield from self._broker.request_metrics.families()
+
+
 def broker_collectors(broker: Broker, clock: Clock = wall_clock_ms,
                       options: MetricsOptions | None = None) -> list[SteppedCollector]:
     opts = options if options is not None else MetricsOptions.from_broker(broker)
     return [ReplicaCollector(broker, opts), ClusterCollector(broker), DiskCollector(broker),
-            GroupCollector(broker, opts, clock)]
+            GroupCollector(broker, opts, clock), RequestCollector(broker)]

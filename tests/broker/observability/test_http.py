@@ -107,3 +107,35 @@ def test_ready_only_once_the_quorum_forms_and_the_broker_is_unfenced(
         ready = wait_ready(m)
         assert all(ready["checks"].values()) and ready["reasons"] == []
     assert launcher.port_open(p1) and launcher.port_open(p2)
+
+
+def test_request_metrics_count_what_was_asked(processes: list[launcher.ServeProcess], tmp_path: Path) -> None:
+    """Produce requests sent are Produce requests counted, with their total time in the histogram."""
+    from samsa.broker.client import Connection
+    from samsa.kproto.records import encode_batch
+
+    port, metrics_port = launcher.free_ports(2)
+    start(processes, tmp_path, "req", port, metrics_port).wait_listening(START_TIMEOUT_S)
+    wait_http(metrics_port)
+
+    def samples() -> dict[tuple[str, str], float]:
+        body = get(metrics_port, "/metrics")[1].decode()
+        return {(s.name, s.labels.get("request", "")): s.value for f in text_string_to_metric_families(body)
+                for s in f.samples if s.name.startswith("kafka_network_requestmetrics") and "le" not in s.labels}
+
+    with Connection("127.0.0.1", port) as conn:
+        conn.request(19, {"topics": [{"name": "counted", "num_partitions": 1, "replication_factor": 1,
+                                      "assignments": (), "configs": ()}], "timeout": 10000, "validate_only": False})
+        before = samples()
+        for i in range(25):
+            batch = encode_batch([(None, b"v%d" % i, ())], timestamp_ms=int(time.time() * 1000))
+            r = conn.request(0, {"transactional_id": None, "acks": 1, "timeout": 5000, "topic_data": [
+                {"name": "counted", "partition_data": [{"index": 0, "records": batch}]}]})
+            assert r.responses[0].partition_responses[0].error_code.value == 0
+    after = samples()
+    produced = after[("kafka_network_requestmetrics_requests_total", "Produce")] - before.get(
+        ("kafka_network_requestmetrics_requests_total", "Produce"), 0.0)
+    assert produced == 25
+    assert after[("kafka_network_requestmetrics_totaltime_seconds_count", "Produce")] >= 25
+    assert after[("kafka_network_requestmetrics_totaltime_seconds_sum", "Produce")] > 0
+    assert after[("kafka_network_requestmetrics_requests_total", "CreateTopics")] == 1
