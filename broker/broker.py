@@ -13,11 +13,12 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Collection, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from samsa.broker.config import BrokerConfig, effective_topic_config, log_config_for
+from samsa.broker.connection import KafkaConnection
 from samsa.broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
 from samsa.broker.forwarding import forward
 from samsa.broker.group.service import GroupService
@@ -123,6 +124,7 @@ class Broker:
         self.cluster_id = meta["cluster.id"]
         self.incarnation_id = str(uuid.uuid4())
         self.request_metrics = RequestMetrics()
+        self.connections: Collection[KafkaConnection] = ()  # the open connections, once serving
         self.roles = config.roles
         # No voters configured: this node alone is the quorum (Kafka's combined mode, `make run`).
         self.single_voter = not voters

@@ -73,7 +73,8 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
-                 connections_max_idle_ms: int | None = None) -> None:
+                 connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT") -> None:
+        self.listener = listener  # the listener's name, as Kafka's socket-server metrics label it
         self._dispatch = dispatch
         self._max_frame_bytes = max_frame_bytes  # socket.request.max.bytes, after the first valid request
         self._registry = registry

@@ -122,6 +122,9 @@ async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header
     return None if result is None else encode_response_parts(header, result)
 
 
+CONTROLLER_LISTENER = "CONTROLLER"
+
+
 async def _every(interval_s: float, what: Callable[[], Any], name: str) -> None:
     while True:
         await anyio.sleep(interval_s)
@@ -162,6 +165,7 @@ async def serve(
 
     loop = asyncio.get_running_loop()
     connections: set[KafkaConnection] = set()
+    broker.connections = connections  # read by /metrics (connections per listener)
     max_frame_bytes = broker.config.get_int("socket.request.max.bytes")
     quotas = connection_quotas(broker.config)
     request_queue = RequestQueue(max_requests=broker.config.get_int("queued.max.requests"),
@@ -175,7 +179,7 @@ async def serve(
 
         if controller_plane:
             return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                           connections_max_idle_ms=max_idle_ms)
+                                           connections_max_idle_ms=max_idle_ms, listener=CONTROLLER_LISTENER)
         return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
                                        quotas=quotas, request_queue=request_queue,
                                        connections_max_idle_ms=max_idle_ms)

@@ -312,6 +312,14 @@ class RequestCollector(SteppedCollector):
 
     def steps(self) -> Iterator[Family | None]:
         yield from self._broker.request_metrics.families()
+        per_listener: dict[str, int] = {}
+        for connection in self._broker.connections:
+            per_listener[connection.listener] = per_listener.get(connection.listener, 0) + 1
+        connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
+                                        "Open connections, per listener.", labels=("listener",))
+        for listener, count in sorted(per_listener.items()):
+            connections.add_metric([listener], count)
+        yield connections
 
 
 def broker_collectors(broker: Broker, clock: Clock = wall_clock_ms,

@@ -132,6 +132,10 @@ def test_request_metrics_count_what_was_asked(processes: list[launcher.ServeProc
             r = conn.request(0, {"transactional_id": None, "acks": 1, "timeout": 5000, "topic_data": [
                 {"name": "counted", "partition_data": [{"index": 0, "records": batch}]}]})
             assert r.responses[0].partition_responses[0].error_code.value == 0
+        open_now = {s.labels["listener"]: s.value for f in text_string_to_metric_families(
+            get(metrics_port, "/metrics")[1].decode()) for s in f.samples
+            if s.name == "kafka_server_socket_server_metrics_connection_count"}
+        assert open_now.get("PLAINTEXT", 0) >= 1  # this connection
     after = samples()
     produced = after[("kafka_network_requestmetrics_requests_total", "Produce")] - before.get(
         ("kafka_network_requestmetrics_requests_total", "Produce"), 0.0)
