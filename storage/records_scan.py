@@ -1,6 +1,4 @@
-"""What storage needs beyond kproto.batch: per-record timestamps of a batch and a CRC that continues
-over a header rewritten outside the batch buffer (so LogAppendTime never copies the batch body).
-"""
+"""What storage needs beyond kproto.batch: the per-record timestamps of a stored batch."""
 
 from __future__ import annotations
 
@@ -9,18 +7,10 @@ from collections.abc import Iterator
 
 import cramjam
 
-from samsa.kproto.batch import BATCH_HEADER_BYTES, CRC_START
-from samsa.kproto.checksum import crc32c
-from samsa.storage.batch_header import Header
+from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _U32 = struct.Struct(">I")
-
-
-def crc_with_header(header: bytes | bytearray | memoryview, body: memoryview) -> int:
-    """CRC32C of header[21:61] followed by `body` (the batch's bytes after its 61-byte header)."""
-    value = crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
-    return int(crc32c(body, value=value))
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -58,7 +48,7 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def record_timestamps(batch: bytes, header: Header) -> Iterator[tuple[int, int]]:
+def record_timestamps(batch: bytes, header: BatchHeader) -> Iterator[tuple[int, int]]:
     """Yield (offset, timestamp_ms) for each record of a whole batch. Raises ValueError if undecodable."""
     if header.is_log_append_time:
         for delta in range(header.last_offset_delta + 1):
