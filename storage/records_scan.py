@@ -8,27 +8,15 @@ from collections.abc import Iterator
 import cramjam
 
 from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader
+from samsa.kproto.record_scan import read_varint
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _U32 = struct.Struct(">I")
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def _decompress(codec: int, data: bytes) -> bytes:
+    # Not kproto.compression.decompress: that one bounds its output by growing a buffer x4 and
+    # decompressing again, which a batch already accepted into the log does not need to pay.
     if codec == 1:
         return bytes(cramjam.gzip.decompress(data))
     if codec == 2:
@@ -57,12 +45,12 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> Iterator[tuple[int, 
     body = batch[BATCH_HEADER_BYTES:]
     if header.compression:
         body = _decompress(header.compression, body)
-    pos = 0
+    pos, end = 0, len(body)
     for _ in range(header.records_count):
-        length, pos = _varint(body, pos)
+        length, pos = read_varint(body, pos, end, 10)
         start = pos
         pos += 1  # attributes
-        ts_delta, pos = _varint(body, pos)
-        offset_delta, pos = _varint(body, pos)
+        ts_delta, pos = read_varint(body, pos, end, 10)
+        offset_delta, pos = read_varint(body, pos, end, 10)
         yield header.base_offset + offset_delta, header.base_timestamp + ts_delta
         pos = start + length
