@@ -23,7 +23,6 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -93,11 +92,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True, slots=True)
-class PendingOffsets:
-    group_id: str
-    offsets: dict[tuple[str, int], OffsetAndMetadata]
-
 
 class TxnService:
     def __init__(self, broker: TxnBroker) -> None:
@@ -128,9 +122,6 @@ class TxnService:
 
     def partition_for(self, transactional_id: str) -> int:
         return self.topic.partition_for(transactional_id)
-
-    def ensure_topic(self) -> ErrorCode:
-        return self.topic.ensure()
 
     def coordinator_error(self, transactional_id: str) -> ErrorCode:
         """NONE when this broker coordinates `transactional_id` (creating the internal topic if needed)."""
