@@ -351,11 +351,6 @@ class ReplicaManager:
         """The image the partitions follow (the last one applied)."""
         return self._image
 
-    @property
-    def logs_waiting(self) -> int:
-        """How many logs wait for a later step to be created or deleted."""
-        return self._pacer.waiting
-
     def _create_one(self, key: tuple[str, int]) -> Created | None:
         """Create a waiting log and its partition, if the current image still assigns it here."""
         topic = self._image.topics_by_name.get(key[0])

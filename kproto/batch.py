@@ -20,14 +20,18 @@ Layout (Kafka's DefaultRecordBatch, all big-endian):
 
 The CRC does not cover baseOffset, batchLength, partitionLeaderEpoch or magic, so a leader assigns
 offsets and stamps its epoch without recomputing it.  Switching to LogAppendTime rewrites
-attributes and maxTimestamp, which are covered, so that path recomputes the CRC.
+attributes and maxTimestamp, which are covered, so that path recomputes the CRC (`stamp_batch`).
+
+BatchHeader is the one header type of the code base (storage parses one on every append, read step and
+recovery step): a NamedTuple, because building one costs ~0.4 us against ~1.3 us for a frozen slotted
+dataclass (measured with timeit on parse_header of a 10-record batch, CPython 3.11).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from samsa.kproto.checksum import crc32c
 
@@ -55,6 +59,8 @@ _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
 _TIMESTAMP = struct.Struct(">q")
 _SIZE_PREFIX = struct.Struct(">qi")
+_BATCH_LENGTH = struct.Struct(">i")
+_MIN_BATCH_LENGTH = BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES
 
 
 class CorruptBatchError(ValueError):
@@ -65,8 +71,7 @@ class UnsupportedMagicError(CorruptBatchError):
     """A batch with a magic byte other than 2 (Kafka 4 accepts only v2 from producers)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -121,15 +126,17 @@ class BatchHeader:
         return (self.base_sequence + self.last_offset_delta) % 0x80000000
 
 
+_new_header = tuple.__new__  # a BatchHeader from a tuple, without NamedTuple's keyword-handling __new__
+
+
 def parse_header(buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
     """Parse the fixed 61-byte header at `position`. Checks sizes and magic, not the CRC."""
     if len(buf) - position < BATCH_HEADER_BYTES:
         raise CorruptBatchError(f"batch header needs {BATCH_HEADER_BYTES} bytes, have {len(buf) - position}")
-    fields = _HEADER.unpack_from(buf, position)
-    header = BatchHeader(*fields)
+    header = _new_header(BatchHeader, _HEADER.unpack_from(buf, position))
     if header.magic != MAGIC_V2:
         raise UnsupportedMagicError(f"unsupported magic {header.magic}")
-    if header.batch_length < BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES:
+    if header.batch_length < _MIN_BATCH_LENGTH:
         raise CorruptBatchError(f"batch length {header.batch_length} is smaller than a header")
     if header.last_offset_delta < 0 or header.records_count < 0:
         raise CorruptBatchError("negative lastOffsetDelta or record count")
@@ -172,16 +179,41 @@ def iter_batches(buf: bytes | bytearray | memoryview, *, verify_crc: bool = True
         position += header.size_bytes
 
 
-def set_base_offset(buf: bytearray | memoryview, position: int, base_offset: int) -> None:
-    _BASE_OFFSET.pack_into(buf, position, base_offset)
+def write_crc(buf: bytearray | memoryview, position: int = 0) -> None:
+    """Compute the CRC of the whole batch at `position` (its batchLength says how long) and write it."""
+    (batch_length,) = _BATCH_LENGTH.unpack_from(buf, position + 8)
+    _CRC.pack_into(buf, position + 17, compute_crc(buf, position, batch_length + LOG_OVERHEAD_BYTES))
 
 
-def set_partition_leader_epoch(buf: bytearray | memoryview, position: int, epoch: int) -> None:
-    _LEADER_EPOCH.pack_into(buf, position + 12, epoch)
+def stamp_batch(
+    header: bytearray | memoryview,
+    position: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time_ms: int = NO_TIMESTAMP,
+    body: bytes | bytearray | memoryview | None = None,
+) -> None:
+    """What a leader writes into a batch it appends: baseOffset and partitionLeaderEpoch (outside the CRC)
+    and, when `log_append_time_ms` >= 0, the LogAppendTime attribute bit and maxTimestamp, with the CRC
+    they change.  The one stamping path (storage/log.py's single-batch fast path inlines it, see there).
+
+    `body`: the batch's bytes after its 61-byte header when `header` holds only the header (a header
+    rewritten apart from a large body, which is then never copied); None when the whole batch is in `header`.
+    """
+    _BASE_OFFSET.pack_into(header, position, base_offset)
+    _LEADER_EPOCH.pack_into(header, position + 12, partition_leader_epoch)
+    if log_append_time_ms < 0:
+        return
+    (attributes,) = _ATTRIBUTES.unpack_from(header, position + 21)
+    _ATTRIBUTES.pack_into(header, position + 21, attributes | TIMESTAMP_TYPE_BIT)
+    _TIMESTAMP.pack_into(header, position + 35, log_append_time_ms)
+    if body is None:
+        write_crc(header, position)
+    else:
+        _CRC.pack_into(header, position + 17, _crc_with_header(memoryview(header)[position:], body))
 
 
-def set_log_append_time(buf: bytearray | memoryview, position: int, header: BatchHeader, now_ms: int) -> None:
-    """Mark the batch LogAppendTime with max timestamp `now_ms` and recompute the CRC."""
-    _ATTRIBUTES.pack_into(buf, position + 21, header.attributes | TIMESTAMP_TYPE_BIT)
-    _TIMESTAMP.pack_into(buf, position + 35, now_ms)
-    _CRC.pack_into(buf, position + 17, compute_crc(buf, position, header.size_bytes))
+def _crc_with_header(header: bytes | bytearray | memoryview, body: bytes | bytearray | memoryview) -> int:
+    """CRC32C of header[21:61] followed by `body` (the batch's bytes after its 61-byte header)."""
+    value = crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
+    return int(crc32c(body, value=value))

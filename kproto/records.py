@@ -399,7 +399,7 @@ def encode_batch(
         len(offset_deltas),
     )
     batch[BATCH_HEADER_BYTES:] = section
-    struct.pack_into(">I", batch, _batch.CRC_START - 4, _batch.compute_crc(batch, 0, len(batch)))
+    _batch.write_crc(batch)
     return bytes(batch)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NO_LIMIT = -1
-
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:

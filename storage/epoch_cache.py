@@ -84,10 +84,6 @@ class LeaderEpochCache:
             return requested_epoch, self._offsets[0]
         return self._epochs[higher - 1], self._offsets[higher]
 
-    def epoch_for_offset(self, offset: int) -> int:
-        i = bisect.bisect_right(self._offsets, offset)
-        return self._epochs[i - 1] if i > 0 else UNDEFINED_EPOCH
-
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries that start at or after `end_offset` (follower truncation)."""
         changed = False

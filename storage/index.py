@@ -47,10 +47,6 @@ class SparseIndex:
     def __len__(self) -> int:
         return self._disk() + len(self.pending)
 
-    @property
-    def is_full(self) -> bool:
-        return len(self) >= self.max_entries
-
     def file_is_sane(self) -> bool:
         """Kafka's sanityCheck: the size is a whole number of entries (missing counts as not sane)."""
         size = self._cache.file_io.size(self.path)
@@ -204,14 +200,6 @@ class OffsetIndex(SparseIndex):
             return self.base_offset, 0
         rel, position = self.entry(i)
         return self.base_offset + rel, position
-
-    def lookup_position(self, position: int) -> tuple[int, int]:
-        """(offset, position) of the last entry at or before `position`, else (base_offset, 0)."""
-        i = self.search(1, position)
-        if i < 0:
-            return self.base_offset, 0
-        rel, pos = self.entry(i)
-        return self.base_offset + rel, pos
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries with offset >= `offset`."""

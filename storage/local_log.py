@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from samsa.kproto.batch import CorruptBatchError
-from samsa.storage.batch_header import Header
+from samsa.kproto.batch import BatchHeader, CorruptBatchError
 from samsa.storage.config import LogConfig
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.epoch_cache import LeaderEpochCache
@@ -99,7 +98,7 @@ class LocalLog:
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
 
-    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, Header]]:
+    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self._segments[i:]:
             found = self._translate(seg, offset)
@@ -255,7 +254,7 @@ class LocalLog:
     # read and lookups
     # =====================================================================================================
 
-    def _translate(self, seg: LogSegment, offset: int) -> tuple[int, Header] | None:
+    def _translate(self, seg: LogSegment, offset: int) -> tuple[int, BatchHeader] | None:
         """seg.translate_offset, rebuilding a damaged index once (indexes are derived data)."""
         try:
             return seg.translate_offset(offset)
@@ -313,7 +312,7 @@ class LocalLog:
             seg = segments[i]
             if seg.base_offset >= limit:
                 break
-            found: tuple[int, int, Header] | None = None
+            found: tuple[int, int, BatchHeader] | None = None
             hint = self._read_hint
             if hint is not None and hint[0] is seg and hint[1] == fetch_offset:
                 # a consumer continuing where its last fetch ended: no index search needed

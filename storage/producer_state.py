@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from samsa.kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT
+from samsa.kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT, BatchHeader
 from samsa.kproto.checksum import crc32c
-from samsa.storage.batch_header import Header
 from samsa.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from samsa.storage.file_io import FileIO
 
@@ -97,7 +96,7 @@ class ProducerStateManager:
 
     # -- leader validation --------------------------------------------------------------------------------
 
-    def check_duplicate(self, header: Header) -> BatchMetadata | None:
+    def check_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         if header.producer_id < 0 or header.base_sequence == NO_SEQUENCE or header.is_control:
             return None
         entry = self.producers.get(header.producer_id)
@@ -105,7 +104,7 @@ class ProducerStateManager:
             return None
         return entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
 
-    def check_append(self, h: Header) -> BatchMetadata | None:
+    def check_append(self, h: BatchHeader) -> BatchMetadata | None:
         """check_duplicate(h), then validate((h,)) if it is not a duplicate, in one go for the leader's
         single-batch append: the original batch if h is a retry, None if h may be appended; raises
         InvalidProducerEpochError / OutOfOrderSequenceError like validate().  Changes nothing."""
@@ -145,7 +144,7 @@ class ProducerStateManager:
                 )
         return None
 
-    def validate(self, headers: Iterable[Header]) -> None:
+    def validate(self, headers: Iterable[BatchHeader]) -> None:
         """Kafka's ProducerAppendInfo checks for client appends: fencing and sequence continuity.
 
         Raises InvalidProducerEpochError / OutOfOrderSequenceError; changes nothing.
@@ -184,7 +183,7 @@ class ProducerStateManager:
 
     # -- updates ------------------------------------------------------------------------------------------
 
-    def update(self, h: Header) -> None:
+    def update(self, h: BatchHeader) -> None:
         """Apply a batch that is now in the log (leader, follower or recovery replay)."""
         pid = h.producer_id
         if pid < 0:

@@ -1,6 +1,4 @@
-"""What storage needs beyond kproto.batch: per-record timestamps of a batch and a CRC that continues
-over a header rewritten outside the batch buffer (so LogAppendTime never copies the batch body).
-"""
+"""What storage needs beyond kproto.batch: the per-record timestamps of a stored batch."""
 
 from __future__ import annotations
 
@@ -9,36 +7,16 @@ from collections.abc import Iterator
 
 import cramjam
 
-from samsa.kproto.batch import BATCH_HEADER_BYTES, CRC_START
-from samsa.kproto.checksum import crc32c
-from samsa.storage.batch_header import Header
+from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader
+from samsa.kproto.record_scan import read_varint
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _U32 = struct.Struct(">I")
 
 
-def crc_with_header(header: bytes | bytearray | memoryview, body: memoryview) -> int:
-    """CRC32C of header[21:61] followed by `body` (the batch's bytes after its 61-byte header)."""
-    value = crc32c(memoryview(header)[CRC_START:BATCH_HEADER_BYTES])
-    return int(crc32c(body, value=value))
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def _decompress(codec: int, data: bytes) -> bytes:
+    # Not kproto.compression.decompress: that one bounds its output by growing a buffer x4 and
+    # decompressing again, which a batch already accepted into the log does not need to pay.
     if codec == 1:
         return bytes(cramjam.gzip.decompress(data))
     if codec == 2:
@@ -58,7 +36,7 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def record_timestamps(batch: bytes, header: Header) -> Iterator[tuple[int, int]]:
+def record_timestamps(batch: bytes, header: BatchHeader) -> Iterator[tuple[int, int]]:
     """Yield (offset, timestamp_ms) for each record of a whole batch. Raises ValueError if undecodable."""
     if header.is_log_append_time:
         for delta in range(header.last_offset_delta + 1):
@@ -67,12 +45,12 @@ def record_timestamps(batch: bytes, header: Header) -> Iterator[tuple[int, int]]
     body = batch[BATCH_HEADER_BYTES:]
     if header.compression:
         body = _decompress(header.compression, body)
-    pos = 0
+    pos, end = 0, len(body)
     for _ in range(header.records_count):
-        length, pos = _varint(body, pos)
+        length, pos = read_varint(body, pos, end, 10)
         start = pos
         pos += 1  # attributes
-        ts_delta, pos = _varint(body, pos)
-        offset_delta, pos = _varint(body, pos)
+        ts_delta, pos = read_varint(body, pos, end, 10)
+        offset_delta, pos = read_varint(body, pos, end, 10)
         yield header.base_offset + offset_delta, header.base_timestamp + ts_delta
         pos = start + length

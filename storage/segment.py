@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from samsa.kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError
-from samsa.storage.batch_header import Header, is_crc_valid, read_header
+from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader, CorruptBatchError, is_crc_valid, parse_header
 from samsa.storage.config import LogConfig
 from samsa.storage.file_io import Buffer, raw_pwrite
 from samsa.storage.handle_cache import HandleCache
@@ -257,17 +256,17 @@ class LogSegment:
 
     # -- reading ------------------------------------------------------------------------------------------
 
-    def read_header(self, position: int) -> Header | None:
+    def read_header(self, position: int) -> BatchHeader | None:
         """Header of the batch at `position`, None at or past the end; CorruptBatchError if it is damaged."""
         if position >= self.size_bytes:
             return None
         raw = self._io.pread(self.fd(), BATCH_HEADER_BYTES, position)
-        header = read_header(raw)
+        header = parse_header(raw)
         if position + header.size_bytes > self.size_bytes:
             raise CorruptBatchError(f"{self.log_path}: batch at {position} runs past the end of the segment")
         return header
 
-    def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, Header]]:
+    def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         position = start_position
         while True:
             header = self.read_header(position)
@@ -276,7 +275,7 @@ class LogSegment:
             yield position, header
             position += header.size_bytes
 
-    def translate_offset(self, offset: int) -> tuple[int, Header] | None:
+    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= `offset` (the batch holding it).
 
         Raises CorruptIndexError if the index entry used does not point at the batch it names.
@@ -284,7 +283,7 @@ class LogSegment:
         found = self.locate(offset)
         return None if found is None else (found[1], found[2])
 
-    def locate(self, offset: int) -> tuple[int, int, Header] | None:
+    def locate(self, offset: int) -> tuple[int, int, BatchHeader] | None:
         """(offset index entry at or before it, position, header) of the batch holding `offset`."""
         i = self.offset_index.search(0, offset - self.base_offset)
         if i >= 0:
@@ -305,7 +304,7 @@ class LogSegment:
             raise CorruptIndexError(f"{self.offset_index.path}: entry points past the end of the segment")
         return None
 
-    def read_end(self, i: int, start: int, end_target: int) -> tuple[int, int, Header | None]:
+    def read_end(self, i: int, start: int, end_target: int) -> tuple[int, int, BatchHeader | None]:
         """The largest batch boundary <= end_target, for a read starting at the boundary `start`.
 
         `i` is an offset index entry at or before `start` (-1: none).  Index entries are more than
@@ -418,7 +417,7 @@ class LogSegment:
                     error = f"torn batch header at position {pos}"
                     break
             try:
-                header = read_header(buf, rel)
+                header = parse_header(buf, rel)
             except CorruptBatchError as e:
                 error = f"bad batch at position {pos}: {e}"
                 break

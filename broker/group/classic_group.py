@@ -246,10 +246,6 @@ class Group:
             topics |= subscribed
         return topics
 
-    def is_static_member(self, member_id: str) -> bool:
-        member = self.members.get(member_id)
-        return member is not None and member.group_instance_id is not None
-
     def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
         """Kafka's ClassicGroup.validateMember."""
         if group_instance_id is not None:

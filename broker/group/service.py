@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from samsa.broker.controller import TopicSpec
-from samsa.broker.group.batches import encode_batch, iter_records
+from samsa.broker.group.batches import encode_batch
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
 from samsa.broker.group.records import (
     CorruptRecordError,
@@ -38,14 +37,19 @@ from samsa.broker.group.records import (
     encode_key,
     partition_for_group,
 )
+from samsa.broker.internal_topic import (
+    INTERNAL_SEGMENT_BYTES,
+    InternalTopic,
+    InternalTopicBroker,
+    config_int,
+    replay,
+)
 from samsa.kproto.errors import ErrorCode
 from samsa.storage.log import Log
 
 if TYPE_CHECKING:
-    from samsa.broker.config import BrokerConfig
-    from samsa.broker.controller import Controller, TopicResult
-    from samsa.broker.metadata.image import BrokerImage, MetadataImage
-    from samsa.broker.replica_manager import Partition, ReplicaManager
+    from samsa.broker.metadata.image import MetadataImage
+    from samsa.broker.replica_manager import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +57,6 @@ T = TypeVar("T")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TICK_INTERVAL_S = 0.1
-LOAD_READ_BYTES = 1 << 20
 # A delayed JoinGroup/SyncGroup is always completed by the coordinator's own deadlines; this bound
 # only guards against a bug leaving a connection muted forever.
 MAX_DELAYED_OPERATION_S = 30 * 60
@@ -61,21 +64,9 @@ DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS = 600_000
 DEFAULT_COMMIT_TIMEOUT_MS = 5000
 
 
-class GroupBroker(Protocol):
+class GroupBroker(InternalTopicBroker, Protocol):
     """What the group coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
 
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def image(self) -> MetadataImage: ...
-    @property
-    def controller(self) -> Controller: ...
-    @property
-    def replica_manager(self) -> ReplicaManager: ...
-    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None: ...
-    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]: ...
     def topic_config(self, topic: str) -> Mapping[str, str]: ...
 
 
@@ -83,21 +74,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _config_int(broker: GroupBroker, key: str, default: int) -> int:
-    try:
-        return broker.config.get_int(key)
-    except KeyError:
-        return default
-
-
 def group_config(broker: GroupBroker) -> GroupConfig:
     return GroupConfig(
-        min_session_timeout_ms=_config_int(broker, "group.min.session.timeout.ms", 6000),
-        max_session_timeout_ms=_config_int(broker, "group.max.session.timeout.ms", 1_800_000),
-        initial_rebalance_delay_ms=_config_int(broker, "group.initial.rebalance.delay.ms", 3000),
-        max_size=_config_int(broker, "group.max.size", 2**31 - 1),
-        offsets_retention_ms=_config_int(broker, "offsets.retention.minutes", 10080) * 60_000,
-        offset_metadata_max_bytes=_config_int(broker, "offset.metadata.max.bytes", 4096),
+        min_session_timeout_ms=config_int(broker, "group.min.session.timeout.ms", 6000),
+        max_session_timeout_ms=config_int(broker, "group.max.session.timeout.ms", 1_800_000),
+        initial_rebalance_delay_ms=config_int(broker, "group.initial.rebalance.delay.ms", 3000),
+        max_size=config_int(broker, "group.max.size", 2**31 - 1),
+        offsets_retention_ms=config_int(broker, "offsets.retention.minutes", 10080) * 60_000,
+        offset_metadata_max_bytes=config_int(broker, "offset.metadata.max.bytes", 4096),
     )
 
 
@@ -105,50 +89,27 @@ class GroupService:
     def __init__(self, broker: GroupBroker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
-        self.num_partitions = _config_int(broker, "offsets.topic.num.partitions", 50)
-        self.retention_check_interval_ms = _config_int(broker, "offsets.retention.check.interval.ms",
+        self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
+        self.topic = InternalTopic(broker, OFFSETS_TOPIC, self.num_partitions, "offsets.topic.replication.factor",
+                                   {"cleanup.policy": "compact", "compression.type": "producer",
+                                    "segment.bytes": str(INTERNAL_SEGMENT_BYTES)}, partition_for_group)
+        self.retention_check_interval_ms = config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
-        self.commit_timeout_ms = _config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
+        self.commit_timeout_ms = config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
         self._audit: dict[str, list[dict[str, object]]] = {}
-        self._loaded: set[int] = set()  # __consumer_offsets partitions replayed into the coordinator
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        topic = self.broker.image.topics_by_name.get(OFFSETS_TOPIC)
-        partitions = len(topic.partitions) if topic is not None else self.num_partitions
-        return partition_for_group(group_id, partitions)
+        return self.topic.partition_for(group_id)
 
     def ensure_offsets_topic(self) -> ErrorCode:
-        if OFFSETS_TOPIC in self.broker.image.topics_by_name:
-            return ErrorCode.none
-
-        live = len(self.broker.controller.live_brokers())
-        rf = max(1, min(_config_int(self.broker, "offsets.topic.replication.factor", 3), live))
-        spec = TopicSpec(OFFSETS_TOPIC, self.num_partitions, rf, configs={
-            "cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": str(100 * 1024 * 1024)})
-        results = self.broker.create_topics_soon([spec])
-        if results is None:
-            return ErrorCode.coordinator_not_available  # being created through the active controller
-        (result,) = results
-        if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
-            logger.error("could not create %s: %s %s", OFFSETS_TOPIC, result.error_code.name, result.error_message)
-            return ErrorCode.coordinator_not_available
-        logger.info("created %s with %d partitions", OFFSETS_TOPIC, self.num_partitions)
-        return ErrorCode.none
+        return self.topic.ensure()
 
     def coordinator_error(self, group_id: str) -> ErrorCode:
         """NONE when this broker coordinates `group_id` (creating the internal topic if needed)."""
-        error = self.ensure_offsets_topic()
-        if error != ErrorCode.none:
-            return error
-        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, self.partition_for(group_id))
-        if partition is None or partition.leader_id != self.broker.node_id:
-            # Another broker leads the partition (FindCoordinator names it), or nobody does yet.
-            error, _node = self.broker.partition_leader(OFFSETS_TOPIC, self.partition_for(group_id))
-            return ErrorCode.not_coordinator if error == ErrorCode.none else error
-        return ErrorCode.none
+        return self.topic.coordinator_error(group_id)
 
     # --- persistence --------------------------------------------------------------------------
 
@@ -212,18 +173,11 @@ class GroupService:
         return list(self._audit.get(group_id, ()))
 
     def load(self) -> None:
-        topic = self.broker.image.topics_by_name.get(OFFSETS_TOPIC)
-        if topic is None:
-            return
         started = time.monotonic()
         now = now_ms()
         count = 0
         loaded = 0
-        for index in sorted(topic.partitions):
-            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-            if partition is None or index in self._loaded or partition.leader_id != self.broker.node_id:
-                continue
-            self._loaded.add(index)
+        for _index, partition in self.topic.partitions_to_load():
             loaded += 1
             count += self._load_partition(partition.log, now)
         if not loaded:
@@ -236,57 +190,36 @@ class GroupService:
         """Replay __consumer_offsets partitions this broker has come to lead (Kafka: onElection) and
         forget the groups of those it no longer leads (onResignation), so that a later return of the
         leadership replays the log rather than trusting state another coordinator has moved on from."""
-        lost = set()
-        for index in self._loaded:
-            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-            if partition is None or partition.leader_id != self.broker.node_id:
-                lost.add(index)
+        lost = self.topic.take_lost()
         if lost:
-            self._loaded -= lost
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
             self.load()
 
-    def _load_partition(self, log: object, now: int) -> int:
-
-        assert isinstance(log, Log)
-        offset = log.log_start_offset
-        end = log.log_end_offset  # Kafka loads to the log end: a new leader's HW lags its log
+    def _load_partition(self, log: Log, now: int) -> int:
         count = 0
-        while offset < end:
-            info = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end)
-            data = info.read_bytes()
-            if not data:
-                break
-            last = offset - 1
-            for record_offset, key, value in iter_records(data):
-                last = record_offset
-                if record_offset < offset or key is None:
-                    continue
-                count += 1
-                try:
-                    decoded = decode_key(key)
-                    match decoded:
-                        case OffsetCommitKey():
-                            self.coordinator.load_offset(
-                                decoded.group_id, decoded.topic, decoded.partition,
-                                None if value is None else decode_offset_commit_value(value), now)
-                        case GroupMetadataKey():
-                            self.coordinator.load_group(
-                                decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
-                        case ResetAuditKey():
-                            if value is not None:
-                                self._audit.setdefault(decoded.group_id, []).append(decode_audit_value(value))
-                        case None:
-                            pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
-                except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
-                    logger.warning("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC,
-                                   record_offset, e)
-            if last < offset:
-                break
-            offset = last + 1
+        for record_offset, key, value in replay(log):
+            count += 1
+            try:
+                decoded = decode_key(key)
+                match decoded:
+                    case OffsetCommitKey():
+                        self.coordinator.load_offset(
+                            decoded.group_id, decoded.topic, decoded.partition,
+                            None if value is None else decode_offset_commit_value(value), now)
+                    case GroupMetadataKey():
+                        self.coordinator.load_group(
+                            decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
+                    case ResetAuditKey():
+                        if value is not None:
+                            self._audit.setdefault(decoded.group_id, []).append(decode_audit_value(value))
+                    case None:
+                        pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
+            except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
+                logger.warning("skipping an unreadable %s record at offset %d: %s", OFFSETS_TOPIC,
+                               record_offset, e)
         return count
 
     # --- delayed operations and timers --------------------------------------------------------

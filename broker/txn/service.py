@@ -23,14 +23,12 @@ import dataclasses
 import logging
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
 
-from samsa.broker.controller import TopicSpec
-from samsa.broker.group.batches import encode_batch, iter_records
+from samsa.broker.group.batches import encode_batch
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import (
     OffsetCommitKey,
@@ -38,8 +36,15 @@ from samsa.broker.group.records import (
     encode_offset_commit_value,
 )
 from samsa.broker.group.records import encode_key as encode_group_key
+from samsa.broker.internal_topic import (
+    INTERNAL_SEGMENT_BYTES,
+    InternalTopic,
+    InternalTopicBroker,
+    config_int,
+    replay,
+)
 from samsa.broker.txn.marker_channel import TransactionMarkerChannelManager
-from samsa.broker.txn.offset_replay import LOAD_READ_BYTES, OffsetCommit, replay_transactional_offsets
+from samsa.broker.txn.offset_replay import OffsetCommit, replay_transactional_offsets
 from samsa.broker.txn.records import (
     CorruptTxnRecordError,
     decode_key,
@@ -61,14 +66,10 @@ from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
-    from samsa.broker.config import BrokerConfig
-    from samsa.broker.controller import Controller, TopicResult
     from samsa.broker.group.service import GroupService
     from samsa.broker.lifecycle import ProducerIdManager
-    from samsa.broker.metadata.image import BrokerImage, MetadataImage
-    from samsa.broker.replica_manager import ReplicaManager
+    from samsa.broker.metadata.image import MetadataImage
 
 logger = logging.getLogger(__name__)
 
@@ -78,60 +79,40 @@ DEFAULT_TIMER_INTERVAL_MS = 1000  # how often timed-out transactions are looked 
 DEFAULT_ID_EXPIRATION_CHECK_MS = 3_600_000
 
 
-class TxnBroker(Protocol):
+class TxnBroker(InternalTopicBroker, Protocol):
     """What the transaction coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
 
-    @property
-    def node_id(self) -> int: ...
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def image(self) -> MetadataImage: ...
-    @property
-    def controller(self) -> Controller: ...
-    @property
-    def replica_manager(self) -> ReplicaManager: ...
     @property
     def producer_ids(self) -> ProducerIdManager: ...
     @property
     def groups(self) -> GroupService: ...
-    def create_topics_soon(self, specs: Sequence[TopicSpec]) -> list[TopicResult] | None: ...
-    def partition_leader(self, topic: str, partition: int) -> tuple[ErrorCode, BrokerImage | None]: ...
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _config_int(broker: TxnBroker, key: str, default: int) -> int:
-    try:
-        return broker.config.get_int(key)
-    except KeyError:
-        return default
-
-
-@dataclass(frozen=True, slots=True)
-class PendingOffsets:
-    group_id: str
-    offsets: dict[tuple[str, int], OffsetAndMetadata]
-
 
 class TxnService:
     def __init__(self, broker: TxnBroker) -> None:
         self.broker = broker
         config = TxnConfig(
-            max_timeout_ms=_config_int(broker, "transaction.max.timeout.ms", 900_000),
-            transactional_id_expiration_ms=_config_int(broker, "transactional.id.expiration.ms", 604_800_000),
+            max_timeout_ms=config_int(broker, "transaction.max.timeout.ms", 900_000),
+            transactional_id_expiration_ms=config_int(broker, "transactional.id.expiration.ms", 604_800_000),
         )
         self.coordinator = TransactionCoordinator(config, broker.producer_ids.generate)
-        self.num_partitions = _config_int(broker, "transaction.state.log.num.partitions", 50)
-        self.timer_interval_ms = _config_int(
+        self.num_partitions = config_int(broker, "transaction.state.log.num.partitions", 50)
+        self.topic = InternalTopic(broker, TRANSACTION_STATE_TOPIC, self.num_partitions,
+                                   "transaction.state.log.replication.factor",
+                                   {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                                    "segment.bytes": str(INTERNAL_SEGMENT_BYTES), "min.insync.replicas": "1"},
+                                   partition_for_transactional_id)
+        self.timer_interval_ms = config_int(
             broker, "transaction.abort.timed.out.transaction.cleanup.interval.ms", DEFAULT_TIMER_INTERVAL_MS)
-        self.id_expiration_check_ms = _config_int(
+        self.id_expiration_check_ms = config_int(
             broker, "transaction.remove.expired.transaction.cleanup.interval.ms", DEFAULT_ID_EXPIRATION_CHECK_MS)
         # producer id -> offsets committed in its open transaction, per group
         self.pending_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
-        self._loaded: set[int] = set()  # __transaction_state partitions replayed into the coordinator
         # Markers for partitions other brokers lead go out as WriteTxnMarkers; each answer finishes
         # what it completes at once, without waiting for the timer.
         self.markers = TransactionMarkerChannelManager(broker, lambda: self.tick(now_ms()))
@@ -140,43 +121,11 @@ class TxnService:
     # --- the internal topic -------------------------------------------------------------------
 
     def partition_for(self, transactional_id: str) -> int:
-        topic = self.broker.image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
-        partitions = len(topic.partitions) if topic is not None else self.num_partitions
-        return partition_for_transactional_id(transactional_id, partitions)
-
-    def ensure_topic(self) -> ErrorCode:
-        if TRANSACTION_STATE_TOPIC in self.broker.image.topics_by_name:
-            return ErrorCode.none
-
-        live = len(self.broker.controller.live_brokers())
-        configured = _config_int(self.broker, "transaction.state.log.replication.factor", 3)
-        rf = max(1, min(configured, live))
-        spec = TopicSpec(TRANSACTION_STATE_TOPIC, self.num_partitions, rf, configs={
-            "cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": str(100 * 1024 * 1024),
-            "min.insync.replicas": "1"})
-        results = self.broker.create_topics_soon([spec])
-        if results is None:
-            return ErrorCode.coordinator_not_available  # being created through the active controller
-        (result,) = results
-        if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
-            logger.error("could not create %s: %s %s", TRANSACTION_STATE_TOPIC, result.error_code.name,
-                         result.error_message)
-            return ErrorCode.coordinator_not_available
-        logger.info("created %s with %d partitions", TRANSACTION_STATE_TOPIC, self.num_partitions)
-        return ErrorCode.none
+        return self.topic.partition_for(transactional_id)
 
     def coordinator_error(self, transactional_id: str) -> ErrorCode:
         """NONE when this broker coordinates `transactional_id` (creating the internal topic if needed)."""
-        error = self.ensure_topic()
-        if error != ErrorCode.none:
-            return error
-        partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC,
-                                                              self.partition_for(transactional_id))
-        if partition is None or partition.leader_id != self.broker.node_id:
-            # Another broker leads the partition (FindCoordinator names it), or nobody does yet.
-            error, _node = self.broker.partition_leader(TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
-            return ErrorCode.not_coordinator if error == ErrorCode.none else error
-        return ErrorCode.none
+        return self.topic.coordinator_error(transactional_id)
 
     def is_local_coordinator(self, transactional_id: str) -> bool:
         """This broker leads the __transaction_state partition of `transactional_id` (no side effects)."""
@@ -233,13 +182,8 @@ class TxnService:
     def on_metadata(self, image: MetadataImage) -> None:
         """Replay __transaction_state partitions this broker has come to lead (Kafka: onElection) and
         forget the transactions of those it no longer leads (onResignation)."""
-        lost = set()
-        for index in self._loaded:
-            partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
-            if partition is None or partition.leader_id != self.broker.node_id:
-                lost.add(index)
+        lost = self.topic.take_lost()
         if lost:
-            self._loaded -= lost
             count = self.coordinator.unload(lambda tid: self.partition_for(tid) in lost)
             logger.info("unloaded %d transactional ids of %s partitions %s: led elsewhere now", count,
                         TRANSACTION_STATE_TOPIC, sorted(lost))
@@ -247,39 +191,21 @@ class TxnService:
             self.load()
 
     def load(self) -> None:
-        topic = self.broker.image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
-        if topic is None:
-            return
         started = time.monotonic()
         count = 0
         loaded = 0
-        for index in sorted(topic.partitions):
-            partition = self.broker.replica_manager.get_partition(TRANSACTION_STATE_TOPIC, index)
-            if partition is None or index in self._loaded or partition.leader_id != self.broker.node_id:
-                continue
-            self._loaded.add(index)
+        for _index, partition in self.topic.partitions_to_load():
             loaded += 1
-            log = partition.log
-            offset, end = log.log_start_offset, log.log_end_offset
-            while offset < end:
-                data = log.read(offset, max_bytes=LOAD_READ_BYTES, max_offset=end).read_bytes()
-                last = offset - 1
-                for record_offset, key, value in iter_records(data):
-                    last = record_offset
-                    if record_offset < offset or key is None:
-                        continue
-                    count += 1
-                    try:
-                        transactional_id = decode_key(key)
-                        if transactional_id is not None:
-                            md = None if value is None else decode_value(transactional_id, value)
-                            self.coordinator.load(transactional_id, md)
-                    except (CorruptTxnRecordError, UnicodeDecodeError) as e:
-                        logger.warning("skipping an unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC,
-                                       record_offset, e)
-                if last < offset:
-                    break
-                offset = last + 1
+            for record_offset, key, value in replay(partition.log):
+                count += 1
+                try:
+                    transactional_id = decode_key(key)
+                    if transactional_id is not None:
+                        md = None if value is None else decode_value(transactional_id, value)
+                        self.coordinator.load(transactional_id, md)
+                except (CorruptTxnRecordError, UnicodeDecodeError) as e:
+                    logger.warning("skipping an unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC,
+                                   record_offset, e)
         if not loaded:
             return
         self._load_offsets()

@@ -132,13 +132,19 @@ def test_empty_batch() -> None:
 
 def test_leader_rewrites_keep_the_batch_valid() -> None:
     data = bytearray(encode_batch([(b"k", b"v", ())] * 3, timestamp_ms=NOW_MS, compression=Codec.GZIP))
-    kbatch.set_base_offset(data, 0, 1000)
-    kbatch.set_partition_leader_epoch(data, 0, 4)
-    records = decode_batch_records(data, max_decompressed_bytes=MAX)
+    kbatch.stamp_batch(data, 0, 1000, 4)
+    records = decode_batch_records(data, max_decompressed_bytes=MAX)  # CRC checked
     assert [r.offset for r in records] == [1000, 1001, 1002]
-    kbatch.set_log_append_time(data, 0, parse_header(data), NOW_MS + 5)
+    assert parse_header(data).partition_leader_epoch == 4
+    kbatch.stamp_batch(data, 0, 1000, 4, NOW_MS + 5)
     # LogAppendTime: every record reports the batch's max timestamp, as Kafka's DefaultRecordBatch does
     assert {r.timestamp_ms for r in decode_batch_records(data, max_decompressed_bytes=MAX)} == {NOW_MS + 5}
+    # a header stamped apart from its body gets the same CRC as the whole batch stamped in place
+    header = bytearray(data[:kbatch.BATCH_HEADER_BYTES])
+    kbatch.stamp_batch(header, 0, 7, 9, NOW_MS + 6, body=memoryview(data)[kbatch.BATCH_HEADER_BYTES:])
+    kbatch.stamp_batch(data, 0, 7, 9, NOW_MS + 6)
+    assert header == data[:kbatch.BATCH_HEADER_BYTES]
+    assert kbatch.is_crc_valid(data, parse_header(data))
 
 
 def test_decode_batches_iterates_and_may_skip_a_partial_tail() -> None:

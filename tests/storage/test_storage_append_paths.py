@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from storage_batches import NOW_MS, make_batch, make_control_batch, open_log
 
+from samsa.kproto.batch import BatchHeader, iter_batches
 from samsa.storage import Log, LogAppendInfo, LogConfig, StorageError
-from samsa.storage.batch_header import Header
 from samsa.storage.producer_state import ProducerStateManager
 
 
@@ -89,6 +89,11 @@ def test_single_batch_fast_path_matches_general_path(tmp_path: Path, timestamp_t
     fast.close()
     general.close()
     assert _files(tmp_path / "fast-0") == _files(tmp_path / "general-0")
+    stored = b"".join(p.read_bytes() for p in sorted((tmp_path / "fast-0").glob("*.log")))
+    headers = [h for _, h in iter_batches(stored)]  # every stamped CRC (LogAppendTime: recomputed) is valid
+    assert max(h.size_bytes for h in headers) > 128 << 10
+    if timestamp_type == "LogAppendTime":
+        assert all(h.is_log_append_time for h in headers)
 
 
 def _outcome(fn: Callable[[], object]) -> object:
@@ -103,8 +108,8 @@ def test_check_append_is_check_duplicate_then_validate() -> None:
     epochs = (-3, -1, 0, 1, 2, 0x7FFF)
     seqs = (-1, 0, 1, 2, 3, 5, 0x7FFFFFFE, 0x7FFFFFFF)
 
-    def header(pid: int) -> Header:
-        return Header(rng.randrange(1000), 100, 0, 2, 0, rng.choice((0, 0x10, 0x20, 0x30)), rng.choice((0, 1, 2)),
+    def header(pid: int) -> BatchHeader:
+        return BatchHeader(rng.randrange(1000), 100, 0, 2, 0, rng.choice((0, 0x10, 0x20, 0x30)), rng.choice((0, 1, 2)),
                       NOW_MS, NOW_MS, pid, rng.choice(epochs), rng.choice(seqs), 1)
 
     for _ in range(300):
