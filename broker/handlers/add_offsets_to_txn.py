@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.txn.service import OFFSETS_TOPIC
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=25, min_version=0, max_version=4)
 
 
 def handle_add_offsets_to_txn(request: Any, ctx: RequestContext) -> Any:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
+
+API = ApiSpec(key=21, min_version=0, max_version=2)
 
 HIGH_WATERMARK = -1
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=26, min_version=0, max_version=4)
 
 
 def handle_end_txn(request: Any, ctx: RequestContext) -> Any:

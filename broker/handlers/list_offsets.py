@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
+
+API = ApiSpec(key=2, min_version=1, max_version=10)
 
 LATEST = -1
 EARLIEST = -2

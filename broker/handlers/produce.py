@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build, ms
@@ -29,6 +29,8 @@ from samsa.storage.validator import (
     is_large,
     validate_batch,
 )
+
+API = ApiSpec(key=0, min_version=3, max_version=12)
 
 logger = logging.getLogger(__name__)
 
