@@ -7,11 +7,14 @@ import typing
 import pytest
 
 from samsa.broker.context import ApiSpec
-from samsa.broker.handlers import produce
+from samsa.broker.handlers import describe_cluster, heartbeat, list_offsets, produce
 from samsa.kproto.messages import request_class, response_class
 
 TYPED = [
     (produce.API, produce.ProduceRequest, produce.ProduceResponse),
+    (list_offsets.API, list_offsets.ListOffsetsRequest, list_offsets.ListOffsetsResponse),
+    (heartbeat.API, heartbeat.HeartbeatRequest, heartbeat.HeartbeatResponse),
+    (describe_cluster.API, describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
 ]
 
 
