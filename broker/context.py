@@ -1,4 +1,4 @@
-"""What a request handler sees: the request header, the broker's state, and the time."""
+"""What a request handler sees (the request header, the broker's state, the time) and what it declares (ApiSpec)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,23 @@ from samsa.kproto.messages import RequestHeader
 
 if TYPE_CHECKING:
     from samsa.broker.broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    """One Kafka API a handler module implements: its api_key and the version range it answers.
+
+    Declared beside the module's version notes; broker.handlers builds the dispatch table (and so
+    what ApiVersions advertises) from these declarations only.
+    """
+
+    key: int
+    min_version: int
+    max_version: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_version <= self.max_version:
+            raise ValueError(f"api_key {self.key}: bad version range v{self.min_version}-v{self.max_version}")
 
 
 @dataclass(frozen=True, slots=True)

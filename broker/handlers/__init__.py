@@ -1,6 +1,7 @@
-"""One module per Kafka API; this table maps api_key to its handler and the versions it implements.
+"""One module per Kafka API; the dispatch tables map api_key to its handler, built from each module's ApiSpec.
 
-ApiVersions advertises exactly this table, so a version appears here only when its handler works.
+Each handler module declares the versions it implements beside its version notes; ApiVersions
+advertises exactly these tables, so a version appears here only when its handler works.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from kio.serial import entity_writer
 
+from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -58,83 +60,101 @@ from samsa.kproto.messages import RequestHeader, response_class, response_header
 
 @dataclass(frozen=True, slots=True)
 class Api:
-    key: int
-    min_version: int
-    max_version: int
+    spec: ApiSpec
     handler: Callable[..., Any]
 
+    @property
+    def key(self) -> int:
+        return self.spec.key
 
-HANDLERS: dict[int, Api] = {
-    api.key: api
-    for api in (
-        Api(0, 3, 12, produce.handle_produce),
-        Api(1, 4, 17, fetch.handle_fetch),
-        Api(2, 1, 10, list_offsets.handle_list_offsets),
-        Api(3, 0, 13, metadata.handle_metadata),
-        Api(8, 2, 9, offset_commit.handle_offset_commit),
-        Api(9, 1, 9, offset_fetch.handle_offset_fetch),
-        Api(10, 0, 6, find_coordinator.handle_find_coordinator),
-        Api(11, 0, 9, join_group.handle_join_group),
-        Api(12, 0, 4, heartbeat.handle_heartbeat),
-        Api(13, 0, 5, leave_group.handle_leave_group),
-        Api(14, 0, 5, sync_group.handle_sync_group),
-        Api(15, 0, 6, describe_groups.handle_describe_groups),
-        Api(16, 0, 5, list_groups.handle_list_groups),
-        Api(18, 0, 4, api_versions.handle_api_versions),
-        Api(19, 2, 7, create_topics.handle_create_topics),
-        Api(20, 1, 6, delete_topics.handle_delete_topics),
-        Api(21, 0, 2, delete_records.handle_delete_records),
-        Api(22, 0, 5, init_producer_id.handle_init_producer_id),
-        Api(23, 2, 4, offset_for_leader_epoch.handle_offset_for_leader_epoch),
-        Api(24, 0, 5, add_partitions_to_txn.handle_add_partitions_to_txn),
-        Api(25, 0, 4, add_offsets_to_txn.handle_add_offsets_to_txn),
-        Api(26, 0, 4, end_txn.handle_end_txn),
-        Api(27, 1, 1, write_txn_markers.handle_write_txn_markers),
-        Api(28, 0, 4, txn_offset_commit.handle_txn_offset_commit),
-        Api(32, 1, 4, describe_configs.handle_describe_configs),
-        Api(33, 0, 2, alter_configs.handle_alter_configs),
-        Api(35, 1, 4, describe_log_dirs.handle_describe_log_dirs),
-        Api(37, 0, 3, create_partitions.handle_create_partitions),
-        Api(42, 0, 2, delete_groups.handle_delete_groups),
-        Api(43, 0, 2, elect_leaders.handle_elect_leaders),
-        Api(44, 0, 1, alter_configs.handle_incremental_alter_configs),
-        Api(45, 0, 0, partition_reassignments.handle_alter_partition_reassignments),
-        Api(46, 0, 0, partition_reassignments.handle_list_partition_reassignments),
-        Api(47, 0, 0, offset_delete.handle_offset_delete),
-        Api(60, 0, 1, describe_cluster.handle_describe_cluster),
-        Api(61, 0, 0, describe_producers.handle_describe_producers),
-        Api(65, 0, 0, describe_transactions.handle_describe_transactions),
-        Api(66, 0, 2, list_transactions.handle_list_transactions),
-        Api(55, 0, 2, quorum.handle_describe_quorum_on_broker),
-    )
-}
+    @property
+    def min_version(self) -> int:
+        return self.spec.min_version
+
+    @property
+    def max_version(self) -> int:
+        return self.spec.max_version
+
+
+def _table(*pairs: tuple[ApiSpec, Callable[..., Any]]) -> dict[int, Api]:
+    table: dict[int, Api] = {}
+    for spec, handler in pairs:
+        if spec.key in table:
+            raise ValueError(f"api_key {spec.key} registered twice")
+        table[spec.key] = Api(spec, handler)
+    return table
+
+
+# Which handler serves which API; the version ranges are each module's own declaration.
+HANDLERS: dict[int, Api] = _table(
+    (produce.API, produce.handle_produce),
+    (fetch.API, fetch.handle_fetch),
+    (list_offsets.API, list_offsets.handle_list_offsets),
+    (metadata.API, metadata.handle_metadata),
+    (offset_commit.API, offset_commit.handle_offset_commit),
+    (offset_fetch.API, offset_fetch.handle_offset_fetch),
+    (find_coordinator.API, find_coordinator.handle_find_coordinator),
+    (join_group.API, join_group.handle_join_group),
+    (heartbeat.API, heartbeat.handle_heartbeat),
+    (leave_group.API, leave_group.handle_leave_group),
+    (sync_group.API, sync_group.handle_sync_group),
+    (describe_groups.API, describe_groups.handle_describe_groups),
+    (list_groups.API, list_groups.handle_list_groups),
+    (api_versions.API, api_versions.handle_api_versions),
+    (create_topics.API, create_topics.handle_create_topics),
+    (delete_topics.API, delete_topics.handle_delete_topics),
+    (delete_records.API, delete_records.handle_delete_records),
+    (init_producer_id.API, init_producer_id.handle_init_producer_id),
+    (offset_for_leader_epoch.API, offset_for_leader_epoch.handle_offset_for_leader_epoch),
+    (add_partitions_to_txn.API, add_partitions_to_txn.handle_add_partitions_to_txn),
+    (add_offsets_to_txn.API, add_offsets_to_txn.handle_add_offsets_to_txn),
+    (end_txn.API, end_txn.handle_end_txn),
+    (write_txn_markers.API, write_txn_markers.handle_write_txn_markers),
+    (txn_offset_commit.API, txn_offset_commit.handle_txn_offset_commit),
+    (describe_configs.API, describe_configs.handle_describe_configs),
+    (alter_configs.ALTER_CONFIGS, alter_configs.handle_alter_configs),
+    (describe_log_dirs.API, describe_log_dirs.handle_describe_log_dirs),
+    (create_partitions.API, create_partitions.handle_create_partitions),
+    (delete_groups.API, delete_groups.handle_delete_groups),
+    (elect_leaders.API, elect_leaders.handle_elect_leaders),
+    (alter_configs.INCREMENTAL_ALTER_CONFIGS, alter_configs.handle_incremental_alter_configs),
+    (partition_reassignments.ALTER_PARTITION_REASSIGNMENTS,
+     partition_reassignments.handle_alter_partition_reassignments),
+    (partition_reassignments.LIST_PARTITION_REASSIGNMENTS,
+     partition_reassignments.handle_list_partition_reassignments),
+    (offset_delete.API, offset_delete.handle_offset_delete),
+    (describe_cluster.API, describe_cluster.handle_describe_cluster),
+    (describe_producers.API, describe_producers.handle_describe_producers),
+    (describe_transactions.API, describe_transactions.handle_describe_transactions),
+    (list_transactions.API, list_transactions.handle_list_transactions),
+    (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum_on_broker),
+)
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
 # quorum and the active controller. Forwarded admin requests run the brokers' own handlers.
-CONTROLLER_HANDLERS: dict[int, Api] = {
-    api.key: api
-    for api in (
-        Api(1, 13, 17, quorum.handle_raft),
-        Api(18, 0, 4, api_versions.handle_api_versions),
-        Api(19, 2, 7, create_topics.handle_create_topics),
-        Api(20, 1, 6, delete_topics.handle_delete_topics),
-        Api(33, 0, 2, alter_configs.handle_alter_configs),
-        Api(37, 0, 3, create_partitions.handle_create_partitions),
-        Api(43, 0, 2, elect_leaders.handle_elect_leaders),
-        Api(44, 0, 1, alter_configs.handle_incremental_alter_configs),
-        Api(45, 0, 0, partition_reassignments.handle_alter_partition_reassignments),
-        Api(46, 0, 0, partition_reassignments.handle_list_partition_reassignments),
-        Api(52, 0, 2, quorum.handle_raft),
-        Api(53, 0, 1, quorum.handle_raft),
-        Api(54, 0, 1, quorum.handle_raft),
-        Api(55, 0, 2, quorum.handle_describe_quorum),
-        Api(56, 2, 3, quorum.handle_alter_partition),
-        Api(59, 0, 1, quorum.handle_raft),
-        Api(62, 0, 4, quorum.handle_broker_registration),
-        Api(63, 0, 1, quorum.handle_broker_heartbeat),
-        Api(67, 0, 0, quorum.handle_allocate_producer_ids),
-    )
-}
+CONTROLLER_HANDLERS: dict[int, Api] = _table(
+    (quorum.RAFT_FETCH, quorum.handle_raft),
+    (api_versions.API, api_versions.handle_api_versions),
+    (create_topics.API, create_topics.handle_create_topics),
+    (delete_topics.API, delete_topics.handle_delete_topics),
+    (alter_configs.ALTER_CONFIGS, alter_configs.handle_alter_configs),
+    (create_partitions.API, create_partitions.handle_create_partitions),
+    (elect_leaders.API, elect_leaders.handle_elect_leaders),
+    (alter_configs.INCREMENTAL_ALTER_CONFIGS, alter_configs.handle_incremental_alter_configs),
+    (partition_reassignments.ALTER_PARTITION_REASSIGNMENTS,
+     partition_reassignments.handle_alter_partition_reassignments),
+    (partition_reassignments.LIST_PARTITION_REASSIGNMENTS,
+     partition_reassignments.handle_list_partition_reassignments),
+    (quorum.VOTE, quorum.handle_raft),
+    (quorum.BEGIN_QUORUM_EPOCH, quorum.handle_raft),
+    (quorum.END_QUORUM_EPOCH, quorum.handle_raft),
+    (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum),
+    (quorum.ALTER_PARTITION, quorum.handle_alter_partition),
+    (quorum.FETCH_SNAPSHOT, quorum.handle_raft),
+    (quorum.BROKER_REGISTRATION, quorum.handle_broker_registration),
+    (quorum.BROKER_HEARTBEAT, quorum.handle_broker_heartbeat),
+    (quorum.ALLOCATE_PRODUCER_IDS, quorum.handle_allocate_producer_ids),
+)
 
 
 def _advertised(table: dict[int, Api]) -> Callable[[], list[tuple[int, int, int]]]:

@@ -7,21 +7,29 @@ v3 is flexible; v4 only allows TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.txn.service import OFFSETS_TOPIC
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=25, min_version=0, max_version=4)
 
-def handle_add_offsets_to_txn(request: Any, ctx: RequestContext) -> Any:
+AddOffsetsToTxnRequest = (v0.AddOffsetsToTxnRequest | v1.AddOffsetsToTxnRequest | v2.AddOffsetsToTxnRequest
+                          | v3.AddOffsetsToTxnRequest | v4.AddOffsetsToTxnRequest)
+AddOffsetsToTxnResponse = (v0.AddOffsetsToTxnResponse | v1.AddOffsetsToTxnResponse | v2.AddOffsetsToTxnResponse
+                           | v3.AddOffsetsToTxnResponse | v4.AddOffsetsToTxnResponse)
+
+
+def handle_add_offsets_to_txn(request: AddOffsetsToTxnRequest, ctx: RequestContext) -> AddOffsetsToTxnResponse:
     groups = ctx.broker.groups
     error = groups.ensure_offsets_topic()
     if error == ErrorCode.none:
         partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
         error = ctx.broker.txn.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                               [partition], ctx.now_ms)
-    return build(response_class(25, ctx.version), {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2)})
+    cls: type[AddOffsetsToTxnResponse] = response_class(25, ctx.version)
+    return build(cls, {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2)})

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.txn.state import TransactionState
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=24, min_version=0, max_version=5)
 
 
 def fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:

@@ -16,11 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+ALTER_CONFIGS = ApiSpec(key=33, min_version=0, max_version=2)
+INCREMENTAL_ALTER_CONFIGS = ApiSpec(key=44, min_version=0, max_version=1)
 
 TOPIC = 2
 BROKER = 4

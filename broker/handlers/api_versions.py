@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=18, min_version=0, max_version=4)
 
 _supported: Callable[[], list[tuple[int, int, int]]] = list
 _controller_supported: Callable[[], list[tuple[int, int, int]]] = list

@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import PartitionsSpec, TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=37, min_version=0, max_version=3)
 
 
 async def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:

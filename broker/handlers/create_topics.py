@@ -11,13 +11,15 @@ from collections import Counter
 from typing import Any
 
 from samsa.broker.config import TOPIC_CONFIGS, effective_topic_config
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import TopicSpec
 from samsa.broker.controller_types import EXCESSIVE_BATCH_MESSAGE
 from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=19, min_version=2, max_version=7)
 
 ZERO_UUID = uuid.UUID(int=0)
 

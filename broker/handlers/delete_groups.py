@@ -7,15 +7,20 @@ touches topic data.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.delete_groups import v0, v1, v2
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=42, min_version=0, max_version=2)
 
-async def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
+DeleteGroupsRequest = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
+DeleteGroupsResponse = v0.DeleteGroupsResponse | v1.DeleteGroupsResponse | v2.DeleteGroupsResponse
+
+
+async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext) -> DeleteGroupsResponse:
     groups = ctx.broker.groups
     results: dict[str, ErrorCode] = {}
     deletable: list[str] = []
@@ -28,7 +33,8 @@ async def handle_delete_groups(request: Any, ctx: RequestContext) -> Any:
     results.update(groups.coordinator.delete_groups(deletable, ctx.now_ms))
     persisted = await groups.persist_replicated()
     if persisted != ErrorCode.none:
-        for group_id in deletable:
-            results[group_id] = persisted
-    return build(response_class(42, ctx.version), {"results": [
+        for name in deletable:
+            results[name] = persisted
+    cls: type[DeleteGroupsResponse] = response_class(42, ctx.version)
+    return build(cls, {"results": [
         {"group_id": g, "error_code": results[g]} for g in request.groups_names]})

@@ -9,12 +9,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=20, min_version=1, max_version=6)
 
 ZERO_UUID = uuid.UUID(int=0)
 

@@ -6,21 +6,26 @@ v1 adds endpoint_type (KIP-919): 1 = brokers; 2 = controllers, which a Samsa bro
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.describe_cluster import v0, v1
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=60, min_version=0, max_version=1)
+
 BROKERS = 1
 
+DescribeClusterRequest = v0.DescribeClusterRequest | v1.DescribeClusterRequest
+DescribeClusterResponse = v0.DescribeClusterResponse | v1.DescribeClusterResponse
 
-def handle_describe_cluster(request: Any, ctx: RequestContext) -> Any:
+
+def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext) -> DescribeClusterResponse:
     broker = ctx.broker
-    cls = response_class(60, ctx.version)
-    endpoint_type = field(request, "endpoint_type", BROKERS)
+    cls: type[DescribeClusterResponse] = response_class(60, ctx.version)
+    endpoint_type: int = field(request, "endpoint_type", BROKERS)  # v1+
     if endpoint_type != BROKERS:
         return build(cls, {"error_code": ErrorCode.unsupported_endpoint_type,
                            "error_message": "The target broker only supports broker endpoints",

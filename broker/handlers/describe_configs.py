@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from samsa.broker.config import BROKER_SCHEMA, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=32, min_version=1, max_version=4)
 
 TOPIC = 2
 BROKER = 4

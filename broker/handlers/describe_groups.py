@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=15, min_version=0, max_version=6)
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 # READ (3), DELETE (6) and DESCRIBE (8): what an authorized user may do to a group.

@@ -16,11 +16,13 @@ import logging
 import os
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=35, min_version=1, max_version=4)
 
 logger = logging.getLogger(__name__)
 

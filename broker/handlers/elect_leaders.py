@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.reassignment import ElectionType
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=43, min_version=0, max_version=2)
 
 
 async def handle_elect_leaders(request: Any, ctx: RequestContext) -> Any:

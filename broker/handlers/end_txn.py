@@ -9,16 +9,22 @@ in the response) is not advertised.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.end_txn import v0, v1, v2, v3, v4
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=26, min_version=0, max_version=4)
 
-def handle_end_txn(request: Any, ctx: RequestContext) -> Any:
+EndTxnRequest = v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest | v4.EndTxnRequest
+EndTxnResponse = v0.EndTxnResponse | v1.EndTxnResponse | v2.EndTxnResponse | v3.EndTxnResponse | v4.EndTxnResponse
+
+
+def handle_end_txn(request: EndTxnRequest, ctx: RequestContext) -> EndTxnResponse:
     error = ctx.broker.txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
                                    bool(request.committed), ctx.now_ms)
-    return build(response_class(26, ctx.version), {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2),
-                                                   "producer_id": -1, "producer_epoch": -1})
+    cls: type[EndTxnResponse] = response_class(26, ctx.version)
+    return build(cls, {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2),
+                       "producer_id": -1, "producer_epoch": -1})

@@ -37,7 +37,7 @@ from typing import Any
 
 import anyio
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
@@ -45,6 +45,8 @@ from samsa.kproto.messages import LARGE_WRITE_BYTES, response_class
 from samsa.storage.errors import StorageError
 from samsa.storage.file_records import FileRecords
 from samsa.storage.log import FetchDataInfo
+
+API = ApiSpec(key=1, min_version=4, max_version=17)
 
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1

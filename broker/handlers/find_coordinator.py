@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.txn.service import TRANSACTION_STATE_TOPIC
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=10, min_version=0, max_version=6)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1

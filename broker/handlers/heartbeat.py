@@ -6,19 +6,28 @@ is REBALANCE_IN_PROGRESS, which tells the member to rejoin.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.heartbeat import v0, v1, v2, v3, v4
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=12, min_version=0, max_version=4)
 
-def handle_heartbeat(request: Any, ctx: RequestContext) -> Any:
+HeartbeatRequest = (v0.HeartbeatRequest | v1.HeartbeatRequest | v2.HeartbeatRequest | v3.HeartbeatRequest
+                    | v4.HeartbeatRequest)
+HeartbeatResponse = (v0.HeartbeatResponse | v1.HeartbeatResponse | v2.HeartbeatResponse | v3.HeartbeatResponse
+                     | v4.HeartbeatResponse)
+
+
+def handle_heartbeat(request: HeartbeatRequest, ctx: RequestContext) -> HeartbeatResponse:
     groups = ctx.broker.groups
     error = groups.coordinator_error(request.group_id)
     if error == ErrorCode.none:
+        group_instance_id: str | None = field(request, "group_instance_id")  # v3+
         error = groups.coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
-                                             field(request, "group_instance_id"), ctx.now_ms)
+                                             group_instance_id, ctx.now_ms)
         groups.persist()
-    return build(response_class(12, ctx.version), {"error_code": error})
+    cls: type[HeartbeatResponse] = response_class(12, ctx.version)
+    return build(cls, {"error_code": error})

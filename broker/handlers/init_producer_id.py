@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.lifecycle import ProducerIdsUnavailableError
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=22, min_version=0, max_version=5)
 
 
 def handle_init_producer_id(request: Any, ctx: RequestContext) -> Any:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import JoinRequest, JoinResult
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=11, min_version=0, max_version=9)
 
 
 def _response(ctx: RequestContext, result: JoinResult) -> Any:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=13, min_version=0, max_version=5)
 
 
 async def handle_leave_group(request: Any, ctx: RequestContext) -> Any:

@@ -8,13 +8,18 @@ Without tiered storage, earliest-local equals earliest and nothing is pending up
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Protocol
 
-from samsa.broker.context import RequestContext
+from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
+
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
+
+API = ApiSpec(key=2, min_version=1, max_version=10)
 
 LATEST = -1
 EARLIEST = -2
@@ -23,18 +28,43 @@ EARLIEST_LOCAL = -4
 EARLIEST_PENDING_UPLOAD = -5
 READ_COMMITTED = 1
 
+ListOffsetsRequest = (v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest
+                      | v5.ListOffsetsRequest | v6.ListOffsetsRequest | v7.ListOffsetsRequest
+                      | v8.ListOffsetsRequest | v9.ListOffsetsRequest | v10.ListOffsetsRequest)
+ListOffsetsResponse = (v1.ListOffsetsResponse | v2.ListOffsetsResponse | v3.ListOffsetsResponse
+                       | v4.ListOffsetsResponse | v5.ListOffsetsResponse | v6.ListOffsetsResponse
+                       | v7.ListOffsetsResponse | v8.ListOffsetsResponse | v9.ListOffsetsResponse
+                       | v10.ListOffsetsResponse)
 
-def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"partition_index": p.partition_index, "error_code": ErrorCode.none,
-                           "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+class PartitionQuery(Protocol):
+    """The fields of a request's ListOffsetsPartition (every version) the lookup reads."""
+
+    @property
+    def partition_index(self) -> int: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffset:
+    """One partition's answer (a ListOffsetsPartitionResponse before it is built for the version)."""
+
+    error: ErrorCode
+    offset: int = -1
+    timestamp: int = -1
+    leader_epoch: int = -1
+
+
+def _lookup(ctx: RequestContext, topic: str, p: PartitionQuery, isolation: int) -> PartitionOffset:
     partition = ctx.broker.replica_manager.get_partition(topic, p.partition_index)
     if partition is None:
-        out["error_code"] = ctx.broker.replica_manager.missing_error(topic, p.partition_index)
-        return out
-    error = partition.leader_error(ctx.broker.node_id, field(p, "current_leader_epoch", -1))
+        return PartitionOffset(ctx.broker.replica_manager.missing_error(topic, p.partition_index))
+    current_leader_epoch: int = field(p, "current_leader_epoch", -1)
+    error = partition.leader_error(ctx.broker.node_id, current_leader_epoch)
     if error is not None:
-        out["error_code"] = error
-        return out
+        return PartitionOffset(error)
     log = partition.log
     # read_committed sees up to the last stable offset (the first offset of the earliest open transaction)
     upper = partition.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
@@ -43,38 +73,39 @@ def _lookup(ctx: RequestContext, topic: str, p: Any, isolation: int) -> dict[str
         if ts == LATEST:
             # Kafka's leader assigns its epoch in the epoch cache when it becomes leader, so the cache's
             # latest epoch, which Kafka answers, is the current leader epoch (also for an empty log).
-            out.update(offset=upper, leader_epoch=partition.leader_epoch)
+            return PartitionOffset(ErrorCode.none, offset=upper, leader_epoch=partition.leader_epoch)
         elif ts in (EARLIEST, EARLIEST_LOCAL):
             # Kafka answers epochForOffset(logStartOffset): the epoch of the last cache entry starting at
             # or before it -- with the become-leader entry above, the leader's epoch if there is none yet.
             start = log.log_start_offset
             entries = log.epoch_entries
             epoch = next((e for e, offset in reversed(entries) if offset <= start), -1)
-            out.update(offset=start, leader_epoch=epoch if entries else partition.leader_epoch)
+            return PartitionOffset(ErrorCode.none, offset=start,
+                                   leader_epoch=epoch if entries else partition.leader_epoch)
         elif ts == EARLIEST_PENDING_UPLOAD:
             pass  # no remote tier, so nothing is pending upload: offset -1, as Kafka answers without one
         elif ts == MAX_TIMESTAMP:
             offset, max_ts, batch_epoch = log.max_timestamp_offset()
             if 0 <= offset < upper:
-                out.update(offset=offset, timestamp=max_ts, leader_epoch=batch_epoch)
+                return PartitionOffset(ErrorCode.none, offset=offset, timestamp=max_ts, leader_epoch=batch_epoch)
         elif ts < 0:
-            out["error_code"] = ErrorCode.invalid_request
+            return PartitionOffset(ErrorCode.invalid_request)
         else:
             found = log.fetch_offset_for_timestamp(ts)
             if found is not None and found[0] < upper:
-                out.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
+                return PartitionOffset(ErrorCode.none, offset=found[0], timestamp=found[1], leader_epoch=found[2])
     except StorageError as e:
-        out["error_code"] = ErrorCode(e.error_code)
-    return out
+        return PartitionOffset(ErrorCode(e.error_code))
+    return PartitionOffset(ErrorCode.none)
 
 
-def handle_list_offsets(request: Any, ctx: RequestContext) -> Any:
+def handle_list_offsets(request: ListOffsetsRequest, ctx: RequestContext) -> ListOffsetsResponse:
     """A partition named more than once in the request, in one topic entry or across several, is
     looked up not at all: it gets one INVALID_REQUEST answer (Kafka's ListOffsetsRequest.duplicatePartitions
     and ReplicaManager.fetchOffset, which answers per distinct partition). So one request costs at
     most one lookup per distinct partition, however often it repeats one."""
-    isolation = field(request, "isolation_level", 0)
-    first: dict[tuple[str, int], Any] = {}
+    isolation: int = field(request, "isolation_level", 0)
+    first: dict[tuple[str, int], PartitionQuery] = {}
     duplicated: set[tuple[str, int]] = set()
     for t in request.topics:
         for p in t.partitions:
@@ -83,13 +114,21 @@ def handle_list_offsets(request: Any, ctx: RequestContext) -> Any:
                 duplicated.add(key)
             else:
                 first[key] = p
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for (name, index), p in first.items():
+    topics: dict[str, list[tuple[int, PartitionOffset]]] = {}
+    for (name, index), query in first.items():
         if (name, index) in duplicated:
-            out: dict[str, Any] = {"partition_index": index, "error_code": ErrorCode.invalid_request,
-                                   "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            out = PartitionOffset(ErrorCode.invalid_request)
         else:
-            out = _lookup(ctx, name, p, isolation)
-        topics.setdefault(name, []).append(out)
-    return build(response_class(2, ctx.version), {"throttle_time": 0, "topics": [
-        {"name": name, "partitions": partitions} for name, partitions in topics.items()]})
+            out = _lookup(ctx, name, query, isolation)
+        topics.setdefault(name, []).append((index, out))
+    return _response(ctx, topics)
+
+
+def _response(ctx: RequestContext, topics: dict[str, list[tuple[int, PartitionOffset]]]) -> ListOffsetsResponse:
+    """The one place the answers become the kio response of the request's version."""
+    cls: type[ListOffsetsResponse] = response_class(2, ctx.version)
+    return build(cls, {"throttle_time": 0, "topics": [
+        {"name": name, "partitions": [
+            {"partition_index": index, "error_code": r.error, "timestamp": r.timestamp, "offset": r.offset,
+             "leader_epoch": r.leader_epoch} for index, r in partitions]}
+        for name, partitions in topics.items()]})

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.txn.state import STATE_BY_NAME
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=66, min_version=0, max_version=2)
 
 
 def handle_list_transactions(request: Any, ctx: RequestContext) -> Any:

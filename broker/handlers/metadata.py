@@ -12,12 +12,14 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.config import is_valid_topic_name
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import TopicSpec
 from samsa.broker.metadata.image import PartitionImage, TopicImage
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=3, min_version=0, max_version=13)
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648

@@ -16,13 +16,15 @@ import datetime
 import uuid
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import ResetAuditKey, encode_audit_value
 from samsa.broker.group.state import GroupState
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=8, min_version=2, max_version=9)
 
 DEFAULT_RETENTION = -1
 

@@ -6,21 +6,26 @@ GROUP_SUBSCRIBED_TO_TOPIC while a member of the group is subscribed to that topi
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.offset_delete import v0
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+API = ApiSpec(key=47, min_version=0, max_version=0)
 
-async def handle_offset_delete(request: Any, ctx: RequestContext) -> Any:
+OffsetDeleteRequest = v0.OffsetDeleteRequest
+OffsetDeleteResponse = v0.OffsetDeleteResponse
+
+
+async def handle_offset_delete(request: OffsetDeleteRequest, ctx: RequestContext) -> OffsetDeleteResponse:
     groups = ctx.broker.groups
-    cls = response_class(47, ctx.version)
+    cls: type[OffsetDeleteResponse] = response_class(47, ctx.version)
     error = groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return build(cls, {"error_code": error})
-    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    partitions: list[tuple[str, int]] = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     error, per_partition = groups.coordinator.delete_offsets(request.group_id, partitions, ctx.now_ms)
     if error != ErrorCode.none:
         return build(cls, {"error_code": error})

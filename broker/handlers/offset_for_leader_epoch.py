@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=23, min_version=2, max_version=4)
 
 
 def _lookup(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+ALTER_PARTITION_REASSIGNMENTS = ApiSpec(key=45, min_version=0, max_version=0)
+LIST_PARTITION_REASSIGNMENTS = ApiSpec(key=46, min_version=0, max_version=0)
 
 
 async def handle_alter_partition_reassignments(request: Any, ctx: RequestContext) -> Any:

@@ -9,13 +9,17 @@ A request with acks=0 gets no response at all, as in Kafka.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build, ms
@@ -30,6 +34,17 @@ from samsa.storage.validator import (
     validate_batch,
 )
 
+API = ApiSpec(key=0, min_version=3, max_version=12)
+
+ProduceRequest = (v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest
+                  | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest
+                  | v11.ProduceRequest | v12.ProduceRequest)
+ProduceResponse = (v3.ProduceResponse | v4.ProduceResponse | v5.ProduceResponse | v6.ProduceResponse
+                   | v7.ProduceResponse | v8.ProduceResponse | v9.ProduceResponse | v10.ProduceResponse
+                   | v11.ProduceResponse | v12.ProduceResponse)
+# acks=0 gets no response; acks=all (or a large batch) answers later.
+ProduceAnswer = ProduceResponse | None | Awaitable[ProduceResponse | None]
+
 logger = logging.getLogger(__name__)
 
 # Worker threads that validate large batches (storage.validator.is_large): few, so a flood of them queues
@@ -37,27 +52,53 @@ logger = logging.getLogger(__name__)
 VALIDATION_THREADS = 2
 _EXECUTOR: ThreadPoolExecutor | None = None
 _VALIDATOR_CONFIGS_MAX = 10_000
-# Per topic entry of the request: its name and (partition index, answer) in request order.
-_Results = list[tuple[str, list[tuple[int, dict[str, Any]]]]]
 _VALIDATOR_CONFIGS: dict[tuple[str, int], tuple[Any, LogValidatorConfig]] = {}
 
 
-def _result(error: ErrorCode, message: str | None = None, base_offset: int = -1, append_time: int = -1,
-            log_start: int = -1, record_errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "error_message": message,
-        "base_offset": base_offset,
-        "log_append_time": append_time if append_time >= 0 else None,
-        "log_start_offset": log_start,
-        "record_errors": record_errors or (),
-    }
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    batch_index: int
+    message: str | None
 
 
-def _failure(failure: ValidationFailure, log_start: int) -> dict[str, Any]:
-    errors = [{"batch_index": e.batch_index, "batch_index_error_message": e.message} for e in failure.record_errors]
-    return _result(failure.error_code, failure.message, log_start=log_start if failure.with_log_start else -1,
-                   record_errors=errors)
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """One partition's answer (a PartitionProduceResponse before it is built for the version)."""
+
+    error: ErrorCode
+    message: str | None = None
+    base_offset: int = -1
+    log_append_time_ms: int = -1  # -1: CreateTime topic (answered as null)
+    log_start_offset: int = -1
+    record_errors: tuple[RecordError, ...] = ()
+    current_leader: tuple[int, int] | None = None  # (leader_id, leader_epoch), KIP-951
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitingReplication:
+    """An acks=all append whose answer waits until the high watermark reaches `required_offset`
+    (Kafka's DelayedProduce); `appended` is the answer if it does in time."""
+
+    appended: PartitionResult
+    partition: Partition
+    required_offset: int
+    min_isr: int
+    leader_epoch: int
+
+
+PartitionOutcome = PartitionResult | AwaitingReplication
+# Per topic entry of the request: its name and (partition index, outcome) in request order.
+_Results = list[tuple[str, list[tuple[int, PartitionOutcome]]]]
+
+
+def _result(error: ErrorCode, message: str | None = None, log_start: int = -1) -> PartitionResult:
+    return PartitionResult(error, message, log_start_offset=log_start)
+
+
+def _failure(failure: ValidationFailure, log_start: int) -> PartitionResult:
+    errors = tuple(RecordError(e.batch_index, e.message) for e in failure.record_errors)
+    return PartitionResult(failure.error_code, failure.message,
+                           log_start_offset=log_start if failure.with_log_start else -1, record_errors=errors)
 
 
 def _validator_config(ctx: RequestContext, partition: Partition) -> LogValidatorConfig:
@@ -76,7 +117,7 @@ def _validator_config(ctx: RequestContext, partition: Partition) -> LogValidator
 
 
 def _leader(ctx: RequestContext, topic: str, index: int, records: bytes | None
-            ) -> tuple[Partition, bytes] | dict[str, Any]:
+            ) -> tuple[Partition, bytes] | PartitionResult:
     """The partition to append `records` to, or the answer that refuses them before validation."""
     partition = ctx.broker.replica_manager.get_partition(topic, index)
     if partition is None:
@@ -92,7 +133,7 @@ def _leader(ctx: RequestContext, topic: str, index: int, records: bytes | None
 
 
 def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch | ValidationFailure, acks: int,
-            transactional_id: str | None) -> dict[str, Any]:
+            transactional_id: str | None) -> PartitionOutcome:
     """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append."""
     log_start = partition.log.log_start_offset
     if isinstance(validated, ValidationFailure):
@@ -118,18 +159,18 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
-    result = _result(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+    result = PartitionResult(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
         # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
         min_isr = int(ctx.broker.topic_config(partition.topic)["min.insync.replicas"])
-        result["_wait"] = (partition, info.last_offset + 1, min_isr, partition.leader_epoch)
+        return AwaitingReplication(result, partition, info.last_offset + 1, min_isr, partition.leader_epoch)
     return result
 
 
 def _produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int,
-                       transactional_id: str | None) -> dict[str, Any]:
+                       transactional_id: str | None) -> PartitionOutcome:
     found = _leader(ctx, topic, index, records)
-    if isinstance(found, dict):
+    if isinstance(found, PartitionResult):
         return found
     partition, data = found
     validated = validate_batch(data, _validator_config(ctx, partition), ctx.now_ms)
@@ -137,11 +178,11 @@ def _produce_partition(ctx: RequestContext, topic: str, index: int, records: byt
 
 
 async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: int, records: bytes | None,
-                                      acks: int, transactional_id: str | None) -> dict[str, Any]:
+                                      acks: int, transactional_id: str | None) -> PartitionOutcome:
     """A large batch is validated (decompressed, walked, maybe recompressed) on a worker thread, so the
     event loop keeps serving other connections; the append itself happens back on the loop."""
     found = _leader(ctx, topic, index, records)
-    if isinstance(found, dict):
+    if isinstance(found, PartitionResult):
         return found
     partition, data = found
     config = _validator_config(ctx, partition)
@@ -149,7 +190,7 @@ async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: in
     validated = await loop.run_in_executor(_validation_executor(), validate_batch, data, config, ctx.now_ms)
     # Leadership may have moved while the batch was being validated.
     found = _leader(ctx, topic, index, records)
-    if isinstance(found, dict):
+    if isinstance(found, PartitionResult):
         return found
     return _append(ctx, found[0], validated, acks, transactional_id)
 
@@ -161,29 +202,32 @@ def _validation_executor() -> ThreadPoolExecutor:
     return _EXECUTOR
 
 
-async def _await_replication(ctx: RequestContext, waits: list[dict[str, Any]], timeout_ms: int) -> None:
+async def _await_replication(ctx: RequestContext, waits: list[AwaitingReplication],
+                             timeout_ms: int) -> dict[int, PartitionResult]:
     """Complete acks=all answers: the high watermark passes the batch (then NOT_ENOUGH_REPLICAS_AFTER_APPEND
     if the ISR shrank below min.insync.replicas meanwhile), leadership moves (NOT_LEADER_OR_FOLLOWER), or
-    the request's timeout passes (REQUEST_TIMED_OUT; the records may still be committed later)."""
+    the request's timeout passes (REQUEST_TIMED_OUT; the records may still be committed later).
+    The answers are keyed by id() of the wait they complete."""
     node = ctx.broker.node_id
+    done: dict[int, PartitionResult] = {}
     pending = list(waits)
     with anyio.move_on_after(max(0, timeout_ms) / 1000):
         while pending:
-            still: list[dict[str, Any]] = []
-            for result in pending:
-                partition, needed, min_isr, epoch = result["_wait"]
-                if partition.leader_id != node or partition.leader_epoch != epoch:
-                    result["error_code"] = ErrorCode.not_leader_or_follower
-                elif partition.log.high_watermark >= needed:
-                    if len(partition.isr) < min_isr:
-                        result["error_code"] = ErrorCode.not_enough_replicas_after_append
+            still: list[AwaitingReplication] = []
+            for wait in pending:
+                partition = wait.partition
+                if partition.leader_id != node or partition.leader_epoch != wait.leader_epoch:
+                    done[id(wait)] = _failed(wait.appended, ErrorCode.not_leader_or_follower)
+                elif partition.log.high_watermark >= wait.required_offset:
+                    done[id(wait)] = (_failed(wait.appended, ErrorCode.not_enough_replicas_after_append)
+                                      if len(partition.isr) < wait.min_isr else wait.appended)
                 else:
-                    still.append(result)
+                    still.append(wait)
             pending = still
             if not pending:
                 break
             event = anyio.Event()
-            partitions = {r["_wait"][0] for r in pending}
+            partitions = {w.partition for w in pending}
             for p in partitions:
                 p.add_waiter(event)
             try:
@@ -191,22 +235,25 @@ async def _await_replication(ctx: RequestContext, waits: list[dict[str, Any]], t
             finally:
                 for p in partitions:
                     p.remove_waiter(event)
-    for result in pending:
-        result["error_code"] = ErrorCode.request_timed_out
-    for result in waits:
-        del result["_wait"]
-        if result["error_code"] != ErrorCode.none:
-            result["base_offset"] = -1
+    for wait in pending:
+        done[id(wait)] = _failed(wait.appended, ErrorCode.request_timed_out)
+    return done
 
 
-def handle_produce(request: Any, ctx: RequestContext) -> Any:
+def _failed(appended: PartitionResult, error: ErrorCode) -> PartitionResult:
+    """An appended batch's answer when its acks=all wait fails: the error, and no base offset."""
+    return dataclasses.replace(appended, error=error, base_offset=-1)
+
+
+def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
     if any(is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
         return _handle_produce_off_loop(request, ctx)
     acks = request.acks
     results: _Results = []
     for topic in request.topic_data:
-        partitions: list[tuple[int, dict[str, Any]]] = []
+        partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
+            result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
             else:
@@ -216,13 +263,14 @@ def handle_produce(request: Any, ctx: RequestContext) -> Any:
     return _finish(request, ctx, results)
 
 
-async def _handle_produce_off_loop(request: Any, ctx: RequestContext) -> Any:
+async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext) -> ProduceResponse | None:
     """handle_produce for a request holding a large batch: partitions in request order, as on the loop."""
     acks = request.acks
     results: _Results = []
     for topic in request.topic_data:
-        partitions: list[tuple[int, dict[str, Any]]] = []
+        partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
+            result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
             elif data.records and is_large(data.records):
@@ -233,46 +281,72 @@ async def _handle_produce_off_loop(request: Any, ctx: RequestContext) -> Any:
             partitions.append((data.index, result))
         results.append((topic.name, partitions))
     answer = _finish(request, ctx, results)
-    if asyncio.iscoroutine(answer):
-        return await answer
-    return answer
+    if answer is None or isinstance(answer, _ResponseTypes):
+        return answer
+    return await answer
 
 
-def _finish(request: Any, ctx: RequestContext, results: _Results) -> Any:
+def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> ProduceAnswer:
     leaders: set[int] = set()
-    waits: list[dict[str, Any]] = []
-    responses: list[dict[str, Any]] = []
+    waits: list[AwaitingReplication] = []
+    answered: _Results = []
     for name, partitions in results:
-        for index, result in partitions:
-            if result["error_code"] == ErrorCode.not_leader_or_follower and ctx.version >= 10:
+        outcomes: list[tuple[int, PartitionOutcome]] = []
+        for index, outcome in partitions:
+            if isinstance(outcome, AwaitingReplication):
+                waits.append(outcome)
+            elif outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
                 leader = _current_leader(ctx, name, index)
                 if leader is not None:
-                    result["current_leader"] = {"leader_id": leader[0], "leader_epoch": leader[1]}
+                    outcome = dataclasses.replace(outcome, current_leader=leader)
                     leaders.add(leader[0])
-            if "_wait" in result:
-                waits.append(result)
-            result["index"] = index
-        responses.append({"name": name, "partition_responses": [result for _, result in partitions]})
+            outcomes.append((index, outcome))
+        answered.append((name, outcomes))
     if request.acks == 0:
         return None
     if waits:
-        return _respond_after_replication(ctx, request, waits, responses, leaders)
-    return _response(ctx, responses, leaders)
+        return _respond_after_replication(ctx, request, waits, answered, leaders)
+    return _response(ctx, answered, {}, leaders)
 
 
-async def _respond_after_replication(ctx: RequestContext, request: Any, waits: list[dict[str, Any]],
-                                     responses: list[dict[str, Any]], leaders: set[int]) -> Any:
-    await _await_replication(ctx, waits, ms(request.timeout))
-    return _response(ctx, responses, leaders)
+async def _respond_after_replication(ctx: RequestContext, request: ProduceRequest, waits: list[AwaitingReplication],
+                                     results: _Results, leaders: set[int]) -> ProduceResponse:
+    done = await _await_replication(ctx, waits, ms(request.timeout))
+    return _response(ctx, results, done, leaders)
 
 
-def _response(ctx: RequestContext, responses: list[dict[str, Any]], leaders: set[int]) -> Any:
+def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionResult],
+              leaders: set[int]) -> ProduceResponse:
+    """The one place a produce answer becomes the kio response of the request's version."""
+    responses = []
+    for name, partitions in results:
+        answers = []
+        for index, outcome in partitions:
+            r = done[id(outcome)] if isinstance(outcome, AwaitingReplication) else outcome
+            answers.append({
+                "index": index,
+                "error_code": r.error,
+                "error_message": r.message,
+                "base_offset": r.base_offset,
+                "log_append_time": r.log_append_time_ms if r.log_append_time_ms >= 0 else None,
+                "log_start_offset": r.log_start_offset,
+                "record_errors": [{"batch_index": e.batch_index, "batch_index_error_message": e.message}
+                                  for e in r.record_errors],
+                **({"current_leader": {"leader_id": r.current_leader[0], "leader_epoch": r.current_leader[1]}}
+                   if r.current_leader is not None else {}),
+            })
+        responses.append({"name": name, "partition_responses": answers})
     # KIP-951: the new leaders' endpoints, so the client redirects without a metadata round trip.
     image = ctx.broker.image
     endpoints = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
                  for node in sorted(leaders) if (b := image.brokers.get(node)) is not None]
-    return build(response_class(0, ctx.version), {"responses": responses, "throttle_time": 0,
-                                                  "node_endpoints": endpoints})
+    cls: type[ProduceResponse] = response_class(0, ctx.version)
+    return build(cls, {"responses": responses, "throttle_time": 0, "node_endpoints": endpoints})
+
+
+_ResponseTypes = (v3.ProduceResponse, v4.ProduceResponse, v5.ProduceResponse, v6.ProduceResponse,
+                  v7.ProduceResponse, v8.ProduceResponse, v9.ProduceResponse, v10.ProduceResponse,
+                  v11.ProduceResponse, v12.ProduceResponse)
 
 
 def _current_leader(ctx: RequestContext, topic: str, index: int) -> tuple[int, int] | None:

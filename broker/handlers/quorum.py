@@ -1,9 +1,11 @@
 """The controller listener's APIs: the KRaft RPCs and the brokers' requests to the active controller.
 
-Vote (52), BeginQuorumEpoch (53), EndQuorumEpoch (54), Fetch (1, replica fetches of
-`__cluster_metadata`) and FetchSnapshot (59) go to the metadata quorum's driver; DescribeQuorum (55)
-answers kafka-metadata-quorum.sh; BrokerRegistration (62), BrokerHeartbeat (63) and
-AllocateProducerIds (67) go to the controller, which answers NOT_CONTROLLER unless it is active.
+Vote (key 52), v0-v2; BeginQuorumEpoch (key 53), v0-v1; EndQuorumEpoch (key 54), v0-v1; Fetch
+(key 1), v13-v17, replica fetches of `__cluster_metadata`; and FetchSnapshot (key 59), v0-v1 go to
+the metadata quorum's driver. DescribeQuorum (key 55), v0-v2 answers kafka-metadata-quorum.sh (on
+both listeners). AlterPartition (key 56), v2-v3; BrokerRegistration (key 62), v0-v4; BrokerHeartbeat
+(key 63), v0-v1; and AllocateProducerIds (key 67), v0 go to the controller, which answers
+NOT_CONTROLLER unless it is active.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import AlterPartitionChange
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.node_client import NodeUnavailableError
@@ -20,6 +22,17 @@ from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.raft import codec
+
+RAFT_FETCH = ApiSpec(key=1, min_version=13, max_version=17)
+VOTE = ApiSpec(key=52, min_version=0, max_version=2)
+BEGIN_QUORUM_EPOCH = ApiSpec(key=53, min_version=0, max_version=1)
+END_QUORUM_EPOCH = ApiSpec(key=54, min_version=0, max_version=1)
+DESCRIBE_QUORUM = ApiSpec(key=55, min_version=0, max_version=2)
+ALTER_PARTITION = ApiSpec(key=56, min_version=2, max_version=3)
+FETCH_SNAPSHOT = ApiSpec(key=59, min_version=0, max_version=1)
+BROKER_REGISTRATION = ApiSpec(key=62, min_version=0, max_version=4)
+BROKER_HEARTBEAT = ApiSpec(key=63, min_version=0, max_version=1)
+ALLOCATE_PRODUCER_IDS = ApiSpec(key=67, min_version=0, max_version=0)
 
 
 def _monotonic_ms() -> float:

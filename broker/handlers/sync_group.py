@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import SyncResult
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=14, min_version=0, max_version=5)
 
 
 def _response(ctx: RequestContext, result: SyncResult) -> Any:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=28, min_version=0, max_version=4)
 
 NO_GENERATION = -1
 

@@ -1,17 +1,20 @@
-"""WriteTxnMarkers (key 27), v1-v2 (Kafka 4 removed v0).
+"""WriteTxnMarkers (key 27), v1 (Kafka 4 removed v0).
 
 A transaction coordinator asks a partition leader to append COMMIT/ABORT markers.  Samsa's own
 coordinator calls the replica manager directly; this handler serves the same call over the wire.
-v1 is flexible; v2 adds transaction_version (KIP-890), which only changes how Kafka validates the epoch.
+v1 is flexible. v2 (Kafka 4.1) adds transaction_version (KIP-890), which only changes how Kafka
+validates the epoch; Samsa does not advertise it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.context import RequestContext
+from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
+
+API = ApiSpec(key=27, min_version=1, max_version=1)
 
 
 def handle_write_txn_markers(request: Any, ctx: RequestContext) -> Any:

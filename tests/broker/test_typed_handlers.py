@@ -1,0 +1,49 @@
+"""The typed handlers' request and response unions cover exactly the versions their module declares."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from samsa.broker.context import ApiSpec
+from samsa.broker.handlers import (
+    add_offsets_to_txn,
+    delete_groups,
+    delete_records,
+    describe_cluster,
+    end_txn,
+    heartbeat,
+    list_offsets,
+    offset_delete,
+    produce,
+)
+from samsa.kproto.messages import request_class, response_class
+
+TYPED = [
+    (produce.API, produce.ProduceRequest, produce.ProduceResponse),
+    (list_offsets.API, list_offsets.ListOffsetsRequest, list_offsets.ListOffsetsResponse),
+    (heartbeat.API, heartbeat.HeartbeatRequest, heartbeat.HeartbeatResponse),
+    (describe_cluster.API, describe_cluster.DescribeClusterRequest, describe_cluster.DescribeClusterResponse),
+    (end_txn.API, end_txn.EndTxnRequest, end_txn.EndTxnResponse),
+    (add_offsets_to_txn.API, add_offsets_to_txn.AddOffsetsToTxnRequest, add_offsets_to_txn.AddOffsetsToTxnResponse),
+    (delete_groups.API, delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
+    (offset_delete.API, offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
+    (delete_records.API, delete_records.DeleteRecordsRequest, delete_records.DeleteRecordsResponse),
+]
+
+
+def _members(alias: object) -> set[type]:
+    """The classes of a union alias; an API with one version's alias is that class itself."""
+    return {alias} if isinstance(alias, type) else set(typing.get_args(alias))
+
+
+@pytest.mark.parametrize(("spec", "request_alias", "response_alias"), TYPED, ids=lambda v: str(getattr(v, "key", "")))
+def test_unions_are_the_declared_versions_classes(spec: ApiSpec, request_alias: object, response_alias: object) -> None:
+    versions = range(spec.min_version, spec.max_version + 1)
+    assert _members(request_alias) == {request_class(spec.key, v) for v in versions}
+    assert _members(response_alias) == {response_class(spec.key, v) for v in versions}
+
+
+def test_produce_recognises_each_of_its_response_classes() -> None:
+    assert set(produce._ResponseTypes) == _members(produce.ProduceResponse)
