@@ -97,12 +97,22 @@ def test_commit_and_abort_markers_reach_partitions_led_by_other_brokers(
                 if m.error() is None:
                     seen.append(m.value().decode())
         # Past the last transaction's markers every partition's last stable offset is its end: nothing
-        # is held back behind an open (unmarked) transaction.
-        ends = {}
-        for p in range(PARTITIONS):
-            ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-        positions = {tp.partition: tp.offset for tp in consumer.position(
-            [TopicPartition(topic, p) for p in range(PARTITIONS)])}
+        # is held back behind an open (unmarked) transaction. Seeing every committed value does not mean
+        # the consumer has read past the last (aborted) round and its marker yet, and the coordinator
+        # writes markers after EndTxn is answered: keep consuming until the positions reach the ends.
+        def reached() -> tuple[bool, dict[int, tuple[int, int]], dict[int, int]]:
+            ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    for p in range(PARTITIONS)}
+            positions = {tp.partition: tp.offset for tp in consumer.position(
+                [TopicPartition(topic, p) for p in range(PARTITIONS)])}
+            return all(positions[p] == ends[p][1] for p in range(PARTITIONS)), ends, positions
+
+        done, ends, positions = reached()
+        while not done and time.monotonic() < deadline:
+            for m in consumer.consume(100, 0.5):
+                if m.error() is None:
+                    seen.append(m.value().decode())
+            done, ends, positions = reached()
     finally:
         consumer.close()
     assert set(seen) == expected, (f"read_committed saw {len(set(seen) & expected)} of {len(expected)} committed "
