@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import GaugeMetricFamily
 
@@ -55,12 +55,11 @@ PARTITIONS_PER_STEP = 200
 OFFSETS_PER_STEP = 100
 
 
-class SteppedCollector:
+class SteppedCollector(Protocol):
     """A collector whose work comes in steps: steps() yields a metric family, or None where the caller
     may let other work run (ObservabilityServer does, between steps)."""
 
-    def steps(self) -> Iterator[Family | None]:
-        raise NotImplementedError
+    def steps(self) -> Iterator[Family | None]: ...
 
 
 def collect_all(collectors: Iterable[SteppedCollector]) -> list[Family]:
