@@ -8,7 +8,9 @@ creates `__consumer_offsets` on first use, like Kafka.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+
+from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5, v6
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.service import OFFSETS_TOPIC
@@ -22,8 +24,28 @@ API = ApiSpec(key=10, min_version=0, max_version=6)
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
+FindCoordinatorRequest = (v0.FindCoordinatorRequest | v1.FindCoordinatorRequest | v2.FindCoordinatorRequest
+                          | v3.FindCoordinatorRequest | v4.FindCoordinatorRequest | v5.FindCoordinatorRequest
+                          | v6.FindCoordinatorRequest)
+FindCoordinatorResponse = (v0.FindCoordinatorResponse | v1.FindCoordinatorResponse | v2.FindCoordinatorResponse
+                           | v3.FindCoordinatorResponse | v4.FindCoordinatorResponse
+                           | v5.FindCoordinatorResponse | v6.FindCoordinatorResponse)
+_BatchedRequests = (v4.FindCoordinatorRequest, v5.FindCoordinatorRequest, v6.FindCoordinatorRequest)
 
-def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """One key's answer (a Coordinator of v4+, or the top-level fields of v0-v3, before it is built)."""
+
+    key: str
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+    error_message: str | None = None
+
+
+def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     broker = ctx.broker
     if key_type == TRANSACTION_KEY_TYPE:
         if not key:
@@ -45,19 +67,27 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     error, leader = broker.partition_leader(topic, partition)
     if leader is None:
         return _error(key, error, None)
-    return {"key": key, "node_id": leader.broker_id, "host": leader.host, "port": leader.port,
-            "error_code": ErrorCode.none, "error_message": None}
+    return Coordinator(key, ErrorCode.none, node_id=leader.broker_id, host=leader.host, port=leader.port)
 
 
-def _error(key: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}
+def _error(key: str, error: ErrorCode, message: str | None) -> Coordinator:
+    return Coordinator(key, error, error_message=message)
 
 
-def handle_find_coordinator(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(10, ctx.version)
+def handle_find_coordinator(request: FindCoordinatorRequest, ctx: RequestContext) -> FindCoordinatorResponse:
     key_type = int(field(request, "key_type", GROUP_KEY_TYPE))
+    if isinstance(request, _BatchedRequests):
+        return _response(ctx, [_find(ctx, key, key_type) for key in request.coordinator_keys])
+    return _response(ctx, [_find(ctx, request.key, key_type)])
+
+
+def _response(ctx: RequestContext, results: list[Coordinator]) -> FindCoordinatorResponse:
+    """The one place the answers become the kio response of the request's version: v4+ has one entry
+    per key, v0-v3 the single key's fields at the top level (without the key)."""
+    cls: type[FindCoordinatorResponse] = response_class(10, ctx.version)
+    entries = [{"key": r.key, "node_id": r.node_id, "host": r.host, "port": r.port, "error_code": r.error,
+                "error_message": r.error_message} for r in results]
     if ctx.version >= 4:
-        return build(cls, {"coordinators": [_find(ctx, key, key_type) for key in request.coordinator_keys]})
-    result = _find(ctx, request.key, key_type)
-    del result["key"]
-    return build(cls, result)
+        return build(cls, {"coordinators": entries})
+    del entries[0]["key"]
+    return build(cls, entries[0])

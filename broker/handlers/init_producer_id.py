@@ -10,7 +10,7 @@ older versions get INVALID_PRODUCER_EPOCH (KIP-588); v5 changes only error handl
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
@@ -21,9 +21,14 @@ from samsa.kproto.messages import response_class
 
 API = ApiSpec(key=22, min_version=0, max_version=5)
 
+InitProducerIdRequest = (v0.InitProducerIdRequest | v1.InitProducerIdRequest | v2.InitProducerIdRequest
+                         | v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest)
+InitProducerIdResponse = (v0.InitProducerIdResponse | v1.InitProducerIdResponse | v2.InitProducerIdResponse
+                          | v3.InitProducerIdResponse | v4.InitProducerIdResponse | v5.InitProducerIdResponse)
 
-def handle_init_producer_id(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(22, ctx.version)
+
+def handle_init_producer_id(request: InitProducerIdRequest, ctx: RequestContext) -> InitProducerIdResponse:
+    cls: type[InitProducerIdResponse] = response_class(22, ctx.version)
     if request.transactional_id is not None:
         result = ctx.broker.txn.init_producer_id(
             request.transactional_id, ms(request.transaction_timeout), int(field(request, "producer_id", -1)),

@@ -13,9 +13,12 @@ from samsa.broker.handlers import (
     delete_records,
     describe_cluster,
     end_txn,
+    find_coordinator,
     heartbeat,
+    init_producer_id,
     list_offsets,
     offset_delete,
+    offset_for_leader_epoch,
     produce,
 )
 from samsa.kproto.messages import request_class, response_class
@@ -30,6 +33,10 @@ TYPED = [
     (delete_groups.API, delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
     (offset_delete.API, offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
     (delete_records.API, delete_records.DeleteRecordsRequest, delete_records.DeleteRecordsResponse),
+    (offset_for_leader_epoch.API, offset_for_leader_epoch.OffsetForLeaderEpochRequest,
+     offset_for_leader_epoch.OffsetForLeaderEpochResponse),
+    (init_producer_id.API, init_producer_id.InitProducerIdRequest, init_producer_id.InitProducerIdResponse),
+    (find_coordinator.API, find_coordinator.FindCoordinatorRequest, find_coordinator.FindCoordinatorResponse),
 ]
 
 
