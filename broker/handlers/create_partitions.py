@@ -8,7 +8,9 @@ topics) refuse the whole request with POLICY_VIOLATION, as Kafka's controller do
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+
+from kio.schema.create_partitions import v0, v1, v2, v3
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import PartitionsSpec, TooManyRecordsError
@@ -19,22 +21,42 @@ from samsa.kproto.messages import response_class
 
 API = ApiSpec(key=37, min_version=0, max_version=3)
 
+CreatePartitionsRequest = (v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest
+                           | v3.CreatePartitionsRequest)
+CreatePartitionsResponse = (v0.CreatePartitionsResponse | v1.CreatePartitionsResponse
+                            | v2.CreatePartitionsResponse | v3.CreatePartitionsResponse)
 
-async def handle_create_partitions(request: Any, ctx: RequestContext) -> Any:
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    """One topic's answer (a CreatePartitionsTopicResult before it is built for the version)."""
+
+    name: str
+    error: ErrorCode
+    error_message: str | None
+
+
+async def handle_create_partitions(request: CreatePartitionsRequest, ctx: RequestContext) -> CreatePartitionsResponse:
     names = [t.name for t in request.topics]
     # A topic named twice gets one INVALID_REQUEST and no change, as in Kafka.
     duplicated = {n for n, times in Counter(names).items() if times > 1}  # (list.count was quadratic)
     duplicates = sorted(duplicated)
-    results: list[dict[str, Any]] = [
-        {"name": name, "error_code": ErrorCode.invalid_request,
-         "error_message": f"Duplicate topic in request: {name}"} for name in duplicates
-    ]
+    results = [TopicResult(name, ErrorCode.invalid_request, f"Duplicate topic in request: {name}")
+               for name in duplicates]
     specs = [PartitionsSpec(t.name, t.count,
                             [tuple(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
              for t in request.topics if t.name not in duplicated]
     try:
         pending = ctx.broker.controller.create_partitions_many(specs, validate_only=request.validate_only)
     except TooManyRecordsError as e:
-        return error_response(37, ctx.version, request, e.error_code, e.message)
-    results += [{"name": name, "error_code": error, "error_message": message} for name, error, message in await pending]
-    return build(response_class(37, ctx.version), {"throttle_time": 0, "results": results})
+        refused: CreatePartitionsResponse = error_response(37, ctx.version, request, e.error_code, e.message)
+        return refused
+    results += [TopicResult(name, error, message) for name, error, message in await pending]
+    return _response(ctx, results)
+
+
+def _response(ctx: RequestContext, results: list[TopicResult]) -> CreatePartitionsResponse:
+    """The one place the answers become the kio response of the request's version."""
+    cls: type[CreatePartitionsResponse] = response_class(37, ctx.version)
+    return build(cls, {"throttle_time": 0, "results": [
+        {"name": r.name, "error_code": r.error, "error_message": r.error_message} for r in results]})

@@ -9,6 +9,7 @@ import pytest
 from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
     add_offsets_to_txn,
+    create_partitions,
     delete_groups,
     delete_records,
     describe_cluster,
@@ -37,6 +38,7 @@ TYPED = [
      offset_for_leader_epoch.OffsetForLeaderEpochResponse),
     (init_producer_id.API, init_producer_id.InitProducerIdRequest, init_producer_id.InitProducerIdResponse),
     (find_coordinator.API, find_coordinator.FindCoordinatorRequest, find_coordinator.FindCoordinatorResponse),
+    (create_partitions.API, create_partitions.CreatePartitionsRequest, create_partitions.CreatePartitionsResponse),
 ]
 
 
