@@ -7,47 +7,69 @@ removes the topic from metadata and its partition logs from disk (renamed, then 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import dataclass
+
+from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
-from samsa.broker.wire import build, field
+from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 API = ApiSpec(key=20, min_version=1, max_version=6)
 
+DeleteTopicsRequest = (v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest
+                       | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest | v6.DeleteTopicsRequest)
+DeleteTopicsResponse = (v1.DeleteTopicsResponse | v2.DeleteTopicsResponse | v3.DeleteTopicsResponse
+                        | v4.DeleteTopicsResponse | v5.DeleteTopicsResponse | v6.DeleteTopicsResponse)
+
 ZERO_UUID = uuid.UUID(int=0)
 
 
-async def handle_delete_topics(request: Any, ctx: RequestContext) -> Any:
+@dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    """One topic's answer (a DeletableTopicResult before it is built for the version; topic_id None is
+    the null a v6 result has when it is not known, as an omitted field builds)."""
+
+    name: str | None
+    error: ErrorCode
+    topic_id: uuid.UUID | None = None
+
+
+async def handle_delete_topics(request: DeleteTopicsRequest, ctx: RequestContext) -> DeleteTopicsResponse:
     image = ctx.broker.image
     names: list[str] = []
-    early: list[dict[str, Any]] = []
-    if ctx.version >= 6:
+    early: list[TopicDeletion] = []
+    if isinstance(request, v6.DeleteTopicsRequest):
         for t in request.topics:
             if t.name is not None:
                 names.append(t.name)
                 continue
             topic = image.topics_by_id.get(str(t.topic_id))
             if topic is None:
-                early.append({"name": None, "topic_id": t.topic_id, "error_code": ErrorCode.unknown_topic_id,
-                              "error_message": None})
+                early.append(TopicDeletion(None, ErrorCode.unknown_topic_id, topic_id=t.topic_id))
             else:
                 names.append(topic.name)
     else:
-        names = list(field(request, "topic_names", ()))
+        names = list(request.topic_names)
     if not ctx.broker.config.get_bool("delete.topic.enable"):
-        responses = [{"name": n, "error_code": ErrorCode.topic_deletion_disabled} for n in names]
+        responses = [TopicDeletion(n, ErrorCode.topic_deletion_disabled) for n in names]
     else:
         try:
             pending = ctx.broker.controller.delete_topics(names)
         except TooManyRecordsError as e:  # more topics than one operation may remove (Kafka's bound)
-            return error_response(20, ctx.version, request, e.error_code, e.message)
-        responses = [
-            {"name": name, "topic_id": uuid.UUID(tid) if tid else ZERO_UUID, "error_code": error,
-             "error_message": None}
-            for name, tid, error in await pending
-        ]
-    return build(response_class(20, ctx.version), {"throttle_time": 0, "responses": early + responses})
+            refused: DeleteTopicsResponse = error_response(20, ctx.version, request, e.error_code, e.message)
+            return refused
+        responses = [TopicDeletion(name, error, topic_id=uuid.UUID(tid) if tid else ZERO_UUID)
+                     for name, tid, error in await pending]
+    return _response(ctx, early + responses)
+
+
+def _response(ctx: RequestContext, results: list[TopicDeletion]) -> DeleteTopicsResponse:
+    """The one place the answers become the kio response of the request's version (error_message is
+    always null, topic_id is only in v6)."""
+    cls: type[DeleteTopicsResponse] = response_class(20, ctx.version)
+    return build(cls, {"throttle_time": 0, "responses": [
+        {"name": r.name, "topic_id": r.topic_id, "error_code": r.error, "error_message": None} for r in results]})
