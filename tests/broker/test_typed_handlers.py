@@ -12,9 +12,13 @@ from samsa.broker.handlers import (
     delete_groups,
     delete_records,
     describe_cluster,
+    describe_transactions,
     end_txn,
     heartbeat,
+    leave_group,
+    list_groups,
     list_offsets,
+    list_transactions,
     offset_delete,
     produce,
 )
@@ -30,6 +34,11 @@ TYPED = [
     (delete_groups.API, delete_groups.DeleteGroupsRequest, delete_groups.DeleteGroupsResponse),
     (offset_delete.API, offset_delete.OffsetDeleteRequest, offset_delete.OffsetDeleteResponse),
     (delete_records.API, delete_records.DeleteRecordsRequest, delete_records.DeleteRecordsResponse),
+    (leave_group.API, leave_group.LeaveGroupRequest, leave_group.LeaveGroupResponse),
+    (list_groups.API, list_groups.ListGroupsRequest, list_groups.ListGroupsResponse),
+    (describe_transactions.API, describe_transactions.DescribeTransactionsRequest,
+     describe_transactions.DescribeTransactionsResponse),
+    (list_transactions.API, list_transactions.ListTransactionsRequest, list_transactions.ListTransactionsResponse),
 ]
 
 
