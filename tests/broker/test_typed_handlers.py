@@ -12,6 +12,7 @@ from samsa.broker.handlers import (
     delete_groups,
     delete_records,
     describe_cluster,
+    describe_producers,
     describe_transactions,
     end_txn,
     heartbeat,
@@ -21,6 +22,8 @@ from samsa.broker.handlers import (
     list_transactions,
     offset_delete,
     produce,
+    sync_group,
+    write_txn_markers,
 )
 from samsa.kproto.messages import request_class, response_class
 
@@ -39,6 +42,10 @@ TYPED = [
     (describe_transactions.API, describe_transactions.DescribeTransactionsRequest,
      describe_transactions.DescribeTransactionsResponse),
     (list_transactions.API, list_transactions.ListTransactionsRequest, list_transactions.ListTransactionsResponse),
+    (sync_group.API, sync_group.SyncGroupRequest, sync_group.SyncGroupResponse),
+    (write_txn_markers.API, write_txn_markers.WriteTxnMarkersRequest, write_txn_markers.WriteTxnMarkersResponse),
+    (describe_producers.API, describe_producers.DescribeProducersRequest,
+     describe_producers.DescribeProducersResponse),
 ]
 
 
