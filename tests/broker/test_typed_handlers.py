@@ -16,6 +16,7 @@ from samsa.broker.handlers import (
     describe_transactions,
     end_txn,
     heartbeat,
+    join_group,
     leave_group,
     list_groups,
     list_offsets,
@@ -46,6 +47,7 @@ TYPED = [
     (write_txn_markers.API, write_txn_markers.WriteTxnMarkersRequest, write_txn_markers.WriteTxnMarkersResponse),
     (describe_producers.API, describe_producers.DescribeProducersRequest,
      describe_producers.DescribeProducersResponse),
+    (join_group.API, join_group.JoinGroupRequest, join_group.JoinGroupResponse),
 ]
 
 
