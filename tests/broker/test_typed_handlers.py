@@ -12,6 +12,7 @@ from samsa.broker.handlers import (
     delete_groups,
     delete_records,
     describe_cluster,
+    describe_groups,
     describe_producers,
     describe_transactions,
     end_txn,
@@ -24,6 +25,7 @@ from samsa.broker.handlers import (
     offset_delete,
     produce,
     sync_group,
+    txn_offset_commit,
     write_txn_markers,
 )
 from samsa.kproto.messages import request_class, response_class
@@ -48,6 +50,8 @@ TYPED = [
     (describe_producers.API, describe_producers.DescribeProducersRequest,
      describe_producers.DescribeProducersResponse),
     (join_group.API, join_group.JoinGroupRequest, join_group.JoinGroupResponse),
+    (describe_groups.API, describe_groups.DescribeGroupsRequest, describe_groups.DescribeGroupsResponse),
+    (txn_offset_commit.API, txn_offset_commit.TxnOffsetCommitRequest, txn_offset_commit.TxnOffsetCommitResponse),
 ]
 
 
