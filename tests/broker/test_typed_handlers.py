@@ -22,6 +22,7 @@ from samsa.broker.handlers import (
     list_groups,
     list_offsets,
     list_transactions,
+    offset_commit,
     offset_delete,
     produce,
     sync_group,
@@ -52,6 +53,7 @@ TYPED = [
     (join_group.API, join_group.JoinGroupRequest, join_group.JoinGroupResponse),
     (describe_groups.API, describe_groups.DescribeGroupsRequest, describe_groups.DescribeGroupsResponse),
     (txn_offset_commit.API, txn_offset_commit.TxnOffsetCommitRequest, txn_offset_commit.TxnOffsetCommitResponse),
+    (offset_commit.API, offset_commit.OffsetCommitRequest, offset_commit.OffsetCommitResponse),
 ]
 
 
