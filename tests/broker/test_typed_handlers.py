@@ -9,6 +9,7 @@ import pytest
 from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
     add_offsets_to_txn,
+    add_partitions_to_txn,
     delete_groups,
     delete_records,
     describe_cluster,
@@ -24,6 +25,7 @@ from samsa.broker.handlers import (
     list_transactions,
     offset_commit,
     offset_delete,
+    offset_fetch,
     produce,
     sync_group,
     txn_offset_commit,
@@ -54,6 +56,9 @@ TYPED = [
     (describe_groups.API, describe_groups.DescribeGroupsRequest, describe_groups.DescribeGroupsResponse),
     (txn_offset_commit.API, txn_offset_commit.TxnOffsetCommitRequest, txn_offset_commit.TxnOffsetCommitResponse),
     (offset_commit.API, offset_commit.OffsetCommitRequest, offset_commit.OffsetCommitResponse),
+    (offset_fetch.API, offset_fetch.OffsetFetchRequest, offset_fetch.OffsetFetchResponse),
+    (add_partitions_to_txn.API, add_partitions_to_txn.AddPartitionsToTxnRequest,
+     add_partitions_to_txn.AddPartitionsToTxnResponse),
 ]
 
 
