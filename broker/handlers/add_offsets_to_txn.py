@@ -7,7 +7,7 @@ v3 is flexible; v4 only allows TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
-from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
@@ -16,12 +16,15 @@ from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn import v0, v1, v2, v3, v4
+    AddOffsetsToTxnRequest = (v0.AddOffsetsToTxnRequest | v1.AddOffsetsToTxnRequest | v2.AddOffsetsToTxnRequest
+                              | v3.AddOffsetsToTxnRequest | v4.AddOffsetsToTxnRequest)
+    AddOffsetsToTxnResponse = (v0.AddOffsetsToTxnResponse | v1.AddOffsetsToTxnResponse | v2.AddOffsetsToTxnResponse
+                               | v3.AddOffsetsToTxnResponse | v4.AddOffsetsToTxnResponse)
+
 API = ApiSpec(key=25, min_version=0, max_version=4)
 
-AddOffsetsToTxnRequest = (v0.AddOffsetsToTxnRequest | v1.AddOffsetsToTxnRequest | v2.AddOffsetsToTxnRequest
-                          | v3.AddOffsetsToTxnRequest | v4.AddOffsetsToTxnRequest)
-AddOffsetsToTxnResponse = (v0.AddOffsetsToTxnResponse | v1.AddOffsetsToTxnResponse | v2.AddOffsetsToTxnResponse
-                           | v3.AddOffsetsToTxnResponse | v4.AddOffsetsToTxnResponse)
 
 
 def handle_add_offsets_to_txn(request: AddOffsetsToTxnRequest, ctx: RequestContext) -> AddOffsetsToTxnResponse:

@@ -9,15 +9,25 @@ those partitions get UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATT
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.txn.state import TransactionState
-from samsa.broker.wire import build
+from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.add_partitions_to_txn import v0, v1, v2, v3, v4, v5
+    AddPartitionsToTxnRequest = (v0.AddPartitionsToTxnRequest | v1.AddPartitionsToTxnRequest
+                                 | v2.AddPartitionsToTxnRequest | v3.AddPartitionsToTxnRequest
+                                 | v4.AddPartitionsToTxnRequest | v5.AddPartitionsToTxnRequest)
+    AddPartitionsToTxnResponse = (v0.AddPartitionsToTxnResponse | v1.AddPartitionsToTxnResponse
+                                  | v2.AddPartitionsToTxnResponse | v3.AddPartitionsToTxnResponse
+                                  | v4.AddPartitionsToTxnResponse | v5.AddPartitionsToTxnResponse)
+
 API = ApiSpec(key=24, min_version=0, max_version=5)
+
 
 
 def fenced(error: ErrorCode, version: int, first_fenced_version: int) -> ErrorCode:
@@ -59,15 +69,17 @@ def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_
     return [{"name": name, "results_by_partition": parts} for name, parts in by_topic.items()]
 
 
-def handle_add_partitions_to_txn(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(24, ctx.version)
-    if ctx.version <= 3:
-        results = _one(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                       request.v3_and_below_producer_epoch, request.v3_and_below_topics, False)
+def handle_add_partitions_to_txn(request: AddPartitionsToTxnRequest, ctx: RequestContext
+                                 ) -> AddPartitionsToTxnResponse:
+    cls: type[AddPartitionsToTxnResponse] = response_class(24, ctx.version)
+    if ctx.version <= 3:  # v0-v3 carry one transaction's fields, v4+ a batch of transactions
+        results = _one(ctx, field(request, "v3_and_below_transactional_id"),
+                       field(request, "v3_and_below_producer_id"), field(request, "v3_and_below_producer_epoch"),
+                       field(request, "v3_and_below_topics"), False)
         return build(cls, {"throttle_time": 0, "results_by_topic_v3_and_below": results})
     transactions = [
         {"transactional_id": t.transactional_id,
          "topic_results": _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)}
-        for t in request.transactions
+        for t in field(request, "transactions")
     ]
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": transactions})

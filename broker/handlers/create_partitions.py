@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-
-from kio.schema.create_partitions import v0, v1, v2, v3
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import PartitionsSpec, TooManyRecordsError
@@ -19,12 +18,15 @@ from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.create_partitions import v0, v1, v2, v3
+    CreatePartitionsRequest = (v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest
+                               | v3.CreatePartitionsRequest)
+    CreatePartitionsResponse = (v0.CreatePartitionsResponse | v1.CreatePartitionsResponse
+                                | v2.CreatePartitionsResponse | v3.CreatePartitionsResponse)
+
 API = ApiSpec(key=37, min_version=0, max_version=3)
 
-CreatePartitionsRequest = (v0.CreatePartitionsRequest | v1.CreatePartitionsRequest | v2.CreatePartitionsRequest
-                           | v3.CreatePartitionsRequest)
-CreatePartitionsResponse = (v0.CreatePartitionsResponse | v1.CreatePartitionsResponse
-                            | v2.CreatePartitionsResponse | v3.CreatePartitionsResponse)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,17 +7,20 @@ touches topic data.
 
 from __future__ import annotations
 
-from kio.schema.delete_groups import v0, v1, v2
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.delete_groups import v0, v1, v2
+    DeleteGroupsRequest = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
+    DeleteGroupsResponse = v0.DeleteGroupsResponse | v1.DeleteGroupsResponse | v2.DeleteGroupsResponse
+
 API = ApiSpec(key=42, min_version=0, max_version=2)
 
-DeleteGroupsRequest = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
-DeleteGroupsResponse = v0.DeleteGroupsResponse | v1.DeleteGroupsResponse | v2.DeleteGroupsResponse
 
 
 async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext) -> DeleteGroupsResponse:

@@ -7,8 +7,7 @@ watermark is returned. An offset past the high watermark is OFFSET_OUT_OF_RANGE.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from kio.schema.delete_records import v0, v1, v2
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
@@ -17,10 +16,13 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
 
+if TYPE_CHECKING:
+    from kio.schema.delete_records import v0, v1, v2
+    DeleteRecordsRequest = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest
+    DeleteRecordsResponse = v0.DeleteRecordsResponse | v1.DeleteRecordsResponse | v2.DeleteRecordsResponse
+
 API = ApiSpec(key=21, min_version=0, max_version=2)
 
-DeleteRecordsRequest = v0.DeleteRecordsRequest | v1.DeleteRecordsRequest | v2.DeleteRecordsRequest
-DeleteRecordsResponse = v0.DeleteRecordsResponse | v1.DeleteRecordsResponse | v2.DeleteRecordsResponse
 
 HIGH_WATERMARK = -1
 

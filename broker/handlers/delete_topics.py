@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-
-from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
+from typing import TYPE_CHECKING, cast
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
@@ -18,12 +17,15 @@ from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.delete_topics import v1, v2, v3, v4, v5, v6
+    DeleteTopicsRequest = (v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest
+                           | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest | v6.DeleteTopicsRequest)
+    DeleteTopicsResponse = (v1.DeleteTopicsResponse | v2.DeleteTopicsResponse | v3.DeleteTopicsResponse
+                            | v4.DeleteTopicsResponse | v5.DeleteTopicsResponse | v6.DeleteTopicsResponse)
+
 API = ApiSpec(key=20, min_version=1, max_version=6)
 
-DeleteTopicsRequest = (v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest
-                       | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest | v6.DeleteTopicsRequest)
-DeleteTopicsResponse = (v1.DeleteTopicsResponse | v2.DeleteTopicsResponse | v3.DeleteTopicsResponse
-                        | v4.DeleteTopicsResponse | v5.DeleteTopicsResponse | v6.DeleteTopicsResponse)
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -42,8 +44,8 @@ async def handle_delete_topics(request: DeleteTopicsRequest, ctx: RequestContext
     image = ctx.broker.image
     names: list[str] = []
     early: list[TopicDeletion] = []
-    if isinstance(request, v6.DeleteTopicsRequest):
-        for t in request.topics:
+    if ctx.version >= 6:  # v6 names topics by name or id (the request was decoded with this version's class)
+        for t in cast("v6.DeleteTopicsRequest", request).topics:
             if t.name is not None:
                 names.append(t.name)
                 continue
@@ -53,7 +55,8 @@ async def handle_delete_topics(request: DeleteTopicsRequest, ctx: RequestContext
             else:
                 names.append(topic.name)
     else:
-        names = list(request.topic_names)
+        names = list(cast("v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest"
+                          " | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest", request).topic_names)
     if not ctx.broker.config.get_bool("delete.topic.enable"):
         responses = [TopicDeletion(n, ErrorCode.topic_deletion_disabled) for n in names]
     else:

@@ -6,7 +6,7 @@ v1 adds endpoint_type (KIP-919): 1 = brokers; 2 = controllers, which a Samsa bro
 
 from __future__ import annotations
 
-from kio.schema.describe_cluster import v0, v1
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
@@ -14,12 +14,15 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.describe_cluster import v0, v1
+    DescribeClusterRequest = v0.DescribeClusterRequest | v1.DescribeClusterRequest
+    DescribeClusterResponse = v0.DescribeClusterResponse | v1.DescribeClusterResponse
+
 API = ApiSpec(key=60, min_version=0, max_version=1)
 
 BROKERS = 1
 
-DescribeClusterRequest = v0.DescribeClusterRequest | v1.DescribeClusterRequest
-DescribeClusterResponse = v0.DescribeClusterResponse | v1.DescribeClusterResponse
 
 
 def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext) -> DescribeClusterResponse:

@@ -9,14 +9,24 @@ time (Kafka repeats the whole description).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.describe_groups import v0, v1, v2, v3, v4, v5, v6
+    DescribeGroupsRequest = (v0.DescribeGroupsRequest | v1.DescribeGroupsRequest | v2.DescribeGroupsRequest
+                             | v3.DescribeGroupsRequest | v4.DescribeGroupsRequest | v5.DescribeGroupsRequest
+                             | v6.DescribeGroupsRequest)
+    DescribeGroupsResponse = (v0.DescribeGroupsResponse | v1.DescribeGroupsResponse | v2.DescribeGroupsResponse
+                              | v3.DescribeGroupsResponse | v4.DescribeGroupsResponse | v5.DescribeGroupsResponse
+                              | v6.DescribeGroupsResponse)
+
 API = ApiSpec(key=15, min_version=0, max_version=6)
+
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 # READ (3), DELETE (6) and DESCRIBE (8): what an authorized user may do to a group.
@@ -44,7 +54,7 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str
     }
 
 
-def handle_describe_groups(request: Any, ctx: RequestContext) -> Any:
+def handle_describe_groups(request: DescribeGroupsRequest, ctx: RequestContext) -> DescribeGroupsResponse:
     include_ops = bool(field(request, "include_authorized_operations", False))
     ops = GROUP_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS
     described: list[dict[str, Any]] = []
@@ -59,4 +69,5 @@ def handle_describe_groups(request: Any, ctx: RequestContext) -> Any:
             continue
         seen.add(group_id)
         described.append(_describe(ctx, group_id, include_ops))
-    return build(response_class(15, ctx.version), {"groups": described})
+    cls: type[DescribeGroupsResponse] = response_class(15, ctx.version)
+    return build(cls, {"groups": described})

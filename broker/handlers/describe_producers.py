@@ -6,14 +6,20 @@ The active producers of each partition (from the partition's producer state), as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.describe_producers import v0
+    DescribeProducersRequest = v0.DescribeProducersRequest
+    DescribeProducersResponse = v0.DescribeProducersResponse
+
 API = ApiSpec(key=61, min_version=0, max_version=0)
+
 
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
@@ -34,7 +40,8 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
     return out
 
 
-def handle_describe_producers(request: Any, ctx: RequestContext) -> Any:
+def handle_describe_producers(request: DescribeProducersRequest, ctx: RequestContext) -> DescribeProducersResponse:
     topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
               for t in request.topics]
-    return build(response_class(61, ctx.version), {"throttle_time": 0, "topics": topics})
+    cls: type[DescribeProducersResponse] = response_class(61, ctx.version)
+    return build(cls, {"throttle_time": 0, "topics": topics})

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.describe_transactions import v0
+    DescribeTransactionsRequest = v0.DescribeTransactionsRequest
+    DescribeTransactionsResponse = v0.DescribeTransactionsResponse
+
 API = ApiSpec(key=65, min_version=0, max_version=0)
+
 
 
 def _describe(ctx: RequestContext, transactional_id: str) -> dict[str, Any]:
@@ -33,6 +39,8 @@ def _describe(ctx: RequestContext, transactional_id: str) -> dict[str, Any]:
     return out
 
 
-def handle_describe_transactions(request: Any, ctx: RequestContext) -> Any:
+def handle_describe_transactions(request: DescribeTransactionsRequest,
+                                 ctx: RequestContext) -> DescribeTransactionsResponse:
     states = [_describe(ctx, t) for t in request.transactional_ids]
-    return build(response_class(65, ctx.version), {"throttle_time": 0, "transaction_states": states})
+    cls: type[DescribeTransactionsResponse] = response_class(65, ctx.version)
+    return build(cls, {"throttle_time": 0, "transaction_states": states})

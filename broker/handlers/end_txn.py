@@ -9,17 +9,20 @@ in the response) is not advertised.
 
 from __future__ import annotations
 
-from kio.schema.end_txn import v0, v1, v2, v3, v4
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.end_txn import v0, v1, v2, v3, v4
+    EndTxnRequest = v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest | v4.EndTxnRequest
+    EndTxnResponse = v0.EndTxnResponse | v1.EndTxnResponse | v2.EndTxnResponse | v3.EndTxnResponse | v4.EndTxnResponse
+
 API = ApiSpec(key=26, min_version=0, max_version=4)
 
-EndTxnRequest = v0.EndTxnRequest | v1.EndTxnRequest | v2.EndTxnRequest | v3.EndTxnRequest | v4.EndTxnRequest
-EndTxnResponse = v0.EndTxnResponse | v1.EndTxnResponse | v2.EndTxnResponse | v3.EndTxnResponse | v4.EndTxnResponse
 
 
 def handle_end_txn(request: EndTxnRequest, ctx: RequestContext) -> EndTxnResponse:

@@ -9,8 +9,7 @@ creates `__consumer_offsets` on first use, like Kafka.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5, v6
+from typing import TYPE_CHECKING, cast
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.service import OFFSETS_TOPIC
@@ -19,18 +18,20 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5, v6
+    FindCoordinatorRequest = (v0.FindCoordinatorRequest | v1.FindCoordinatorRequest | v2.FindCoordinatorRequest
+                              | v3.FindCoordinatorRequest | v4.FindCoordinatorRequest | v5.FindCoordinatorRequest
+                              | v6.FindCoordinatorRequest)
+    FindCoordinatorResponse = (v0.FindCoordinatorResponse | v1.FindCoordinatorResponse | v2.FindCoordinatorResponse
+                               | v3.FindCoordinatorResponse | v4.FindCoordinatorResponse
+                               | v5.FindCoordinatorResponse | v6.FindCoordinatorResponse)
+
 API = ApiSpec(key=10, min_version=0, max_version=6)
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
-FindCoordinatorRequest = (v0.FindCoordinatorRequest | v1.FindCoordinatorRequest | v2.FindCoordinatorRequest
-                          | v3.FindCoordinatorRequest | v4.FindCoordinatorRequest | v5.FindCoordinatorRequest
-                          | v6.FindCoordinatorRequest)
-FindCoordinatorResponse = (v0.FindCoordinatorResponse | v1.FindCoordinatorResponse | v2.FindCoordinatorResponse
-                           | v3.FindCoordinatorResponse | v4.FindCoordinatorResponse
-                           | v5.FindCoordinatorResponse | v6.FindCoordinatorResponse)
-_BatchedRequests = (v4.FindCoordinatorRequest, v5.FindCoordinatorRequest, v6.FindCoordinatorRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +77,12 @@ def _error(key: str, error: ErrorCode, message: str | None) -> Coordinator:
 
 def handle_find_coordinator(request: FindCoordinatorRequest, ctx: RequestContext) -> FindCoordinatorResponse:
     key_type = int(field(request, "key_type", GROUP_KEY_TYPE))
-    if isinstance(request, _BatchedRequests):
-        return _response(ctx, [_find(ctx, key, key_type) for key in request.coordinator_keys])
-    return _response(ctx, [_find(ctx, request.key, key_type)])
+    if ctx.version >= 4:  # v4+: a batch of keys (the request was decoded with this version's class)
+        batched = cast("v4.FindCoordinatorRequest | v5.FindCoordinatorRequest | v6.FindCoordinatorRequest", request)
+        return _response(ctx, [_find(ctx, key, key_type) for key in batched.coordinator_keys])
+    single = cast("v0.FindCoordinatorRequest | v1.FindCoordinatorRequest | v2.FindCoordinatorRequest"
+                  " | v3.FindCoordinatorRequest", request)
+    return _response(ctx, [_find(ctx, single.key, key_type)])
 
 
 def _response(ctx: RequestContext, results: list[Coordinator]) -> FindCoordinatorResponse:

@@ -6,19 +6,22 @@ is REBALANCE_IN_PROGRESS, which tells the member to rejoin.
 
 from __future__ import annotations
 
-from kio.schema.heartbeat import v0, v1, v2, v3, v4
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.heartbeat import v0, v1, v2, v3, v4
+    HeartbeatRequest = (v0.HeartbeatRequest | v1.HeartbeatRequest | v2.HeartbeatRequest | v3.HeartbeatRequest
+                        | v4.HeartbeatRequest)
+    HeartbeatResponse = (v0.HeartbeatResponse | v1.HeartbeatResponse | v2.HeartbeatResponse | v3.HeartbeatResponse
+                         | v4.HeartbeatResponse)
+
 API = ApiSpec(key=12, min_version=0, max_version=4)
 
-HeartbeatRequest = (v0.HeartbeatRequest | v1.HeartbeatRequest | v2.HeartbeatRequest | v3.HeartbeatRequest
-                    | v4.HeartbeatRequest)
-HeartbeatResponse = (v0.HeartbeatResponse | v1.HeartbeatResponse | v2.HeartbeatResponse | v3.HeartbeatResponse
-                     | v4.HeartbeatResponse)
 
 
 def handle_heartbeat(request: HeartbeatRequest, ctx: RequestContext) -> HeartbeatResponse:

@@ -10,7 +10,7 @@ older versions get INVALID_PRODUCER_EPOCH (KIP-588); v5 changes only error handl
 
 from __future__ import annotations
 
-from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
@@ -19,12 +19,15 @@ from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.init_producer_id import v0, v1, v2, v3, v4, v5
+    InitProducerIdRequest = (v0.InitProducerIdRequest | v1.InitProducerIdRequest | v2.InitProducerIdRequest
+                             | v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest)
+    InitProducerIdResponse = (v0.InitProducerIdResponse | v1.InitProducerIdResponse | v2.InitProducerIdResponse
+                              | v3.InitProducerIdResponse | v4.InitProducerIdResponse | v5.InitProducerIdResponse)
+
 API = ApiSpec(key=22, min_version=0, max_version=5)
 
-InitProducerIdRequest = (v0.InitProducerIdRequest | v1.InitProducerIdRequest | v2.InitProducerIdRequest
-                         | v3.InitProducerIdRequest | v4.InitProducerIdRequest | v5.InitProducerIdRequest)
-InitProducerIdResponse = (v0.InitProducerIdResponse | v1.InitProducerIdResponse | v2.InitProducerIdResponse
-                          | v3.InitProducerIdResponse | v4.InitProducerIdResponse | v5.InitProducerIdResponse)
 
 
 def handle_init_producer_id(request: InitProducerIdRequest, ctx: RequestContext) -> InitProducerIdResponse:

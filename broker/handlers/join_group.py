@@ -8,7 +8,7 @@ response; v8 adds reason (KIP-800); v9 adds skip_assignment for a rejoining stat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import JoinRequest, JoinResult
@@ -16,15 +16,27 @@ from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.join_group import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9
+    JoinGroupRequest = (v0.JoinGroupRequest | v1.JoinGroupRequest | v2.JoinGroupRequest | v3.JoinGroupRequest
+                        | v4.JoinGroupRequest | v5.JoinGroupRequest | v6.JoinGroupRequest | v7.JoinGroupRequest
+                        | v8.JoinGroupRequest | v9.JoinGroupRequest)
+    JoinGroupResponse = (v0.JoinGroupResponse | v1.JoinGroupResponse | v2.JoinGroupResponse | v3.JoinGroupResponse
+                         | v4.JoinGroupResponse | v5.JoinGroupResponse | v6.JoinGroupResponse | v7.JoinGroupResponse
+                         | v8.JoinGroupResponse | v9.JoinGroupResponse)
+
 API = ApiSpec(key=11, min_version=0, max_version=9)
 
 
-def _response(ctx: RequestContext, result: JoinResult) -> Any:
+
+def _response(ctx: RequestContext, result: JoinResult) -> JoinGroupResponse:
+    """The one place a JoinResult becomes the kio response of the request's version."""
     version = ctx.version
     protocol_name = result.protocol_name
     if protocol_name is None and version < 7:
         protocol_name = ""
-    return build(response_class(11, version), {
+    cls: type[JoinGroupResponse] = response_class(11, version)
+    return build(cls, {
         "error_code": result.error,
         "generation_id": result.generation_id,
         "protocol_type": result.protocol_type,
@@ -37,7 +49,7 @@ def _response(ctx: RequestContext, result: JoinResult) -> Any:
     })
 
 
-async def handle_join_group(request: Any, ctx: RequestContext) -> Any:
+async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> JoinGroupResponse:
     groups = ctx.broker.groups
     group_id = request.group_id
     member_id = request.member_id or ""

@@ -6,23 +6,32 @@ group_instance_id) and answers per member (KIP-345); v4 is flexible; v5 adds a r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.leave_group import v0, v1, v2, v3, v4, v5
+    LeaveGroupRequest = (v0.LeaveGroupRequest | v1.LeaveGroupRequest | v2.LeaveGroupRequest | v3.LeaveGroupRequest
+                         | v4.LeaveGroupRequest | v5.LeaveGroupRequest)
+    LeaveGroupResponse = (v0.LeaveGroupResponse | v1.LeaveGroupResponse | v2.LeaveGroupResponse | v3.LeaveGroupResponse
+                          | v4.LeaveGroupResponse | v5.LeaveGroupResponse)
+
 API = ApiSpec(key=13, min_version=0, max_version=5)
 
 
-async def handle_leave_group(request: Any, ctx: RequestContext) -> Any:
+
+async def handle_leave_group(request: LeaveGroupRequest, ctx: RequestContext) -> LeaveGroupResponse:
     groups = ctx.broker.groups
-    cls = response_class(13, ctx.version)
-    if ctx.version >= 3:
-        members = [(m.member_id or "", field(m, "group_instance_id")) for m in request.members]
+    cls: type[LeaveGroupResponse] = response_class(13, ctx.version)
+    members: list[tuple[str, str | None]]
+    if ctx.version >= 3:  # v3+ carries a batch of members, v0-v2 a single member_id
+        members = [(m.member_id or "", field(m, "group_instance_id")) for m in field(request, "members")]
     else:
-        members = [(request.member_id, None)]
+        members = [(field(request, "member_id"), None)]
     error = groups.coordinator_error(request.group_id)
     results: list[tuple[str, str | None, ErrorCode]] = []
     if error == ErrorCode.none:

@@ -6,7 +6,7 @@ types_filter and group_type (KIP-848: every Samsa group is "classic").
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.state import GroupState, parse_state
@@ -14,13 +14,21 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.list_groups import v0, v1, v2, v3, v4, v5
+    ListGroupsRequest = (v0.ListGroupsRequest | v1.ListGroupsRequest | v2.ListGroupsRequest | v3.ListGroupsRequest
+                         | v4.ListGroupsRequest | v5.ListGroupsRequest)
+    ListGroupsResponse = (v0.ListGroupsResponse | v1.ListGroupsResponse | v2.ListGroupsResponse | v3.ListGroupsResponse
+                          | v4.ListGroupsResponse | v5.ListGroupsResponse)
+
 API = ApiSpec(key=16, min_version=0, max_version=5)
+
 
 GROUP_TYPE = "classic"
 
 
-def handle_list_groups(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(16, ctx.version)
+def handle_list_groups(request: ListGroupsRequest, ctx: RequestContext) -> ListGroupsResponse:
+    cls: type[ListGroupsResponse] = response_class(16, ctx.version)
     states_filter = field(request, "states_filter") or ()
     types_filter = field(request, "types_filter") or ()
     states: set[GroupState] = set()

@@ -9,15 +9,23 @@ Without tiered storage, earliest-local equals earliest and nothing is pending up
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
-
-from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
+from typing import TYPE_CHECKING, Protocol
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
+    ListOffsetsRequest = (v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest
+                          | v5.ListOffsetsRequest | v6.ListOffsetsRequest | v7.ListOffsetsRequest
+                          | v8.ListOffsetsRequest | v9.ListOffsetsRequest | v10.ListOffsetsRequest)
+    ListOffsetsResponse = (v1.ListOffsetsResponse | v2.ListOffsetsResponse | v3.ListOffsetsResponse
+                           | v4.ListOffsetsResponse | v5.ListOffsetsResponse | v6.ListOffsetsResponse
+                           | v7.ListOffsetsResponse | v8.ListOffsetsResponse | v9.ListOffsetsResponse
+                           | v10.ListOffsetsResponse)
 
 API = ApiSpec(key=2, min_version=1, max_version=10)
 
@@ -28,13 +36,6 @@ EARLIEST_LOCAL = -4
 EARLIEST_PENDING_UPLOAD = -5
 READ_COMMITTED = 1
 
-ListOffsetsRequest = (v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest
-                      | v5.ListOffsetsRequest | v6.ListOffsetsRequest | v7.ListOffsetsRequest
-                      | v8.ListOffsetsRequest | v9.ListOffsetsRequest | v10.ListOffsetsRequest)
-ListOffsetsResponse = (v1.ListOffsetsResponse | v2.ListOffsetsResponse | v3.ListOffsetsResponse
-                       | v4.ListOffsetsResponse | v5.ListOffsetsResponse | v6.ListOffsetsResponse
-                       | v7.ListOffsetsResponse | v8.ListOffsetsResponse | v9.ListOffsetsResponse
-                       | v10.ListOffsetsResponse)
 
 
 class PartitionQuery(Protocol):

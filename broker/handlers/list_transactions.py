@@ -8,7 +8,7 @@ State names this broker does not know come back in unknown_state_filters.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.txn.state import STATE_BY_NAME
@@ -16,11 +16,17 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.list_transactions import v0, v1, v2
+    ListTransactionsRequest = v0.ListTransactionsRequest | v1.ListTransactionsRequest | v2.ListTransactionsRequest
+    ListTransactionsResponse = v0.ListTransactionsResponse | v1.ListTransactionsResponse | v2.ListTransactionsResponse
+
 API = ApiSpec(key=66, min_version=0, max_version=2)
 
 
-def handle_list_transactions(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(66, ctx.version)
+
+def handle_list_transactions(request: ListTransactionsRequest, ctx: RequestContext) -> ListTransactionsResponse:
+    cls: type[ListTransactionsResponse] = response_class(66, ctx.version)
     states = set(request.state_filters)
     unknown = sorted(s for s in states if s not in STATE_BY_NAME)
     producer_ids = set(request.producer_id_filters)

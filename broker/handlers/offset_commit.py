@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
@@ -24,7 +24,17 @@ from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
+    OffsetCommitRequest = (v2.OffsetCommitRequest | v3.OffsetCommitRequest | v4.OffsetCommitRequest
+                           | v5.OffsetCommitRequest | v6.OffsetCommitRequest | v7.OffsetCommitRequest
+                           | v8.OffsetCommitRequest | v9.OffsetCommitRequest)
+    OffsetCommitResponse = (v2.OffsetCommitResponse | v3.OffsetCommitResponse | v4.OffsetCommitResponse
+                            | v5.OffsetCommitResponse | v6.OffsetCommitResponse | v7.OffsetCommitResponse
+                            | v8.OffsetCommitResponse | v9.OffsetCommitResponse)
+
 API = ApiSpec(key=8, min_version=2, max_version=9)
+
 
 DEFAULT_RETENTION = -1
 
@@ -49,7 +59,7 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
     groups.append_audit(group_id, key, encode_audit_value(audit), audit)
 
 
-async def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
+async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext) -> OffsetCommitResponse:
     groups = ctx.broker.groups
     group_id = request.group_id
     generation = request.generation_id_or_member_epoch
@@ -66,7 +76,7 @@ async def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
     for topic in request.topics:
         known = image.topics_by_name.get(topic.name)
         for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
+            tp: tuple[str, int] = (topic.name, p.partition_index)
             if error != ErrorCode.none:
                 errors[tp] = error
             elif known is None or p.partition_index not in known.partitions:
@@ -91,5 +101,5 @@ async def handle_offset_commit(request: Any, ctx: RequestContext) -> Any:
         topics.setdefault(topic.name, []).extend(
             {"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]}
             for p in topic.partitions)
-    return build(response_class(8, ctx.version),
-                 {"topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]})
+    cls: type[OffsetCommitResponse] = response_class(8, ctx.version)
+    return build(cls, {"topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]})

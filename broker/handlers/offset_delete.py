@@ -6,17 +6,20 @@ GROUP_SUBSCRIBED_TO_TOPIC while a member of the group is subscribed to that topi
 
 from __future__ import annotations
 
-from kio.schema.offset_delete import v0
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.offset_delete import v0
+    OffsetDeleteRequest = v0.OffsetDeleteRequest
+    OffsetDeleteResponse = v0.OffsetDeleteResponse
+
 API = ApiSpec(key=47, min_version=0, max_version=0)
 
-OffsetDeleteRequest = v0.OffsetDeleteRequest
-OffsetDeleteResponse = v0.OffsetDeleteResponse
 
 
 async def handle_offset_delete(request: OffsetDeleteRequest, ctx: RequestContext) -> OffsetDeleteResponse:

@@ -9,14 +9,24 @@ answers offset -1. A group named twice in one v8+ request answers INVALID_REQUES
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
-from samsa.broker.wire import build
+from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9
+    OffsetFetchRequest = (v1.OffsetFetchRequest | v2.OffsetFetchRequest | v3.OffsetFetchRequest | v4.OffsetFetchRequest
+                          | v5.OffsetFetchRequest | v6.OffsetFetchRequest | v7.OffsetFetchRequest
+                          | v8.OffsetFetchRequest | v9.OffsetFetchRequest)
+    OffsetFetchResponse = (v1.OffsetFetchResponse | v2.OffsetFetchResponse | v3.OffsetFetchResponse
+                           | v4.OffsetFetchResponse | v5.OffsetFetchResponse | v6.OffsetFetchResponse
+                           | v7.OffsetFetchResponse | v8.OffsetFetchResponse | v9.OffsetFetchResponse)
+
 API = ApiSpec(key=9, min_version=1, max_version=9)
+
 
 
 def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, list[dict[str, Any]]]:
@@ -44,12 +54,12 @@ def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, 
     return ErrorCode.none, out
 
 
-def handle_offset_fetch(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(9, ctx.version)
-    if ctx.version >= 8:
+def handle_offset_fetch(request: OffsetFetchRequest, ctx: RequestContext) -> OffsetFetchResponse:
+    cls: type[OffsetFetchResponse] = response_class(9, ctx.version)
+    if ctx.version >= 8:  # v8+ carries a batch of groups, v1-v7 a single group_id and its topics
         results = []
         seen: set[str] = set()
-        for g in request.groups:
+        for g in field(request, "groups"):
             if g.group_id in seen:
                 # Stricter than Kafka, which answers every entry: a group named again would repeat its
                 # whole answer (all its offsets, for null topics) for a few bytes of request.
@@ -59,10 +69,12 @@ def handle_offset_fetch(request: Any, ctx: RequestContext) -> Any:
             error, topics = _group(ctx, g.group_id, g.topics)
             results.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(cls, {"groups": results})
-    error, topics = _group(ctx, request.group_id, request.topics)
+    group_id: str = field(request, "group_id")
+    requested_topics = field(request, "topics")
+    error, topics = _group(ctx, group_id, requested_topics)
     if error != ErrorCode.none and ctx.version < 2:
         # v1 has no top-level error: report it on every requested partition.
         topics = [{"name": t.name, "partitions": [
             {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": error}
-            for p in t.partition_indexes]} for t in request.topics or ()]
+            for p in t.partition_indexes]} for t in requested_topics or ()]
     return build(cls, {"topics": topics, "error_code": error})

@@ -8,25 +8,27 @@ Consumers use it to detect log truncation (KIP-320); v3 adds replica_id, v4 is f
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from kio.schema.offset_for_leader_epoch import v2, v3, v4
-from kio.schema.offset_for_leader_epoch.v2 import request as v2_request
-from kio.schema.offset_for_leader_epoch.v3 import request as v3_request
-from kio.schema.offset_for_leader_epoch.v4 import request as v4_request
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.offset_for_leader_epoch import v2, v3, v4
+    from kio.schema.offset_for_leader_epoch.v2 import request as v2_request
+    from kio.schema.offset_for_leader_epoch.v3 import request as v3_request
+    from kio.schema.offset_for_leader_epoch.v4 import request as v4_request
+    OffsetForLeaderEpochRequest = (v2.OffsetForLeaderEpochRequest | v3.OffsetForLeaderEpochRequest
+                                   | v4.OffsetForLeaderEpochRequest)
+    OffsetForLeaderEpochResponse = (v2.OffsetForLeaderEpochResponse | v3.OffsetForLeaderEpochResponse
+                                    | v4.OffsetForLeaderEpochResponse)
+    OffsetForLeaderPartition = (v2_request.OffsetForLeaderPartition | v3_request.OffsetForLeaderPartition
+                                | v4_request.OffsetForLeaderPartition)
+
 API = ApiSpec(key=23, min_version=2, max_version=4)
 
-OffsetForLeaderEpochRequest = (v2.OffsetForLeaderEpochRequest | v3.OffsetForLeaderEpochRequest
-                               | v4.OffsetForLeaderEpochRequest)
-OffsetForLeaderEpochResponse = (v2.OffsetForLeaderEpochResponse | v3.OffsetForLeaderEpochResponse
-                                | v4.OffsetForLeaderEpochResponse)
-OffsetForLeaderPartition = (v2_request.OffsetForLeaderPartition | v3_request.OffsetForLeaderPartition
-                            | v4_request.OffsetForLeaderPartition)
 
 
 @dataclass(frozen=True, slots=True)

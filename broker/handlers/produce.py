@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
@@ -34,16 +34,19 @@ from samsa.storage.validator import (
     validate_batch,
 )
 
-API = ApiSpec(key=0, min_version=3, max_version=12)
+if TYPE_CHECKING:
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+    ProduceRequest = (v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest
+                      | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest
+                      | v11.ProduceRequest | v12.ProduceRequest)
+    ProduceResponse = (v3.ProduceResponse | v4.ProduceResponse | v5.ProduceResponse | v6.ProduceResponse
+                       | v7.ProduceResponse | v8.ProduceResponse | v9.ProduceResponse | v10.ProduceResponse
+                       | v11.ProduceResponse | v12.ProduceResponse)
 
-ProduceRequest = (v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest
-                  | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest
-                  | v11.ProduceRequest | v12.ProduceRequest)
-ProduceResponse = (v3.ProduceResponse | v4.ProduceResponse | v5.ProduceResponse | v6.ProduceResponse
-                   | v7.ProduceResponse | v8.ProduceResponse | v9.ProduceResponse | v10.ProduceResponse
-                   | v11.ProduceResponse | v12.ProduceResponse)
-# acks=0 gets no response; acks=all (or a large batch) answers later.
-ProduceAnswer = ProduceResponse | None | Awaitable[ProduceResponse | None]
+    # acks=0 gets no response; acks=all (or a large batch) answers later.
+    ProduceAnswer = ProduceResponse | None | Awaitable[ProduceResponse | None]
+
+API = ApiSpec(key=0, min_version=3, max_version=12)
 
 logger = logging.getLogger(__name__)
 
@@ -281,7 +284,7 @@ async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext)
             partitions.append((data.index, result))
         results.append((topic.name, partitions))
     answer = _finish(request, ctx, results)
-    if answer is None or isinstance(answer, _ResponseTypes):
+    if not inspect.isawaitable(answer):
         return answer
     return await answer
 
@@ -344,9 +347,6 @@ def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionR
     return build(cls, {"responses": responses, "throttle_time": 0, "node_endpoints": endpoints})
 
 
-_ResponseTypes = (v3.ProduceResponse, v4.ProduceResponse, v5.ProduceResponse, v6.ProduceResponse,
-                  v7.ProduceResponse, v8.ProduceResponse, v9.ProduceResponse, v10.ProduceResponse,
-                  v11.ProduceResponse, v12.ProduceResponse)
 
 
 def _current_leader(ctx: RequestContext, topic: str, index: int) -> tuple[int, int] | None:

@@ -6,7 +6,7 @@ protocol_name to request and response (checked against the group's, KIP-559).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import SyncResult
@@ -14,11 +14,21 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.sync_group import v0, v1, v2, v3, v4, v5
+    SyncGroupRequest = (v0.SyncGroupRequest | v1.SyncGroupRequest | v2.SyncGroupRequest | v3.SyncGroupRequest
+                        | v4.SyncGroupRequest | v5.SyncGroupRequest)
+    SyncGroupResponse = (v0.SyncGroupResponse | v1.SyncGroupResponse | v2.SyncGroupResponse | v3.SyncGroupResponse
+                         | v4.SyncGroupResponse | v5.SyncGroupResponse)
+
 API = ApiSpec(key=14, min_version=0, max_version=5)
 
 
-def _response(ctx: RequestContext, result: SyncResult) -> Any:
-    return build(response_class(14, ctx.version), {
+
+def _response(ctx: RequestContext, result: SyncResult) -> SyncGroupResponse:
+    """The one place a SyncResult becomes the kio response of the request's version."""
+    cls: type[SyncGroupResponse] = response_class(14, ctx.version)
+    return build(cls, {
         "error_code": result.error,
         "protocol_type": result.protocol_type,
         "protocol_name": result.protocol_name,
@@ -26,7 +36,7 @@ def _response(ctx: RequestContext, result: SyncResult) -> Any:
     })
 
 
-async def handle_sync_group(request: Any, ctx: RequestContext) -> Any:
+async def handle_sync_group(request: SyncGroupRequest, ctx: RequestContext) -> SyncGroupResponse:
     groups = ctx.broker.groups
     error = groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:

@@ -9,7 +9,7 @@ OffsetCommit when they are given) and is flexible; v4 only allows TRANSACTION_AB
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
@@ -17,12 +17,20 @@ from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.txn_offset_commit import v0, v1, v2, v3, v4
+    TxnOffsetCommitRequest = (v0.TxnOffsetCommitRequest | v1.TxnOffsetCommitRequest | v2.TxnOffsetCommitRequest
+                              | v3.TxnOffsetCommitRequest | v4.TxnOffsetCommitRequest)
+    TxnOffsetCommitResponse = (v0.TxnOffsetCommitResponse | v1.TxnOffsetCommitResponse | v2.TxnOffsetCommitResponse
+                               | v3.TxnOffsetCommitResponse | v4.TxnOffsetCommitResponse)
+
 API = ApiSpec(key=28, min_version=0, max_version=4)
+
 
 NO_GENERATION = -1
 
 
-def handle_txn_offset_commit(request: Any, ctx: RequestContext) -> Any:
+def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: RequestContext) -> TxnOffsetCommitResponse:
     broker = ctx.broker
     groups = broker.groups
     group_id = request.group_id
@@ -58,5 +66,5 @@ def handle_txn_offset_commit(request: Any, ctx: RequestContext) -> Any:
         topics.setdefault(topic.name, []).extend(
             {"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]}
             for p in topic.partitions)
-    return build(response_class(28, ctx.version),
-                 {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})
+    cls: type[TxnOffsetCommitResponse] = response_class(28, ctx.version)
+    return build(cls, {"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})

@@ -8,19 +8,25 @@ validates the epoch; Samsa does not advertise it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.write_txn_markers import v1
+    WriteTxnMarkersRequest = v1.WriteTxnMarkersRequest
+    WriteTxnMarkersResponse = v1.WriteTxnMarkersResponse
+
 API = ApiSpec(key=27, min_version=1, max_version=1)
 
 
-def handle_write_txn_markers(request: Any, ctx: RequestContext) -> Any:
+
+def handle_write_txn_markers(request: WriteTxnMarkersRequest, ctx: RequestContext) -> WriteTxnMarkersResponse:
     markers = []
     for m in request.markers:
-        partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
+        partitions: list[tuple[str, int]] = [(t.name, p) for t in m.topics for p in t.partition_indexes]
         results = ctx.broker.txn.write_markers(m.producer_id, m.producer_epoch, m.coordinator_epoch,
                                                bool(m.transaction_result), partitions, ctx.now_ms)
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -28,4 +34,5 @@ def handle_write_txn_markers(request: Any, ctx: RequestContext) -> Any:
             by_topic.setdefault(topic, []).append({"partition_index": p, "error_code": error})
         markers.append({"producer_id": m.producer_id,
                         "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()]})
-    return build(response_class(27, ctx.version), {"markers": markers})
+    cls: type[WriteTxnMarkersResponse] = response_class(27, ctx.version)
+    return build(cls, {"markers": markers})
