@@ -69,4 +69,4 @@ clean:
 # default), fails on any crash or accepted malformed batch; prints cases, codes and the broker's RSS.
 FUZZ_SECONDS ?= 3600
 fuzz: $(TEST_STAMP) compile
-	$(PY) tests/fuzz/record_fuzz.py --seconds $(FUZZ_SECONDS)
+	$(PY) tests/fuzz/record_fuzz.py --seconds $(FUZZ_SECONDS) --json bench/results/fuzz-$$(date -u +%Y%m%dT%H%M%S).json

@@ -21,6 +21,7 @@ attribute bits set), so its disagreements are counted, not failed. Counted:
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.util
 import random
 import sys
@@ -44,6 +45,9 @@ AFTER_MAX_MS = 3_600_000  # the broker default of message.timestamp.after.max.ms
 # Seeds are a few KiB; the oracle's bound keeps kproto.compression's retry-with-a-larger-buffer loop cheap on
 # corrupt streams (the broker's own bound is samsa.max.decompressed.batch.bytes, 64 MiB).
 ORACLE_MAX_DECOMPRESSED_BYTES = 4 << 20
+# The broker's RSS may grow by this much over a run (page-cache-backed segments, allocator slack) and no more: a
+# leak per refused batch would pass it within minutes.
+MAX_RSS_GROWTH_MIB = 256.0
 
 
 @dataclass
@@ -231,6 +235,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seconds", type=float, default=3600.0)
     p.add_argument("--cases", type=int, default=None, help="stop after this many cases")
     p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--max-rss-growth-mib", type=float, default=MAX_RSS_GROWTH_MIB,
+                   help="fail when the broker's RSS grows by more than this over the run")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     args = p.parse_args(argv)
     fixtures = _broker_fixtures()
     with tempfile.TemporaryDirectory(prefix="samsa-fuzz-") as tmp:
@@ -246,8 +253,16 @@ def main(argv: list[str]) -> int:
             alive = server.proc.poll() is None
         finally:
             server.stop()
-    print({**asdict(stats), "broker_alive_at_end": alive}, flush=True)
-    return 0 if stats.crashes == 0 and stats.accepted_malformed == 0 and alive else 1
+    rss_growth_mib = stats.max_rss_mib - stats.first_rss_mib
+    rss_bounded = rss_growth_mib <= args.max_rss_growth_mib
+    figures = {**asdict(stats), "seed": args.seed, "broker_alive_at_end": alive,
+               "rss_growth_mib": round(rss_growth_mib, 1), "max_rss_growth_mib": args.max_rss_growth_mib,
+               "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    print(figures, flush=True)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return 0 if stats.crashes == 0 and stats.accepted_malformed == 0 and alive and rss_bounded else 1
 
 
 if __name__ == "__main__":
