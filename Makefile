@@ -66,7 +66,8 @@ clean:
 	rm -rf $(VENV) build *.egg-info
 
 # The record-level produce fuzzer (tests/fuzz/record_fuzz.py) against a fresh broker: FUZZ_SECONDS (an hour by
-# default), fails on any crash or accepted malformed batch; prints cases, codes and the broker's RSS.
+# default), fails on any crash, accepted malformed batch or RSS growth past 256 MiB; prints cases, codes and the
+# broker's RSS, and writes the figures to bench/results/fuzz-*.json.
 FUZZ_SECONDS ?= 3600
 fuzz: $(TEST_STAMP) compile
 	$(PY) tests/fuzz/record_fuzz.py --seconds $(FUZZ_SECONDS) --json bench/results/fuzz-$$(date -u +%Y%m%dT%H%M%S).json

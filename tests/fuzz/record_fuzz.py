@@ -21,8 +21,8 @@ attribute bits set), so its disagreements are counted, not failed. Counted:
 from __future__ import annotations
 
 import argparse
-import json
 import importlib.util
+import json
 import random
 import sys
 import tempfile
