@@ -129,3 +129,20 @@ def test_three_brokers(samsa_cluster):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
 
+
+def test_a_failing_test_gets_every_cluster_nodes_log(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nsamsa_cluster_nodes = 2\n")
+    pytester.makepyfile(test_cluster_fails="""
+def test_fails(samsa_cluster):
+    assert samsa_cluster.bootstrap_servers == "nowhere"
+
+def test_passes(samsa_cluster):
+    assert len(samsa_cluster.bootstrap_servers.split(",")) == 2
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str()
+    sections = re.findall(r"samsa cluster node (\d) (127\.0\.0\.1:\d+) \(pid \d+\) log", out)
+    assert sorted(node for node, _ in sections) == ["1", "2"]  # once each: only the failing test has them
+    assert len({address for _, address in sections}) == 2
+    assert out.count("Samsa broker 1 ready on") >= 1 and out.count("Samsa broker 2 ready on") >= 1  # their own logs
