@@ -102,6 +102,16 @@ def test_input_template_headers_like_rpk() -> None:
             template_pattern(bad)
 
 
+def test_cluster_help_names_info_and_health(capsys: pytest.CaptureFixture[str]) -> None:
+    from samsa.broker.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    cluster = listing[listing.index("cluster info"):]  # the line of `cluster` in the list of commands
+    assert "info, health" in cluster[:200] and "up, down" in cluster[:200]
+
+
 def test_keys_land_where_the_java_client_puts_them() -> None:
     # Kafka's Utils.murmur2 test vectors (UtilsTest.testMurmur2) through the partitioner's toPositive % n
     assert partition_for_key(b"21", 997) == (-973932308 & 0x7FFFFFFF) % 997
