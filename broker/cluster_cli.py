@@ -1,4 +1,5 @@
 """`samsa cluster up|down`: a local N-voter Samsa cluster on loopback, one `samsa serve` process per node.
+(`samsa cluster info|health`, for any cluster, are client commands: broker/commands/cluster_info.py.)
 
     samsa cluster up --nodes 3 --dir ./samsa-cluster     # prints 127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
     samsa cluster down --dir ./samsa-cluster
@@ -337,7 +338,11 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    cluster = sub.add_parser("cluster", help="start or stop a local multi-node cluster (one process per node)")
+    # info and health are added to this parser by samsa.broker.commands (they are client commands, with
+    # --bootstrap-server); the help names all four, as `samsa --help` lists only this line.
+    summary = ("info, health: any cluster's brokers, controller, quorum and partitions; up, down: a local "
+               "multi-node cluster (one process per node)")
+    cluster = sub.add_parser("cluster", help=summary, description=f"samsa cluster: {summary}.")
     cluster.add_argument("action", choices=["up", "down"])
     cluster.add_argument("--nodes", type=int, default=3, help="how many voters (combined broker+controller)")
     cluster.add_argument("--dir", default=DEFAULT_DIR, help=f"data, logs and {STATE_FILE} (default {DEFAULT_DIR})")

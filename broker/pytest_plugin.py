@@ -12,9 +12,9 @@
 - `samsa_topic` (function): a fresh topic per test, created on the session broker; partitions and configs
   from `@pytest.mark.samsa_topic(partitions=3, configs={"cleanup.policy": "compact"})`.
 
-A failing test that used a broker gets the tail of that broker's log in its report. Importing this
-module is cheap (pytest imports it in every session of every environment Samsa is installed in): the
-broker's own modules load only when a fixture is used.
+A failing test that used a broker gets the tail of that broker's log in its report; one that used the
+cluster, the tail of every node's log. Importing this module is cheap (pytest imports it in every session
+of every environment Samsa is installed in): the broker's own modules load only when a fixture is used.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 READY_TIMEOUT_S = 60.0
 REPORT_LOG_LINES = 40
 _STASH_BROKERS = pytest.StashKey[list["SamsaBroker"]]()
+_STASH_CLUSTERS = pytest.StashKey[list["SamsaCluster"]]()
 
 
 @dataclass
@@ -90,9 +91,15 @@ class SamsaCluster:
     _processes: dict[int, Any]
 
     def log_tail(self, lines: int = REPORT_LOG_LINES) -> str:
+        return "\n".join(tail for *_, tail in self.node_log_tails(lines))
+
+    def node_log_tails(self, lines: int = REPORT_LOG_LINES) -> list[tuple[int, str, int, str]]:
+        """(node id, address, PID, the tail of its log) for every node (node N is the Nth bootstrap address)."""
         from samsa.broker import launcher
 
-        return "\n".join(launcher.log_tail(self.directory / f"node-{n}.log", lines) for n in sorted(self._processes))
+        addresses = self.bootstrap_servers.split(",")
+        return [(n, addresses[i], self._processes[n].pid, launcher.log_tail(self.directory / f"node-{n}.log", lines))
+                for i, n in enumerate(sorted(self._processes))]
 
     def stop(self) -> None:
         from samsa.broker import launcher
@@ -110,6 +117,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "samsa_topic(partitions=1, configs=None): the samsa_topic fixture's topic")
     config.stash[_STASH_BROKERS] = []
+    config.stash[_STASH_CLUSTERS] = []
 
 
 def _start_broker(config: pytest.Config, directory: Path) -> SamsaBroker:
@@ -150,9 +158,11 @@ def samsa_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
                                     log_level=request.config.getini("samsa_log_level"))
     processes = cluster_cli.start_cluster(plan, ready_timeout_s=READY_TIMEOUT_S)
     cluster = SamsaCluster(directory, plan.bootstrap_servers, processes)
+    request.config.stash[_STASH_CLUSTERS].append(cluster)
     try:
         yield cluster
     finally:
+        request.config.stash[_STASH_CLUSTERS].remove(cluster)
         cluster.stop()
 
 
@@ -173,8 +183,15 @@ def samsa_topic(request: pytest.FixtureRequest, samsa_broker: SamsaBroker) -> st
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed and "samsa_broker" in getattr(item, "fixturenames", ()):
+    if not report.failed:
+        return report
+    fixtures = getattr(item, "fixturenames", ())
+    if "samsa_broker" in fixtures:
         for broker in item.config.stash.get(_STASH_BROKERS, []):
             report.sections.append((f"samsa broker {broker.bootstrap_servers} (pid {broker.pid}) log",
                                     broker.log_tail()))
+    if "samsa_cluster" in fixtures:
+        for cluster in item.config.stash.get(_STASH_CLUSTERS, []):
+            for node_id, address, pid, tail in cluster.node_log_tails():
+                report.sections.append((f"samsa cluster node {node_id} {address} (pid {pid}) log", tail))
     return report

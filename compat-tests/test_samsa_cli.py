@@ -76,6 +76,34 @@ def test_json_lines_round_trip_key_value_headers_timestamp(broker: Target) -> No
     assert tail == "a 1\nb 2|3\n"
 
 
+def test_produce_partition_flag_puts_every_record_there(broker: Target) -> None:
+    from samsa.broker.commands.produce import partition_for_key
+
+    topic = new_topic(broker, 3)
+    keys = [f"key{i}" for i in range(12)]
+    assert {partition_for_key(k.encode(), 3) for k in keys} != {1}  # by key, they would spread
+    lines = "".join(f"{k}:value-{i}\n" for i, k in enumerate(keys)).encode() + b"no key\n"
+    ok(samsa("produce", topic, "-p", "1", "-k", ":", "-b", broker.bootstrap, stdin=lines))
+    got = [json.loads(line) for line in ok(samsa("consume", topic, "--format", "json", "-b", broker.bootstrap))
+           .splitlines()]
+    assert [g["partition"] for g in got] == [1] * 13
+    assert [(g["key"], g["value"]) for g in got] == [(k, f"value-{i}") for i, k in enumerate(keys)] + [
+        (None, "no key")]
+    assert [g["offset"] for g in got] == list(range(13))
+
+
+def test_produce_template_headers_as_rpk(broker: Target) -> None:
+    topic = new_topic(broker, 1)
+    lines = b"2 trace=a1,tenant=x,first\n0 second\n1 empty=,third\n"
+    ok(samsa("produce", topic, "--format", "%H %h{%k=%v,}%v", "-H", "origin=cli", "-b", broker.bootstrap,
+             stdin=lines))
+    got = [json.loads(line) for line in ok(samsa("consume", topic, "--format", "json", "-b", broker.bootstrap))
+           .splitlines()]
+    assert [(g["value"], g["headers"]) for g in got] == [
+        ("first", {"trace": "a1", "tenant": "x", "origin": "cli"}), ("second", {"origin": "cli"}),
+        ("third", {"empty": "", "origin": "cli"})]
+
+
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_compression_and_acks(broker: Target, codec: str) -> None:
     topic = new_topic(broker, 2)

@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,47 +43,27 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.machine import describe  # noqa: E402
+from samsa.broker import launcher  # noqa: E402
 from samsa.broker.client import Connection  # noqa: E402
 
 VALUE = b"v" * 100
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def broker(pythonpath: str | None, data_dir: Path) -> Iterator[int]:
-    port = free_port()
+    """A `samsa serve` of this tree, or of the build at `pythonpath` (run from outside this repository, so
+    that the checkout's own folders do not shadow it), through the launcher every test and bench uses."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "samsa.broker.cli", "serve", "--data-dir", str(data_dir),
-         "--listen", f"127.0.0.1:{port}", "--log-level", "WARNING"],
-        cwd=tempfile.gettempdir() if pythonpath is not None else REPO, env=env)
+    options = launcher.ServeOptions(data_dir=data_dir, port=launcher.free_port(), log_level="WARNING")
+    process = launcher.start_serve(options, data_dir.parent / "samsa.log", env=env,
+                                   cwd=Path(tempfile.gettempdir()) if pythonpath is not None else REPO)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("broker did not listen within 60 s") from None
-                time.sleep(0.05)
-        yield port
+        process.wait_listening()
+        yield options.port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
+        process.stop()
 
 
 def create_topic(conn: Connection, name: str) -> int:

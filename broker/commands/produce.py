@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import json
 import os
 import queue
@@ -73,19 +74,101 @@ class InputRecord:
 
 _TEMPLATE_FIELDS = {"%k": r"(?P<key>.*?)", "%v": r"(?P<value>.*)", "%t": r"(?P<topic>.*?)",
                     "%p": r"(?P<partition>\d+)", "%d": r"(?P<timestamp>-?\d+)"}
+_TEMPLATE_TOKENS = re.compile(r"(%H\{\d+\}|%H|%h\{[^}]*\}|%h|%[kvtpd])")
+# A line's regex spells out one copy of the %h{...} format per header; past this many, a line is refused.
+MAX_TEMPLATE_HEADERS = 1000
 
 
 def _unescape(template: str) -> str:
     return template.replace("\\t", "\t").replace("\\n", "\n")
 
 
-def template_pattern(template: str) -> re.Pattern[str]:
-    """rpk's input template: %k key, %v value, %p partition, %d timestamp (ms); the rest is literal."""
-    parts = re.split(r"(%[kvtpd])", _unescape(template).rstrip("\n"))
+def _one_header(spec: str, index: int | None) -> str:
+    """The regex of one header of %h{spec}: its %k and %v as groups hk<index> / hv<index> (index None: not
+    captured). Both end at their first possible delimiter, as rpk's reader reads up to the next literal."""
+    out = []
+    for piece in re.split(r"(%[kv])", spec):
+        if piece in ("%k", "%v"):
+            out.append(".*?" if index is None else f"(?P<h{piece[1]}{index}>.*?)")
+        else:
+            out.append(re.escape(piece))
+    return "".join(out)
+
+
+def _template_parts(template: str) -> list[str]:
+    parts = _TEMPLATE_TOKENS.split(_unescape(template).rstrip("\n"))
     if "%v" not in parts:
         raise CliError(f"--format {template!r} has no %v: a template needs the value, e.g. '%k=%v'")
-    regex = "".join(_TEMPLATE_FIELDS.get(p, re.escape(p)) for p in parts)
-    return re.compile(regex + r"\Z", re.DOTALL)
+    counts = [i for i, p in enumerate(parts) if p.startswith("%H")]
+    specs = [i for i, p in enumerate(parts) if p.startswith("%h")]
+    example = "e.g. '%H %h{%k=%v,}%v' reads '2 a=1,b=2,value' (rpk's syntax)"
+    if len(counts) > 1 or len(specs) > 1:
+        raise CliError(f"--format {template!r}: %H and %h may appear once each; {example}")
+    if specs and parts[specs[0]] == "%h":
+        raise CliError(f"--format {template!r}: %h needs the format of one header in braces, %h{{%k=%v,}}; {example}")
+    if specs and not (counts and counts[0] < specs[0]):
+        raise CliError(f"--format {template!r}: %h needs the number of headers before it, %H (read from the "
+                       f"line) or %H{{N}} (always N); {example}")
+    if counts and not specs:
+        raise CliError(f"--format {template!r}: %H counts the headers of a %h{{...}} that follows it; {example}")
+    if specs:
+        spec = parts[specs[0]][3:-1]
+        unknown = sorted(set(re.findall(r"%.", spec)) - {"%k", "%v"})
+        if unknown or "%k" not in spec or "%v" not in spec:
+            raise CliError(f"--format {template!r}: a header's format %h{{...}} holds %k (its key) and %v (its "
+                           f"value) and literal text{', not ' + ' '.join(unknown) if unknown else ''}; {example}")
+    return parts
+
+
+@functools.lru_cache(maxsize=64)
+def template_pattern(template: str, headers: int | None = None) -> re.Pattern[str]:
+    """rpk's input template: %k key, %v value, %p partition, %d timestamp (ms), %H the number of headers
+    (%H{N}: always N) and %h{...} the headers, each in the format between the braces (%k its key, %v its
+    value); the rest is literal. With %H and `headers` None, the headers are matched but not captured (the
+    pass that reads the count); with `headers` given (or %H{N}), each header is captured (hk0, hv0, ...)."""
+    parts = _template_parts(template)
+    regex = []
+    for p in parts:
+        if p == "%H":
+            regex.append(r"(?P<header_count>\d+)" if headers is None else f"(?P<header_count>0*{headers})")
+        elif p.startswith("%H{"):
+            headers = int(p[3:-1])  # %H{N} reads nothing: the count is the template's
+            if headers > MAX_TEMPLATE_HEADERS:
+                raise CliError(f"--format {template!r}: at most {MAX_TEMPLATE_HEADERS} headers a record")
+        elif p.startswith("%h{"):
+            spec = p[3:-1]
+            regex.append(f"(?:{_one_header(spec, None)})*" if headers is None
+                         else "".join(_one_header(spec, i) for i in range(headers)))
+        else:
+            regex.append(_TEMPLATE_FIELDS.get(p, re.escape(p)))
+    return re.compile("".join(regex) + r"\Z", re.DOTALL)
+
+
+def match_template(template: str, text: str, number: int) -> tuple[dict[str, str], tuple[Header, ...]]:
+    """The fields of one input line read with `template`, and its headers (%H / %h)."""
+    m = template_pattern(template).match(text)
+    if m is None:
+        raise CliError(f"stdin line {number} does not match --format {template!r}")
+    fields = m.groupdict()
+    if "header_count" in fields:  # %H: the count is on the line; read it again with that many headers
+        count = int(fields["header_count"])
+        if count > MAX_TEMPLATE_HEADERS:
+            raise CliError(f"stdin line {number}: {count} headers; at most {MAX_TEMPLATE_HEADERS} a record")
+        m = template_pattern(template, count).match(text)
+        if m is None:
+            raise CliError(f"stdin line {number} does not match --format {template!r} with the {count} "
+                           "header(s) its %H says")
+        fields = m.groupdict()
+    headers = []
+    for i in range(sum(1 for name in fields if name.startswith("hk"))):
+        key = fields[f"hk{i}"]
+        try:
+            key.encode()
+        except UnicodeEncodeError:
+            raise CliError(f"stdin line {number}: header key {i + 1} is not UTF-8 (Kafka's header keys are "
+                           "strings)") from None
+        headers.append(Header(key, fields[f"hv{i}"].encode(errors="surrogateescape")))
+    return fields, tuple(headers)
 
 
 def _json_bytes(value: Any, what: str) -> bytes | None:
@@ -142,12 +225,9 @@ class LineParser:
         if self.format == "json":
             rec = parse_json_line(line, number)
         elif self.pattern is not None:
-            m = self.pattern.match(line.decode(errors="surrogateescape"))
-            if m is None:
-                raise CliError(f"stdin line {number} does not match --format {self.format!r}")
-            g = m.groupdict()
+            g, headers = match_template(self.format, line.decode(errors="surrogateescape"), number)
             rec = InputRecord(g["key"].encode(errors="surrogateescape") if "key" in g else None,
-                              g["value"].encode(errors="surrogateescape"),
+                              g["value"].encode(errors="surrogateescape"), headers,
                               timestamp_ms=int(g["timestamp"]) if g.get("timestamp") else None,
                               partition=int(g["partition"]) if g.get("partition") else None)
         elif self.separator is not None and self.separator in line:
@@ -381,7 +461,8 @@ def add_commands(sub: Any, one_line: Any) -> None:
     p.add_argument("--format", "-f", default="text",
                    help="text (default: one value per line), json (one object per line: key, value, headers, "
                         "timestamp, partition) or a template such as '%%k=%%v' (%%k key, %%v value, "
-                        "%%p partition, %%d timestamp ms)")
+                        "%%p partition, %%d timestamp ms, %%H number of headers and %%h{%%k=%%v,} the headers "
+                        "in that format, as rpk: '%%H %%h{%%k=%%v,}%%v' reads '2 a=1,b=2,value')")
     p.add_argument("--tombstone", action="store_true", help="an empty value is sent as null (a tombstone)")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE_BYTES, help=f"batch.size (default {BATCH_SIZE_BYTES})")
     p.add_argument("--linger-ms", type=int, default=LINGER_MS, help=f"linger.ms (default {LINGER_MS})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -76,6 +77,39 @@ def test_input_lines_text_separator_template_and_json() -> None:
         with pytest.raises(CliError, match=said):
             parse_json_line(bad, 3)
     assert LineParser(_args(tombstone=True)).parse(b"\n", 1).value is None
+
+
+def test_input_template_headers_like_rpk() -> None:
+    # rpk's syntax: %H the number of headers (%H{N}: always N), then %h{...} one header's format, %k its key
+    # and %v its value, repeated that many times
+    rec = LineParser(_args(format="%H %h{%k=%v,}%v", header=["x=9"])).parse(b"2 a=1,b=2,the value\n", 1)
+    assert (rec.key, rec.value) == (None, b"the value")
+    assert rec.headers == (Header("a", b"1"), Header("b", b"2"), Header("x", b"9"))  # -H ones come last
+    # the count decides where the headers end, even when the value looks like one more
+    rec = LineParser(_args(format="%H %h{%k=%v,}%v")).parse(b"1 a=1,b=2,\n", 1)
+    assert (rec.headers, rec.value) == ((Header("a", b"1"),), b"b=2,")
+    rec = LineParser(_args(format="%k %H %h{%k:%v;} %v")).parse(b"key 0  value\n", 1)
+    assert (rec.key, rec.value, rec.headers) == (b"key", b"value", ())
+    rec = LineParser(_args(format="%H{2}%h{ %k=%v }|%k|%v")).parse(b" a=  b=x=y |k|v\n", 1)
+    assert (rec.key, rec.value, rec.headers) == (b"k", b"v", (Header("a", b""), Header("b", b"x=y")))
+    with pytest.raises(CliError, match="with the 3 header"):
+        LineParser(_args(format="%H %h{%k=%v,}%v")).parse(b"3 a=1,b=2,\n", 7)
+    for bad, said in [("%h{%k=%v,}%v", "needs the number of headers before it"),
+                      ("%H %h%v", "in braces"), ("%H %v", "counts the headers of a %h"),
+                      ("%H %h{%k=%v %p,}%v", "not %p"), ("%H %h{%k,}%v", "holds %k"),
+                      ("%H %h{%k=%v,} %H %h{%k=%v,}%v", "once each")]:
+        with pytest.raises(CliError, match=re.escape(said)):
+            template_pattern(bad)
+
+
+def test_cluster_help_names_info_and_health(capsys: pytest.CaptureFixture[str]) -> None:
+    from samsa.broker.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    cluster = listing[listing.index("cluster info"):]  # the line of `cluster` in the list of commands
+    assert "info, health" in cluster[:200] and "up, down" in cluster[:200]
 
 
 def test_keys_land_where_the_java_client_puts_them() -> None:

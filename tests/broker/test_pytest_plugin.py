@@ -77,29 +77,38 @@ def test_fails(samsa_broker):
 
 
 def test_one_broker_per_xdist_worker(pytester: pytest.Pytester) -> None:
+    # 8 tests on 2 workers: xdist's load scheduling hands each worker a first chunk before any test runs,
+    # so both workers run tests, and each must have started its own broker (its own port and PID).
     pytester.makepyfile(test_workers="""
 import os
 import pytest
 
-@pytest.mark.parametrize("n", range(6))
+@pytest.mark.parametrize("n", range(8))
 def test_worker(samsa_broker, samsa_topic, n):
-    print("WORKER", os.environ.get("PYTEST_XDIST_WORKER"), samsa_broker.bootstrap_servers, flush=True)
     with open(os.environ["SAMSA_PLUGIN_OUT"], "a") as f:
-        f.write(f"{os.environ.get('PYTEST_XDIST_WORKER')} {samsa_broker.bootstrap_servers} {samsa_topic}\\n")
+        f.write(f"{os.environ['PYTEST_XDIST_WORKER']} {samsa_broker.bootstrap_servers} {samsa_broker.pid} "
+                f"{samsa_topic}\\n")
 """)
     out_file = pytester.path / "workers.txt"
     pytester._monkeypatch.setenv("SAMSA_PLUGIN_OUT", str(out_file))
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=6)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "load", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=8)
     rows = [line.split() for line in out_file.read_text().splitlines()]
-    by_worker: dict[str, set[str]] = {}
-    for worker, bootstrap, _topic in rows:
-        by_worker.setdefault(worker, set()).add(bootstrap)
-    assert len(rows) == 6 and len({t for *_, t in rows}) == 6
-    # every worker used exactly one broker, and no two workers shared one
-    assert all(len(b) == 1 for b in by_worker.values())
-    brokers = [next(iter(b)) for b in by_worker.values()]
-    assert len(brokers) == len(set(brokers)) == len(by_worker) >= 1
+    assert len(rows) == 8 and len({topic for *_, topic in rows}) == 8
+    by_worker: dict[str, set[tuple[str, str]]] = {}
+    for worker, bootstrap, pid, _topic in rows:
+        by_worker.setdefault(worker, set()).add((bootstrap, pid))
+    assert sorted(by_worker) == ["gw0", "gw1"]
+    # every worker used exactly one broker all session...
+    assert all(len(brokers) == 1 for brokers in by_worker.values()), by_worker
+    (address0, pid0), = by_worker["gw0"]
+    (address1, pid1), = by_worker["gw1"]
+    # ...and not the other worker's: two processes on two loopback ports
+    host0, _, port0 = address0.rpartition(":")
+    host1, _, port1 = address1.rpartition(":")
+    assert host0 == host1 == "127.0.0.1"
+    assert port0 != port1 and pid0 != pid1
+    assert _pids_gone([int(pid0), int(pid1)])  # each worker stopped its own at the end of its session
 
 
 def test_cluster_fixture(pytester: pytest.Pytester) -> None:
@@ -119,3 +128,21 @@ def test_three_brokers(samsa_cluster):
 """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_failing_test_gets_every_cluster_nodes_log(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nsamsa_cluster_nodes = 2\n")
+    pytester.makepyfile(test_cluster_fails="""
+def test_fails(samsa_cluster):
+    assert samsa_cluster.bootstrap_servers == "nowhere"
+
+def test_passes(samsa_cluster):
+    assert len(samsa_cluster.bootstrap_servers.split(",")) == 2
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str()
+    sections = re.findall(r"samsa cluster node (\d) (127\.0\.0\.1:\d+) \(pid \d+\) log", out)
+    assert sorted(node for node, _ in sections) == ["1", "2"]  # once each: only the failing test has them
+    assert len({address for _, address in sections}) == 2
+    assert out.count("Samsa broker 1 ready on") >= 1 and out.count("Samsa broker 2 ready on") >= 1  # their own logs
