@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -113,11 +114,13 @@ def main(argv: list[str]) -> int:
         "machine": machine, "load_average_start": load_average(), "kafka_version": targets.oracle_fixture.KAFKA_VERSION,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "scenarios": {}, "events": [],
+        "samsa_build": {"python": str(targets.SAMSA_PYTHON), "cwd": str(targets.SAMSA_CWD),
+                        "module": targets.SAMSA_SERVE_MODULE, "commit": _commit(targets.SAMSA_CWD)},
     }
     print(f"machine: {machine}; load average {run['load_average_start']}", flush=True)
     # Samsa as a regular install runs it: with bytecode (`make compile`; the editable install writes none).
     for package in ("kproto", "broker", "storage", "raft"):
-        compileall.compile_dir(str(targets.REPO / package), quiet=1)
+        compileall.compile_dir(str(targets.SAMSA_CWD / package), quiet=1)
     if args.prefault_gib > 0:
         run["prefault"] = prefault_memory(int(args.prefault_gib * (1 << 30)))
         print(f"touched {run['prefault']['gib']} GiB of free memory once, {run['prefault']['us_per_page']} us per "
@@ -174,3 +177,13 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+def _commit(checkout: Path) -> str | None:
+    """The commit of the Samsa checkout being measured, so a result names the build it measured."""
+    try:
+        out = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None

@@ -44,6 +44,11 @@ HOST = "127.0.0.1"
 # up to 100 ms late and Samsa, at 10 ms, up to 10 ms late).
 PORT_POLL_S = 0.002
 SAMSA_PYTHON = Path(os.environ.get("SAMSA_PYTHON", REPO / ".venv" / "bin" / "python"))
+# Another build's broker in this run's harness (a before/after comparison on one machine): its venv's python in
+# SAMSA_PYTHON, its checkout in SAMSA_CWD and its serve module in SAMSA_SERVE_MODULE (`broker.cli` before the
+# package became `samsa`).
+SAMSA_CWD = Path(os.environ.get("SAMSA_CWD", REPO))
+SAMSA_SERVE_MODULE = os.environ.get("SAMSA_SERVE_MODULE", "samsa.broker.cli")
 # Kafka settings from compat-tests/oracle/server.properties that differ from Samsa's defaults.
 SAMSA_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
 
@@ -292,8 +297,8 @@ def start_samsa(*, settle: float = 2.0, ready_timeout: float = 120.0) -> Target:
     port = oracle_fixture.free_port()
     options = ServeOptions(data_dir=work / "data", port=port, host=HOST, log_level="WARNING",
                            overrides=tuple(f"{k}={v}" for k, v in SAMSA_OVERRIDES.items()),
-                           program=(str(SAMSA_PYTHON), "-m", "samsa.broker.cli"))
-    served = start_serve(options, work / "samsa.log", cwd=REPO, die_with_parent=True)
+                           program=(str(SAMSA_PYTHON), "-m", SAMSA_SERVE_MODULE))
+    served = start_serve(options, work / "samsa.log", cwd=SAMSA_CWD, die_with_parent=True)
     proc = served.popen
     cmd = served.command
 
