@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.raft.events import Action
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import EntryKind, LogEntry
 from samsa.raft.messages import (
     NO_LEADER,
@@ -118,7 +119,8 @@ def prospective_lost(core: RaftCore) -> list[Action]:
 
 
 def become_prospective(core: RaftCore) -> list[Action]:
-    assert core.is_voter, "observers never stand for election"
+    if not core.is_voter:
+        raise InvariantViolation(f"observer {core.node_id} stood for election")
     s = core.state
     voted = s.voted_id if isinstance(s, Unattached | Prospective | Follower) else None
     if isinstance(s, Candidate | Resigned):
@@ -151,7 +153,10 @@ def _vote_request(core: RaftCore, epoch: int, pre_vote: bool) -> VoteRequest:
 
 def _become_leader(core: RaftCore) -> list[Action]:
     s = core.state
-    assert isinstance(s, Candidate) and len(s.granted) >= core.config.majority
+    assert isinstance(s, Candidate)
+    if len(s.granted) < core.config.majority:
+        raise InvariantViolation(
+            f"leader of epoch {s.epoch} with {len(s.granted)} votes of {core.config.majority} needed")
     others = core.config.voters - {core.node_id}
     leader = Leader(
         epoch=s.epoch,
@@ -180,9 +185,11 @@ def on_begin_quorum_epoch(core: RaftCore, source: int, req: BeginQuorumEpochRequ
         s = core.state
         match s:
             case Leader() | Resigned():
-                assert req.leader_id == core.node_id, f"two leaders in epoch {core.epoch}"
+                if req.leader_id != core.node_id:
+                    raise InvariantViolation(f"two leaders in epoch {core.epoch}: {core.node_id} and {req.leader_id}")
             case Follower():
-                assert s.leader_id == req.leader_id, f"two leaders in epoch {core.epoch}"
+                if s.leader_id != req.leader_id:
+                    raise InvariantViolation(f"two leaders in epoch {core.epoch}: {s.leader_id} and {req.leader_id}")
             case Unattached() | Prospective() | Candidate():
                 actions += core.become_follower(req.leader_epoch, req.leader_id)
     error = ErrorCode.fenced_leader_epoch if req.leader_epoch < core.epoch else ErrorCode.none

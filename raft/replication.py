@@ -24,6 +24,7 @@ from samsa.raft.events import (
     TakeSnapshot,
     TruncateLog,
 )
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import Diverging, NeedSnapshot, Snapshot, SnapshotId, Valid
 from samsa.raft.messages import (
     NO_LEADER,
@@ -83,7 +84,8 @@ def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -
     hw_before = core.high_watermark
     if isinstance(core.log.validate_offset_and_epoch(req.fetch_offset, req.last_fetched_epoch), Valid):
         # The follower only fetches from offsets it has made durable: this acknowledges them.
-        assert req.fetch_offset <= core.log.end_offset
+        if req.fetch_offset > core.log.end_offset:
+            raise InvariantViolation(f"valid fetch offset {req.fetch_offset} past the log end {core.log.end_offset}")
         replica.end_offset = req.fetch_offset
         if req.fetch_offset == core.log.end_offset:
             replica.last_caught_up_ms = core.now_ms
@@ -141,11 +143,13 @@ def maybe_advance_high_watermark(core: RaftCore, leader: Leader) -> list[Action]
 def commit(core: RaftCore) -> list[Action]:
     """Hand the newly committed entries to the state machine."""
     start = core.applied_offset
-    assert core.log.log_start_offset <= start <= core.high_watermark
+    if not core.log.log_start_offset <= start <= core.high_watermark:
+        raise InvariantViolation(f"applied offset {start} outside [{core.log.log_start_offset}, {core.high_watermark}]")
     if start == core.high_watermark:
         return []
     entries = core.log.read(start, core.high_watermark - start)
-    assert len(entries) == core.high_watermark - start
+    if len(entries) != core.high_watermark - start:
+        raise InvariantViolation(f"{len(entries)} entries in [{start}, {core.high_watermark}): the log has a hole")
     core.applied_offset = core.high_watermark
     return [CommitUpTo(core.high_watermark, entries)]
 
@@ -223,7 +227,9 @@ def on_fetch_snapshot_request(core: RaftCore, source: int, req: FetchSnapshotReq
 
 
 def take_snapshot(core: RaftCore, event: TakeSnapshot) -> list[Action]:
-    assert event.end_offset <= core.applied_offset, "a snapshot holds only committed, applied entries"
+    if event.end_offset > core.applied_offset:
+        raise InvariantViolation(f"snapshot to {event.end_offset} past the applied offset {core.applied_offset}: "
+                                 "a snapshot holds only committed, applied entries")
     log = core.log
     if event.end_offset <= log.log_start_offset:
         return []
@@ -274,7 +280,9 @@ def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[
     actions: list[Action] = []
     if resp.diverging_epoch is not None:
         offset = log.truncation_offset_for(Diverging(resp.diverging_epoch.epoch, resp.diverging_epoch.end_offset))
-        assert offset >= core.high_watermark, f"leader asked to truncate committed entries: {offset}"
+        if offset < core.high_watermark:
+            raise InvariantViolation(f"truncation to {offset} below the high watermark {core.high_watermark}: "
+                                     "committed entries are never truncated")
         if offset < log.end_offset:
             log.truncate_to(offset)
             actions.append(TruncateLog(offset))
@@ -283,7 +291,9 @@ def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[
     else:
         if resp.records:
             # One fetch in flight, sent from our log end: the records continue our log exactly.
-            assert resp.records[0].offset == log.end_offset, (resp.records[0].offset, log.end_offset)
+            if resp.records[0].offset != log.end_offset:
+                raise InvariantViolation(
+                    f"fetched records start at {resp.records[0].offset}, the log ends at {log.end_offset}")
             log.append(resp.records)
             actions.append(AppendToLog(resp.records))
         actions += _maybe_advance_follower_high_watermark(core, resp.high_watermark)
@@ -311,7 +321,8 @@ def on_fetch_snapshot_response(core: RaftCore, source: int, resp: FetchSnapshotR
         return []
     s.fetch_deadline_ms = core.now_ms + core.config.fetch_timeout_ms
     sf.received += resp.unaligned_records
-    assert len(sf.received) <= resp.size
+    if len(sf.received) > resp.size:
+        raise InvariantViolation(f"{len(sf.received)} snapshot bytes received of {resp.size}")
     actions: list[Action] = []
     if len(sf.received) == resp.size:
         actions += _install_snapshot(core, s, Snapshot(sf.snapshot_id, bytes(sf.received)))
@@ -323,7 +334,8 @@ def _install_snapshot(core: RaftCore, follower: Follower, snapshot: Snapshot) ->
     log = core.log
     end = snapshot.snapshot_id.end_offset
     # The leader sends a snapshot only past our log end, so it is past our high watermark too.
-    assert end > core.high_watermark, (end, core.high_watermark)
+    if end <= core.high_watermark:
+        raise InvariantViolation(f"snapshot to {end} at or below the high watermark {core.high_watermark}")
     # The snapshot is durable before any entry goes: a crash in between must not lose committed
     # entries this follower may have acknowledged (a restart drops what the snapshot makes moot).
     actions: list[Action] = [PersistSnapshot(snapshot)]
