@@ -76,7 +76,7 @@ class RaftCore:
 
     The driver uses step, propose, next_deadline_ms, describe_quorum and the read-only epoch,
     leader_id, high_watermark, is_voter, state and log. The other methods without an underscore are
-    for raft.election and raft.replication.
+    for raft.election and raft.replication, which see the core through raft.core_view.RaftCoreView.
     """
 
     def __init__(
