@@ -217,7 +217,7 @@ class ReplicaFetcherManager:
             leader_hw = int(r.high_watermark)
             hw = min(leader_hw, log.log_end_offset)
             if hw > log.high_watermark:
-                log.update_high_watermark(hw)
+                log.advance_high_watermark(hw)
             leader_start = int(r.log_start_offset)
             if log.log_start_offset < leader_start <= log.high_watermark:
                 log.maybe_increment_log_start_offset(leader_start)

@@ -161,7 +161,7 @@ class Partition:
             state = self.followers.get(replica)
             hw = min(hw, state.log_end_offset if state is not None else -1)
         if hw > log.high_watermark:
-            log.update_high_watermark(hw)
+            log.advance_high_watermark(hw)
             return True
         return False
 

@@ -9,8 +9,17 @@
 
 The driver executes actions in order; persist actions are durable before anything after them runs
 (raft.events has the contract). Modules: messages (the RPCs), events (inputs, actions), log (the
-in-memory log + epoch cache), quorum_state (roles and config), core (elections), replication (Fetch,
-FetchSnapshot, high watermark, check-quorum).
+in-memory log + epoch cache), quorum_state (roles and config), core (the state machine), election
+(Vote, BeginQuorumEpoch, EndQuorumEpoch), replication (Fetch, FetchSnapshot, high watermark,
+check-quorum), core_view (the Protocol election and replication see the core through), invariants
+(InvariantViolation), codec and batch_codec (the wire and on-disk encodings).
+
+Where the driver is: not here. The production driver is samsa.broker.metadata.quorum (MetadataQuorum),
+with its disk writer in samsa.broker.metadata.raft_disk. It lives in the broker because it needs what
+only the broker has: its event loop (timers, the worker thread that writes and fsyncs one step's
+persist actions, then the sends), its listeners and node clients for the Raft RPCs, the
+`__cluster_metadata-0` log in the broker's data directory, and the metadata image the committed entries
+are applied to. This package stays sans-IO so a deterministic simulator (tests/sim) drives the same core.
 """
 
 from samsa.raft.core import RaftCore

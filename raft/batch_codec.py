@@ -22,6 +22,7 @@ from kio.static.primitive import i16
 from samsa.kproto._guard import check_entity
 from samsa.kproto.batch import CorruptBatchError
 from samsa.kproto.records import ControlType, Record, RecordInput, decode_batches, decode_control_record, encode_batch
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import EntryKind, LogEntry
 
 __all__ = ["MAX_DECOMPRESSED_BATCH_BYTES", "CodecError", "decode_entries", "encode_entries"]
@@ -57,8 +58,10 @@ def _batches(entries: Sequence[LogEntry]) -> Iterator[Sequence[LogEntry]]:
 
 
 def _starts_batch(previous: LogEntry, entry: LogEntry) -> bool:
-    assert entry.offset == previous.offset + 1, (previous.offset, entry.offset)
-    assert entry.epoch >= previous.epoch, (previous.epoch, entry.epoch)
+    if entry.offset != previous.offset + 1:
+        raise InvariantViolation(f"entry {entry.offset} after {previous.offset}: entries are contiguous")
+    if entry.epoch < previous.epoch:
+        raise InvariantViolation(f"entry of epoch {entry.epoch} after one of epoch {previous.epoch}")
     return entry.kind != EntryKind.DATA or previous.kind != EntryKind.DATA or entry.epoch != previous.epoch
 
 

@@ -32,6 +32,7 @@ from samsa.raft.events import (
     Tick,
     TruncateLog,
 )
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import LogEntry, RaftLog, Snapshot
 from samsa.raft.messages import (
     NO_LEADER,
@@ -75,7 +76,7 @@ class RaftCore:
 
     The driver uses step, propose, next_deadline_ms, describe_quorum and the read-only epoch,
     leader_id, high_watermark, is_voter, state and log. The other methods without an underscore are
-    for raft.election and raft.replication.
+    for raft.election and raft.replication, which see the core through raft.core_view.RaftCoreView.
     """
 
     def __init__(
@@ -193,7 +194,8 @@ class RaftCore:
     # -- the entry points ------------------------------------------------------------------------
 
     def step(self, event: Input, now_ms: int) -> list[Action]:
-        assert now_ms >= self.now_ms, f"time went backwards: {now_ms} < {self.now_ms}"
+        if now_ms < self.now_ms:
+            raise InvariantViolation(f"time went backwards: {now_ms} < {self.now_ms}")
         self.now_ms = now_ms
         actions: list[Action] = self._startup_actions
         self._startup_actions = []
@@ -211,7 +213,8 @@ class RaftCore:
 
     def propose(self, payloads: Sequence[bytes], now_ms: int) -> tuple[ProposeResult, list[Action]]:
         """Append entries on the leader; they are committed when CommitUpTo covers them."""
-        assert now_ms >= self.now_ms
+        if now_ms < self.now_ms:
+            raise InvariantViolation(f"time went backwards: {now_ms} < {self.now_ms}")
         self.now_ms = now_ms
         s = self.state
         if not isinstance(s, Leader):
@@ -263,7 +266,7 @@ class RaftCore:
                 return replication.on_fetch_response(self, r.source, m)
             case FetchSnapshotResponse():
                 return replication.on_fetch_snapshot_response(self, r.source, m)
-        raise AssertionError(f"unexpected message {m!r}")
+        raise InvariantViolation(f"unexpected message {m!r}")
 
     def _maybe_handle_common_response(self, leader_id: int, leader_epoch: int) -> list[Action] | None:
         """A response that reveals a newer epoch, or the leader of ours, moves us there first."""
@@ -279,11 +282,12 @@ class RaftCore:
                     # back (Kafka: maybeTransition only when !quorum.hasLeader()).
                     return None
                 case Leader() | Resigned():
-                    raise AssertionError(f"two leaders in epoch {leader_epoch}: {self.node_id} and {leader}")
+                    raise InvariantViolation(f"two leaders in epoch {leader_epoch}: {self.node_id} and {leader}")
         return None
 
     def _follow_or_unattach(self, epoch: int, leader: int | None) -> list[Action]:
-        assert epoch > self.epoch
+        if epoch <= self.epoch:
+            raise InvariantViolation(f"epoch {epoch} is not newer than {self.epoch}")
         if leader is not None:
             return self.become_follower(epoch, leader)
         return self.transition(Unattached(epoch, None, self.election_deadline(self.now_ms)))
@@ -358,8 +362,10 @@ class RaftCore:
     # -- transitions -----------------------------------------------------------------------------
 
     def become_follower(self, epoch: int, leader_id: int) -> list[Action]:
-        assert leader_id != self.node_id
-        assert epoch >= self.epoch
+        if leader_id == self.node_id:
+            raise InvariantViolation(f"{self.node_id} cannot follow itself in epoch {epoch}")
+        if epoch < self.epoch:
+            raise InvariantViolation(f"epoch went backwards: {self.epoch} -> {epoch}")
         s = self.state
         voted = None
         if epoch == s.epoch:
@@ -374,8 +380,11 @@ class RaftCore:
     def transition(self, new: EpochState) -> list[Action]:
         """Enter `new`: persist the election state first, then notify, then answer parked fetches."""
         old = self.state
-        assert new.epoch >= old.epoch, f"epoch went backwards: {old.epoch} -> {new.epoch}"
-        assert self.is_voter or isinstance(new, Unattached | Follower), "an observer only follows"
+        if new.epoch < old.epoch:
+            raise InvariantViolation(f"epoch went backwards: {old.epoch} -> {new.epoch}")
+        if not (self.is_voter or isinstance(new, Unattached | Follower)):
+            raise InvariantViolation(
+                f"observer {self.node_id} cannot become {type(new).__name__}: an observer only follows")
         self.state = new
         self._inflight.clear()  # responses to the old state's requests are now meaningless
         self._fetch_cid = None
@@ -443,17 +452,21 @@ class RaftCore:
     # -- invariants ------------------------------------------------------------------------------
 
     def _check_invariants(self) -> None:
+        # Kafka's RaftEventSimulationTest checks these after every event; we check them after every step.
         log = self.log
-        assert log.log_start_offset <= self.high_watermark <= log.end_offset, (
-            log.log_start_offset,
-            self.high_watermark,
-            log.end_offset,
-        )
-        assert self.applied_offset == self.high_watermark, "every commit is handed to the state machine"
-        assert self._persisted[0] == self.epoch, "an epoch is persisted before anything happens in it"
-        assert len(self._inflight) <= 4 * len(self.config.voters) + 1, "the in-flight table is bounded"
-        if isinstance(self.state, Leader):
-            assert log.last_fetched_epoch == self.epoch
+        if not log.log_start_offset <= self.high_watermark <= log.end_offset:
+            raise InvariantViolation(f"high watermark {self.high_watermark} outside the log "
+                                     f"[{log.log_start_offset}, {log.end_offset}]")
+        if self.applied_offset != self.high_watermark:
+            raise InvariantViolation(f"applied {self.applied_offset} != high watermark {self.high_watermark}: "
+                                     "every commit is handed to the state machine")
+        if self._persisted[0] != self.epoch:
+            raise InvariantViolation(f"epoch {self.epoch} not persisted (last persisted {self._persisted[0]}): "
+                                     "an epoch is persisted before anything happens in it")
+        if len(self._inflight) > 4 * len(self.config.voters) + 1:
+            raise InvariantViolation(f"{len(self._inflight)} requests in flight: the table is bounded")
+        if isinstance(self.state, Leader) and log.last_fetched_epoch != self.epoch:
+            raise InvariantViolation(f"leader of epoch {self.epoch} ends its log with epoch {log.last_fetched_epoch}")
 
 
 def _coalesce(actions: list[Action]) -> list[Action]:

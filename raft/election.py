@@ -1,6 +1,7 @@
 """Elections (KIP-595 Vote, KIP-996 pre-vote) and epoch handover (BeginQuorumEpoch, EndQuorumEpoch).
 
-Functions over a RaftCore, like raft.replication. A voter whose timer fires becomes Prospective and
+Functions over a RaftCore, like raft.replication, typed against the narrow raft.core_view.RaftCoreView
+so they need not import raft.core (which calls them). A voter whose timer fires becomes Prospective and
 asks for pre-votes for epoch + 1 without bumping its epoch; with a majority it becomes Candidate
 (persisting its vote for itself), and with a majority of votes Leader: it appends a LeaderChange entry
 and announces itself with BeginQuorumEpoch. A leader that resigns sends EndQuorumEpoch naming its
@@ -9,9 +10,9 @@ preferred successors. Every vote is persisted before it is answered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from samsa.raft.core_view import RaftCoreView
 from samsa.raft.events import Action
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import EntryKind, LogEntry
 from samsa.raft.messages import (
     NO_LEADER,
@@ -25,13 +26,10 @@ from samsa.raft.messages import (
 )
 from samsa.raft.quorum_state import Candidate, Follower, Leader, Prospective, ReplicaState, Resigned, Unattached
 
-if TYPE_CHECKING:
-    from samsa.raft.core import RaftCore
-
 # -- voting --------------------------------------------------------------------------------------------
 
 
-def on_vote_request(core: RaftCore, source: int, req: VoteRequest, cid: int) -> list[Action]:
+def on_vote_request(core: RaftCoreView, source: int, req: VoteRequest, cid: int) -> list[Action]:
     actions: list[Action] = []
     if not core.is_voter or req.replica_id not in core.config.voters:
         return [core.respond(source, cid, _vote_response(core, False, ErrorCode.inconsistent_voter_set))]
@@ -67,7 +65,7 @@ def on_vote_request(core: RaftCore, source: int, req: VoteRequest, cid: int) -> 
     return actions
 
 
-def _can_grant_pre_vote(core: RaftCore, req: VoteRequest, log_ok: bool) -> bool:
+def _can_grant_pre_vote(core: RaftCoreView, req: VoteRequest, log_ok: bool) -> bool:
     s = core.state
     if not log_ok:
         return False
@@ -83,16 +81,16 @@ def _can_grant_pre_vote(core: RaftCore, req: VoteRequest, log_ok: bool) -> bool:
             return True
 
 
-def _vote_response(core: RaftCore, granted: bool, error: ErrorCode = ErrorCode.none) -> VoteResponse:
+def _vote_response(core: RaftCoreView, granted: bool, error: ErrorCode = ErrorCode.none) -> VoteResponse:
     return VoteResponse(error, _known_leader_or_none(core), core.epoch, granted)
 
 
-def _known_leader_or_none(core: RaftCore) -> int:
+def _known_leader_or_none(core: RaftCoreView) -> int:
     leader = core.leader_id
     return NO_LEADER if leader is None else leader
 
 
-def on_vote_response(core: RaftCore, source: int, resp: VoteResponse) -> list[Action]:
+def on_vote_response(core: RaftCoreView, source: int, resp: VoteResponse) -> list[Action]:
     s = core.state
     if not isinstance(s, Prospective | Candidate):
         return []
@@ -107,7 +105,7 @@ def on_vote_response(core: RaftCore, source: int, resp: VoteResponse) -> list[Ac
     return []
 
 
-def prospective_lost(core: RaftCore) -> list[Action]:
+def prospective_lost(core: RaftCoreView) -> list[Action]:
     """Kafka: prospectiveTransitionAfterElectionLoss — back to the leader we knew (fetching will tell
     whether it is alive), else Unattached for a backoff before the next pre-vote round."""
     s = core.state
@@ -117,8 +115,9 @@ def prospective_lost(core: RaftCore) -> list[Action]:
     return core.transition(Unattached(s.epoch, s.voted_id, core.backoff_deadline()))
 
 
-def become_prospective(core: RaftCore) -> list[Action]:
-    assert core.is_voter, "observers never stand for election"
+def become_prospective(core: RaftCoreView) -> list[Action]:
+    if not core.is_voter:
+        raise InvariantViolation(f"observer {core.node_id} stood for election")
     s = core.state
     voted = s.voted_id if isinstance(s, Unattached | Prospective | Follower) else None
     if isinstance(s, Candidate | Resigned):
@@ -135,7 +134,7 @@ def become_prospective(core: RaftCore) -> list[Action]:
     return actions
 
 
-def become_candidate(core: RaftCore) -> list[Action]:
+def become_candidate(core: RaftCoreView) -> list[Action]:
     new = Candidate(core.epoch + 1, core.election_deadline(core.now_ms), granted={core.node_id})
     actions = core.transition(new)  # persists the vote for ourselves first
     if len(new.granted) >= core.config.majority:
@@ -145,13 +144,16 @@ def become_candidate(core: RaftCore) -> list[Action]:
     return actions
 
 
-def _vote_request(core: RaftCore, epoch: int, pre_vote: bool) -> VoteRequest:
+def _vote_request(core: RaftCoreView, epoch: int, pre_vote: bool) -> VoteRequest:
     return VoteRequest(core.node_id, epoch, core.log.last_fetched_epoch, core.log.end_offset, pre_vote)
 
 
-def _become_leader(core: RaftCore) -> list[Action]:
+def _become_leader(core: RaftCoreView) -> list[Action]:
     s = core.state
-    assert isinstance(s, Candidate) and len(s.granted) >= core.config.majority
+    assert isinstance(s, Candidate)
+    if len(s.granted) < core.config.majority:
+        raise InvariantViolation(
+            f"leader of epoch {s.epoch} with {len(s.granted)} votes of {core.config.majority} needed")
     others = core.config.voters - {core.node_id}
     leader = Leader(
         epoch=s.epoch,
@@ -172,7 +174,7 @@ def _become_leader(core: RaftCore) -> list[Action]:
 # -- BeginQuorumEpoch / EndQuorumEpoch ---------------------------------------------------------
 
 
-def on_begin_quorum_epoch(core: RaftCore, source: int, req: BeginQuorumEpochRequest, cid: int) -> list[Action]:
+def on_begin_quorum_epoch(core: RaftCoreView, source: int, req: BeginQuorumEpochRequest, cid: int) -> list[Action]:
     actions: list[Action] = []
     if req.leader_epoch > core.epoch:
         actions += core.become_follower(req.leader_epoch, req.leader_id)
@@ -180,9 +182,11 @@ def on_begin_quorum_epoch(core: RaftCore, source: int, req: BeginQuorumEpochRequ
         s = core.state
         match s:
             case Leader() | Resigned():
-                assert req.leader_id == core.node_id, f"two leaders in epoch {core.epoch}"
+                if req.leader_id != core.node_id:
+                    raise InvariantViolation(f"two leaders in epoch {core.epoch}: {core.node_id} and {req.leader_id}")
             case Follower():
-                assert s.leader_id == req.leader_id, f"two leaders in epoch {core.epoch}"
+                if s.leader_id != req.leader_id:
+                    raise InvariantViolation(f"two leaders in epoch {core.epoch}: {s.leader_id} and {req.leader_id}")
             case Unattached() | Prospective() | Candidate():
                 actions += core.become_follower(req.leader_epoch, req.leader_id)
     error = ErrorCode.fenced_leader_epoch if req.leader_epoch < core.epoch else ErrorCode.none
@@ -190,7 +194,7 @@ def on_begin_quorum_epoch(core: RaftCore, source: int, req: BeginQuorumEpochRequ
     return [*actions, core.respond(source, cid, response)]
 
 
-def on_end_quorum_epoch(core: RaftCore, source: int, req: EndQuorumEpochRequest, cid: int) -> list[Action]:
+def on_end_quorum_epoch(core: RaftCoreView, source: int, req: EndQuorumEpochRequest, cid: int) -> list[Action]:
     actions: list[Action] = []
     if req.leader_epoch > core.epoch:
         actions += core.transition(Unattached(req.leader_epoch, None, core.election_deadline(core.now_ms)))
@@ -218,7 +222,7 @@ def on_end_quorum_epoch(core: RaftCore, source: int, req: EndQuorumEpochRequest,
     return [*actions, core.respond(source, cid, response)]
 
 
-def resign(core: RaftCore) -> list[Action]:
+def resign(core: RaftCoreView) -> list[Action]:
     s = core.state
     assert isinstance(s, Leader)
     # Best successors first: longest logs (Kafka: nonLeaderVotersByDescendingFetchOffset).

@@ -12,6 +12,8 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from samsa.raft.invariants import InvariantViolation
+
 __all__ = [
     "Diverging",
     "EntryKind",
@@ -112,7 +114,8 @@ class RaftLog:
         return self._entries
 
     def entry(self, offset: int) -> LogEntry:
-        assert self.log_start_offset <= offset < self.end_offset, (offset, self.log_start_offset)
+        if not self.log_start_offset <= offset < self.end_offset:
+            raise InvariantViolation(f"entry {offset} outside [{self.log_start_offset}, {self.end_offset})")
         return self._entries[offset - self.log_start_offset]
 
     def epoch_at(self, offset: int) -> int:
@@ -124,7 +127,8 @@ class RaftLog:
     def read(self, from_offset: int, max_count: int, max_bytes: int | None = None) -> tuple[LogEntry, ...]:
         """Up to `max_count` entries from `from_offset`, and no more than `max_bytes` of payload beyond the
         first entry (which is always returned, however large, so a fetch always makes progress)."""
-        assert self.log_start_offset <= from_offset <= self.end_offset
+        if not self.log_start_offset <= from_offset <= self.end_offset:
+            raise InvariantViolation(f"read from {from_offset} outside [{self.log_start_offset}, {self.end_offset}]")
         start = from_offset - self.log_start_offset
         entries = self._entries[start : start + max_count]
         if max_bytes is None or not entries:
@@ -180,8 +184,11 @@ class RaftLog:
 
     def append(self, entries: Sequence[LogEntry]) -> None:
         for entry in entries:
-            assert entry.offset == self.end_offset, (entry.offset, self.end_offset)
-            assert entry.epoch >= self.last_fetched_epoch, (entry.epoch, self.last_fetched_epoch)
+            if entry.offset != self.end_offset:
+                raise InvariantViolation(
+                    f"entry {entry.offset} appended at the log end {self.end_offset}: the log is contiguous")
+            if entry.epoch < self.last_fetched_epoch:
+                raise InvariantViolation(f"entry of epoch {entry.epoch} after one of epoch {self.last_fetched_epoch}")
             if not self._epochs or entry.epoch > self._epochs[-1]:
                 self._epochs.append(entry.epoch)
                 self._epoch_starts.append(entry.offset)
@@ -189,7 +196,8 @@ class RaftLog:
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry at or above `offset` (a follower discarding a divergent suffix)."""
-        assert self.log_start_offset <= offset <= self.end_offset, (offset, self.log_start_offset)
+        if not self.log_start_offset <= offset <= self.end_offset:
+            raise InvariantViolation(f"truncation to {offset} outside [{self.log_start_offset}, {self.end_offset}]")
         del self._entries[offset - self.log_start_offset :]
         while self._epoch_starts and self._epoch_starts[-1] >= offset:
             self._epochs.pop()
@@ -209,8 +217,10 @@ class RaftLog:
         be unvalidated, Kafka: truncateToLatestSnapshot).
         """
         end = snapshot.snapshot_id.end_offset
-        assert end >= self.log_start_offset
-        assert self.extends(snapshot.snapshot_id) or self.end_offset == self.log_start_offset
+        if end < self.log_start_offset:
+            raise InvariantViolation(f"snapshot to {end} behind the log start {self.log_start_offset}")
+        if not (self.extends(snapshot.snapshot_id) or self.end_offset == self.log_start_offset):
+            raise InvariantViolation(f"snapshot {snapshot.snapshot_id} does not extend the log it replaces")
         keep = list(self._entries[end - self.log_start_offset :]) if end <= self.end_offset else []
         self.snapshot = snapshot
         self.log_start_offset = end

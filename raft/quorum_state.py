@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import SnapshotId
 
 __all__ = [
@@ -55,8 +56,10 @@ class QuorumConfig:
     retry_backoff_ms: int = 100  # before re-fetching after an error response
 
     def __post_init__(self) -> None:
-        assert self.voters, "a quorum needs at least one voter"
-        assert self.fetch_max_wait_ms < self.request_timeout_ms < self.fetch_timeout_ms
+        if not self.voters:
+            raise InvariantViolation("a quorum needs at least one voter")
+        if not self.fetch_max_wait_ms < self.request_timeout_ms < self.fetch_timeout_ms:
+            raise InvariantViolation("fetch_max_wait_ms < request_timeout_ms < fetch_timeout_ms does not hold")
 
     @property
     def majority(self) -> int:

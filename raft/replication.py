@@ -1,6 +1,7 @@
 """Pull-based replication (KIP-595) and snapshot transfer (KIP-630), leader and follower sides.
 
-Functions over a RaftCore rather than methods on it, to keep each module readable. The leader answers
+Functions over a RaftCore rather than methods on it, to keep each module readable (typed against
+raft.core_view.RaftCoreView, so the imports point one way). The leader answers
 Fetch with records, a diverging epoch (the follower truncates), or a snapshot id (the follower fetches
 the snapshot in chunks); it parks an empty fetch until there is something new (Kafka's fetch
 purgatory), counts durable follower offsets into the high watermark, and resigns when a majority of
@@ -10,9 +11,9 @@ voters stops fetching (check-quorum).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from samsa.raft import election
+from samsa.raft.core_view import RaftCoreView
 from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
@@ -24,6 +25,7 @@ from samsa.raft.events import (
     TakeSnapshot,
     TruncateLog,
 )
+from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import Diverging, NeedSnapshot, Snapshot, SnapshotId, Valid
 from samsa.raft.messages import (
     NO_LEADER,
@@ -36,15 +38,12 @@ from samsa.raft.messages import (
 )
 from samsa.raft.quorum_state import Follower, Leader, ParkedFetch, ReplicaState, SnapshotFetch, Unattached
 
-if TYPE_CHECKING:
-    from samsa.raft.core import RaftCore
-
 _NEVER_MS = 2**62
 
 # -- leader side ---------------------------------------------------------------------------------------
 
 
-def _leader_only_error(core: RaftCore, request_epoch: int) -> ErrorCode | None:
+def _leader_only_error(core: RaftCoreView, request_epoch: int) -> ErrorCode | None:
     """Kafka: KafkaRaftClient.validateLeaderOnlyRequest."""
     if request_epoch < core.epoch:
         return ErrorCode.fenced_leader_epoch
@@ -55,7 +54,7 @@ def _leader_only_error(core: RaftCore, request_epoch: int) -> ErrorCode | None:
     return None
 
 
-def _error_fetch_response(core: RaftCore, error: ErrorCode) -> FetchResponse:
+def _error_fetch_response(core: RaftCoreView, error: ErrorCode) -> FetchResponse:
     leader = core.leader_id
     return FetchResponse(
         error,
@@ -66,7 +65,7 @@ def _error_fetch_response(core: RaftCore, error: ErrorCode) -> FetchResponse:
     )
 
 
-def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -> list[Action]:
+def on_fetch_request(core: RaftCoreView, source: int, req: FetchRequest, cid: int) -> list[Action]:
     error = _leader_only_error(core, req.current_leader_epoch)
     if error is not None:
         return [core.respond(source, cid, _error_fetch_response(core, error))]
@@ -83,7 +82,8 @@ def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -
     hw_before = core.high_watermark
     if isinstance(core.log.validate_offset_and_epoch(req.fetch_offset, req.last_fetched_epoch), Valid):
         # The follower only fetches from offsets it has made durable: this acknowledges them.
-        assert req.fetch_offset <= core.log.end_offset
+        if req.fetch_offset > core.log.end_offset:
+            raise InvariantViolation(f"valid fetch offset {req.fetch_offset} past the log end {core.log.end_offset}")
         replica.end_offset = req.fetch_offset
         if req.fetch_offset == core.log.end_offset:
             replica.last_caught_up_ms = core.now_ms
@@ -99,7 +99,7 @@ def on_fetch_request(core: RaftCore, source: int, req: FetchRequest, cid: int) -
     return actions
 
 
-def _forget_expired_observers(core: RaftCore, leader: Leader) -> None:
+def _forget_expired_observers(core: RaftCoreView, leader: Leader) -> None:
     """Drop observers not heard from for observer_session_timeout_ms (checked when a new id appears, so the
     work is paid only by growth)."""
     expired_before = core.now_ms - core.config.observer_session_timeout_ms
@@ -109,7 +109,7 @@ def _forget_expired_observers(core: RaftCore, leader: Leader) -> None:
 
 
 def _answer_fetch(
-    core: RaftCore, leader: Leader, source: int, cid: int, fetch_offset: int, last_fetched_epoch: int
+    core: RaftCoreView, leader: Leader, source: int, cid: int, fetch_offset: int, last_fetched_epoch: int
 ) -> Send:
     log = core.log
     base = FetchResponse(ErrorCode.none, core.node_id, leader.epoch, core.high_watermark, log.log_start_offset)
@@ -125,7 +125,7 @@ def _answer_fetch(
     return core.respond(source, cid, response)
 
 
-def maybe_advance_high_watermark(core: RaftCore, leader: Leader) -> list[Action]:
+def maybe_advance_high_watermark(core: RaftCoreView, leader: Leader) -> list[Action]:
     """Kafka: LeaderState.maybeUpdateHighWatermark — the majority's durable offset, once it covers an
     entry of the current epoch (the LeaderChange record at epoch_start_offset)."""
     offsets = [core.log.end_offset]
@@ -138,19 +138,21 @@ def maybe_advance_high_watermark(core: RaftCore, leader: Leader) -> list[Action]
     return commit(core) + complete_parked_fetches(core, leader, expired_only=False)
 
 
-def commit(core: RaftCore) -> list[Action]:
+def commit(core: RaftCoreView) -> list[Action]:
     """Hand the newly committed entries to the state machine."""
     start = core.applied_offset
-    assert core.log.log_start_offset <= start <= core.high_watermark
+    if not core.log.log_start_offset <= start <= core.high_watermark:
+        raise InvariantViolation(f"applied offset {start} outside [{core.log.log_start_offset}, {core.high_watermark}]")
     if start == core.high_watermark:
         return []
     entries = core.log.read(start, core.high_watermark - start)
-    assert len(entries) == core.high_watermark - start
+    if len(entries) != core.high_watermark - start:
+        raise InvariantViolation(f"{len(entries)} entries in [{start}, {core.high_watermark}): the log has a hole")
     core.applied_offset = core.high_watermark
     return [CommitUpTo(core.high_watermark, entries)]
 
 
-def complete_parked_fetches(core: RaftCore, leader: Leader, *, expired_only: bool) -> list[Action]:
+def complete_parked_fetches(core: RaftCoreView, leader: Leader, *, expired_only: bool) -> list[Action]:
     actions: list[Action] = []
     for source in sorted(leader.parked):
         parked = leader.parked[source]
@@ -163,7 +165,7 @@ def complete_parked_fetches(core: RaftCore, leader: Leader, *, expired_only: boo
     return actions
 
 
-def reject_parked_fetches(core: RaftCore, old: Leader) -> list[Action]:
+def reject_parked_fetches(core: RaftCoreView, old: Leader) -> list[Action]:
     """We stopped leading: tell the parked followers at once rather than let them time out."""
     response = _error_fetch_response(core, ErrorCode.not_leader_or_follower)
     actions: list[Action] = [core.respond(s, old.parked[s].correlation_id, response) for s in sorted(old.parked)]
@@ -171,7 +173,7 @@ def reject_parked_fetches(core: RaftCore, old: Leader) -> list[Action]:
     return actions
 
 
-def _check_quorum_fail_ms(core: RaftCore, leader: Leader) -> int:
+def _check_quorum_fail_ms(core: RaftCoreView, leader: Leader) -> int:
     """When the leader will have heard from fewer than a majority of voters within the timeout."""
     needed = core.config.majority - 1  # the leader counts itself
     if needed == 0:
@@ -180,7 +182,7 @@ def _check_quorum_fail_ms(core: RaftCore, leader: Leader) -> int:
     return last[needed - 1] + core.config.check_quorum_timeout_ms
 
 
-def leader_deadline_ms(core: RaftCore, leader: Leader) -> int:
+def leader_deadline_ms(core: RaftCoreView, leader: Leader) -> int:
     deadlines = [_check_quorum_fail_ms(core, leader)]
     deadlines += [p.deadline_ms for p in leader.parked.values()]
     if leader.begin_quorum_pending:
@@ -188,7 +190,7 @@ def leader_deadline_ms(core: RaftCore, leader: Leader) -> int:
     return min(deadlines)
 
 
-def on_leader_tick(core: RaftCore, leader: Leader) -> list[Action]:
+def on_leader_tick(core: RaftCoreView, leader: Leader) -> list[Action]:
     if core.now_ms >= _check_quorum_fail_ms(core, leader):
         return election.resign(core)  # we may be the minority side of a partition (check-quorum)
     actions = complete_parked_fetches(core, leader, expired_only=True)
@@ -198,7 +200,7 @@ def on_leader_tick(core: RaftCore, leader: Leader) -> list[Action]:
     return actions
 
 
-def on_fetch_snapshot_request(core: RaftCore, source: int, req: FetchSnapshotRequest, cid: int) -> list[Action]:
+def on_fetch_snapshot_request(core: RaftCoreView, source: int, req: FetchSnapshotRequest, cid: int) -> list[Action]:
     error = _leader_only_error(core, req.current_leader_epoch)
     snapshot = core.log.snapshot
     if error is None and (snapshot is None or snapshot.snapshot_id != req.snapshot_id):
@@ -222,8 +224,10 @@ def on_fetch_snapshot_request(core: RaftCore, source: int, req: FetchSnapshotReq
     return [core.respond(source, cid, response)]
 
 
-def take_snapshot(core: RaftCore, event: TakeSnapshot) -> list[Action]:
-    assert event.end_offset <= core.applied_offset, "a snapshot holds only committed, applied entries"
+def take_snapshot(core: RaftCoreView, event: TakeSnapshot) -> list[Action]:
+    if event.end_offset > core.applied_offset:
+        raise InvariantViolation(f"snapshot to {event.end_offset} past the applied offset {core.applied_offset}: "
+                                 "a snapshot holds only committed, applied entries")
     log = core.log
     if event.end_offset <= log.log_start_offset:
         return []
@@ -235,7 +239,7 @@ def take_snapshot(core: RaftCore, event: TakeSnapshot) -> list[Action]:
 # -- follower side -------------------------------------------------------------------------------------
 
 
-def fetch_request(core: RaftCore) -> FetchRequest:
+def fetch_request(core: RaftCoreView) -> FetchRequest:
     log = core.log
     return FetchRequest(
         replica_id=core.node_id,
@@ -247,7 +251,7 @@ def fetch_request(core: RaftCore) -> FetchRequest:
     )
 
 
-def next_fetch(core: RaftCore, follower: Follower) -> Send:
+def next_fetch(core: RaftCoreView, follower: Follower) -> Send:
     sf = follower.snapshot_fetch
     if sf is None:
         return core.request_fetch(follower.leader_id, fetch_request(core))
@@ -257,7 +261,7 @@ def next_fetch(core: RaftCore, follower: Follower) -> Send:
     return core.request_fetch(follower.leader_id, request)
 
 
-def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[Action]:
+def on_fetch_response(core: RaftCoreView, source: int, resp: FetchResponse) -> list[Action]:
     s = core.state
     if isinstance(s, Unattached):
         core.retry_fetch_later()  # an observer asked a voter that knows no leader either
@@ -274,7 +278,9 @@ def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[
     actions: list[Action] = []
     if resp.diverging_epoch is not None:
         offset = log.truncation_offset_for(Diverging(resp.diverging_epoch.epoch, resp.diverging_epoch.end_offset))
-        assert offset >= core.high_watermark, f"leader asked to truncate committed entries: {offset}"
+        if offset < core.high_watermark:
+            raise InvariantViolation(f"truncation to {offset} below the high watermark {core.high_watermark}: "
+                                     "committed entries are never truncated")
         if offset < log.end_offset:
             log.truncate_to(offset)
             actions.append(TruncateLog(offset))
@@ -283,7 +289,9 @@ def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[
     else:
         if resp.records:
             # One fetch in flight, sent from our log end: the records continue our log exactly.
-            assert resp.records[0].offset == log.end_offset, (resp.records[0].offset, log.end_offset)
+            if resp.records[0].offset != log.end_offset:
+                raise InvariantViolation(
+                    f"fetched records start at {resp.records[0].offset}, the log ends at {log.end_offset}")
             log.append(resp.records)
             actions.append(AppendToLog(resp.records))
         actions += _maybe_advance_follower_high_watermark(core, resp.high_watermark)
@@ -292,7 +300,7 @@ def on_fetch_response(core: RaftCore, source: int, resp: FetchResponse) -> list[
     return actions
 
 
-def _maybe_advance_follower_high_watermark(core: RaftCore, leader_high_watermark: int) -> list[Action]:
+def _maybe_advance_follower_high_watermark(core: RaftCoreView, leader_high_watermark: int) -> list[Action]:
     new = min(leader_high_watermark, core.log.end_offset)
     if new <= core.high_watermark:
         return []
@@ -300,7 +308,7 @@ def _maybe_advance_follower_high_watermark(core: RaftCore, leader_high_watermark
     return commit(core)
 
 
-def on_fetch_snapshot_response(core: RaftCore, source: int, resp: FetchSnapshotResponse) -> list[Action]:
+def on_fetch_snapshot_response(core: RaftCoreView, source: int, resp: FetchSnapshotResponse) -> list[Action]:
     s = core.state
     if not isinstance(s, Follower) or source != s.leader_id or s.snapshot_fetch is None:
         return []
@@ -311,7 +319,8 @@ def on_fetch_snapshot_response(core: RaftCore, source: int, resp: FetchSnapshotR
         return []
     s.fetch_deadline_ms = core.now_ms + core.config.fetch_timeout_ms
     sf.received += resp.unaligned_records
-    assert len(sf.received) <= resp.size
+    if len(sf.received) > resp.size:
+        raise InvariantViolation(f"{len(sf.received)} snapshot bytes received of {resp.size}")
     actions: list[Action] = []
     if len(sf.received) == resp.size:
         actions += _install_snapshot(core, s, Snapshot(sf.snapshot_id, bytes(sf.received)))
@@ -319,11 +328,12 @@ def on_fetch_snapshot_response(core: RaftCore, source: int, resp: FetchSnapshotR
     return actions
 
 
-def _install_snapshot(core: RaftCore, follower: Follower, snapshot: Snapshot) -> list[Action]:
+def _install_snapshot(core: RaftCoreView, follower: Follower, snapshot: Snapshot) -> list[Action]:
     log = core.log
     end = snapshot.snapshot_id.end_offset
     # The leader sends a snapshot only past our log end, so it is past our high watermark too.
-    assert end > core.high_watermark, (end, core.high_watermark)
+    if end <= core.high_watermark:
+        raise InvariantViolation(f"snapshot to {end} at or below the high watermark {core.high_watermark}")
     # The snapshot is durable before any entry goes: a crash in between must not lose committed
     # entries this follower may have acknowledged (a restart drops what the snapshot makes moot).
     actions: list[Action] = [PersistSnapshot(snapshot)]

@@ -34,7 +34,12 @@ from samsa.storage.errors import (
 )
 from samsa.storage.file_io import Buffer, FileIO
 from samsa.storage.handle_cache import HandleCache
-from samsa.storage.invariants import check_appended, check_offsets
+from samsa.storage.invariants import (
+    check_appended,
+    check_high_watermark_advance,
+    check_offsets,
+    check_write_header,
+)
 from samsa.storage.local_log import DELETED_SUFFIX, FetchDataInfo, FileRegion, LocalLog
 from samsa.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from samsa.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
@@ -103,8 +108,25 @@ class Log(LocalLog):
     # =====================================================================================================
 
     def update_high_watermark(self, offset: int) -> None:
+        """Set the high watermark, clamped to [log start, log end] (Kafka's UnifiedLog.updateHighWatermark).
+
+        It may move back: the metadata driver sets it to its Raft core's, which starts from the log start
+        after a restart while the checkpointed one may be ahead. A partition's leader and followers use
+        advance_high_watermark, which refuses to.
+        """
         self.high_watermark = hw = min(max(offset, self.log_start_offset), self.log_end_offset)
         check_offsets(self.directory, self.log_start_offset, hw, self.log_end_offset)
+
+    def advance_high_watermark(self, offset: int) -> None:
+        """Move the high watermark forward to `offset` (a partition leader's min over its ISR's log ends, or a
+        follower's min of the leader's and its own log end). Raises StorageInvariantError, even under
+        `python -O`, if it would move back or past the log end: only truncate_to and
+        truncate_fully_and_start_at move it back (Kafka: maybeIncrementHighWatermark)."""
+        hw = self.high_watermark
+        leo = self.log_end_offset
+        if not hw <= offset <= leo:
+            check_high_watermark_advance(self.directory, hw, offset, leo)
+        self.high_watermark = offset
 
     def latest_epoch(self) -> int | None:
         return self._epochs.latest_epoch()
@@ -223,6 +245,8 @@ class Log(LocalLog):
             # with timeit, 10-record batch on tmpfs), and this is the path every produce takes.
             _PREFIX.pack_into(header, 0, first_offset, batch_length, leader_epoch)  # baseOffset, batchLength, epoch
             append_time = -1
+        if not seg.base_offset <= first_offset <= last_offset <= seg.base_offset + MAX_RELATIVE_OFFSET:
+            check_write_header(self.directory, magic, first_offset, last_offset, seg.base_offset, seg.next_offset)
         try:
             position = seg.append_one(header, total, last_offset, max_ts, body)
         except OSError as e:
@@ -300,6 +324,8 @@ class Log(LocalLog):
             offset = last + 1
         if buf is not None:
             buffers = [buf]
+        seg = self._segments[-1]
+        check_write_header(self.directory, 2, first_offset, offset - 1, seg.base_offset, seg.next_offset)
         position = self._write(buffers, total, meta)
         if leader_epoch != self._epochs.latest_written:
             self._epochs.assign(leader_epoch, first_offset)
@@ -331,6 +357,8 @@ class Log(LocalLog):
         first_offset = batches[0][1].base_offset
         self._maybe_roll_for(now_ms, total, expected - 1)
         meta = [(h.size_bytes, h.last_offset, h.max_timestamp) for _, h in batches]
+        seg = self._segments[-1]
+        check_write_header(self.directory, 2, first_offset, expected - 1, seg.base_offset, seg.next_offset)
         position = self._write([view], total, meta)
         for _, h in batches:
             if h.partition_leader_epoch >= 0:

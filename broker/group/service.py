@@ -30,7 +30,6 @@ from samsa.broker.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     ResetAuditKey,
-    decode_audit_value,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -96,7 +95,6 @@ class GroupService:
         self.retention_check_interval_ms = config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
         self.commit_timeout_ms = config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
-        self._audit: dict[str, list[dict[str, object]]] = {}
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -164,13 +162,10 @@ class GroupService:
             appended.append((partition, info.last_offset + 1, partition.leader_epoch))
         return error, appended
 
-    def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes, audit: dict[str, object]) -> None:
-
+    def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes) -> None:
+        """Queue an offset-reset audit record for __consumer_offsets (`samsa groups history` reads it back
+        from the log)."""
         self.coordinator._records.append(GroupRecord(group_id, encode_key(key), value))
-        self._audit.setdefault(group_id, []).append(audit)
-
-    def audit_history(self, group_id: str) -> list[dict[str, object]]:
-        return list(self._audit.get(group_id, ()))
 
     def load(self) -> None:
         started = time.monotonic()
@@ -213,8 +208,7 @@ class GroupService:
                         self.coordinator.load_group(
                             decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
                     case ResetAuditKey():
-                        if value is not None:
-                            self._audit.setdefault(decoded.group_id, []).append(decode_audit_value(value))
+                        pass  # the audit trail lives in the log; the CLI reads it from there
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:

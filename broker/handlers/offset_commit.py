@@ -56,7 +56,7 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
         "changes": changes,
     }
     key = ResetAuditKey(group_id, ctx.now_ms, uuid.uuid4().hex)
-    groups.append_audit(group_id, key, encode_audit_value(audit), audit)
+    groups.append_audit(group_id, key, encode_audit_value(audit))
 
 
 async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext) -> OffsetCommitResponse:

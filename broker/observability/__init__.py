@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.observability.observed_broker import ObservabilityBroker
 
 METRICS_LISTEN_KEY = "samsa.metrics.listen"
 
@@ -29,7 +29,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-async def start_observability(broker: Broker) -> ObservabilityHandle | None:
+async def start_observability(broker: ObservabilityBroker) -> ObservabilityHandle | None:
     """The listener samsa.metrics.listen asks for, started; None when it is not set (the default)."""
     value = broker.config.get(METRICS_LISTEN_KEY).strip()
     if not value:

@@ -32,7 +32,7 @@ from samsa.kproto.batch import CorruptBatchError
 from samsa.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.observability.observed_broker import ObservabilityBroker
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def collect_all(collectors: Iterable[SteppedCollector]) -> list[Family]:
     return [f for c in collectors for f in c.steps() if f is not None]
 
 
-def _enabled(broker: Broker, key: str) -> bool:
+def _enabled(broker: ObservabilityBroker, key: str) -> bool:
     return broker.config.get_bool(key)
 
 
@@ -81,14 +81,14 @@ class MetricsOptions:
     per_group: bool = True
 
     @classmethod
-    def from_broker(cls, broker: Broker) -> MetricsOptions:
+    def from_broker(cls, broker: ObservabilityBroker) -> MetricsOptions:
         return cls(per_partition=_enabled(broker, PER_PARTITION_KEY), per_group=_enabled(broker, PER_GROUP_KEY))
 
 
 class ReplicaCollector(SteppedCollector):
     """ReplicaManager, Partition and Log figures of the partitions this broker hosts."""
 
-    def __init__(self, broker: Broker, options: MetricsOptions) -> None:
+    def __init__(self, broker: ObservabilityBroker, options: MetricsOptions) -> None:
         self._broker = broker
         self._options = options
 
@@ -152,7 +152,7 @@ class ReplicaCollector(SteppedCollector):
 class ClusterCollector(SteppedCollector):
     """The controller's and the metadata quorum's figures (KafkaController, raft-metrics)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ObservabilityBroker) -> None:
         self._broker = broker
 
     def steps(self) -> Iterator[Family | None]:
@@ -203,7 +203,7 @@ class ClusterCollector(SteppedCollector):
 class DiskCollector(SteppedCollector):
     """Free space of the data directory against the append reserve (samsa.min.free.disk.bytes)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ObservabilityBroker) -> None:
         self._broker = broker
 
     def steps(self) -> Iterator[Family | None]:
@@ -241,7 +241,7 @@ class GroupCollector(SteppedCollector):
     Lag is computed for the partitions whose log this broker holds (all of them on a single node; in a
     cluster, those whose replica is here: the high watermark is this replica's view of it)."""
 
-    def __init__(self, broker: Broker, options: MetricsOptions, clock: Clock = wall_clock_ms) -> None:
+    def __init__(self, broker: ObservabilityBroker, options: MetricsOptions, clock: Clock = wall_clock_ms) -> None:
         self._broker = broker
         self._options = options
         self._clock = clock
@@ -306,7 +306,7 @@ class GroupCollector(SteppedCollector):
 class RequestCollector(SteppedCollector):
     """Requests and their total time per API (broker.observability.request_metrics)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ObservabilityBroker) -> None:
         self._broker = broker
 
     def steps(self) -> Iterator[Family | None]:
@@ -321,7 +321,7 @@ class RequestCollector(SteppedCollector):
         yield connections
 
 
-def broker_collectors(broker: Broker, clock: Clock = wall_clock_ms,
+def broker_collectors(broker: ObservabilityBroker, clock: Clock = wall_clock_ms,
                       options: MetricsOptions | None = None) -> list[SteppedCollector]:
     opts = options if options is not None else MetricsOptions.from_broker(broker)
     return [ReplicaCollector(broker, opts), ClusterCollector(broker), DiskCollector(broker),

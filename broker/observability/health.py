@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.observability.observed_broker import ObservabilityBroker
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class Readiness:
                 "reasons": list(self.reasons)}
 
 
-def readiness(broker: Broker, *, listeners_open: bool) -> Readiness:
+def readiness(broker: ObservabilityBroker, *, listeners_open: bool) -> Readiness:
     checks: dict[str, bool] = {}
     reasons: list[str] = []
 

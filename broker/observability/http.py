@@ -28,7 +28,7 @@ from samsa.broker.observability.loop_lag import LoopLagMonitor
 from samsa.broker.observability.series import Family, exposition
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.observability.observed_broker import ObservabilityBroker
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ class ObservabilityServer:
     """Answers /metrics and /health/* for one broker. `listeners_open` is set by the server once the
     client listener is bound (broker/server.py)."""
 
-    def __init__(self, broker: Broker, *, clock: Clock = wall_clock_ms, options: MetricsOptions | None = None
-                 ) -> None:
+    def __init__(self, broker: ObservabilityBroker, *, clock: Clock = wall_clock_ms,
+                 options: MetricsOptions | None = None) -> None:
         self._broker = broker
         self.collectors: list[SteppedCollector] = broker_collectors(broker, clock, options)
         self.loop_lag = LoopLagMonitor()

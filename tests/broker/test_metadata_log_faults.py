@@ -3,14 +3,13 @@ control plane. Free disk under samsa.min.free.disk.bytes refuses creating writes
 deletes and reads work (also for a broker started that way); once the disk is freed everything works
 again; a metadata-log fsync that fails after the Raft core advanced stops the broker loudly (exit 1).
 
-The broker runs through tests/broker/disk_fault_launcher.py, which lets the test set the free-disk figure
-and fail fsync with files in a control directory.
+The broker runs through tests/broker/disk_fault_launcher.py (samsa.broker.launcher starts it, with that
+script as the program), which lets the test set the free-disk figure and fail fsync with files in a
+control directory.
 """
 
 from __future__ import annotations
 
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from samsa.broker.client import Connection
+from samsa.broker.launcher import LaunchError, ServeOptions, ServeProcess, free_port, start_serve
 from samsa.broker.metadata.log import METADATA_LOG_CONFIG
 from samsa.broker.metadata.raft_disk import read_entries
 from samsa.broker.metadata.records import BrokerRegistrationChangeRecord, decode_records
@@ -32,17 +32,13 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = Path(__file__).resolve().parent / "disk_fault_launcher.py"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
-RESERVE = ("--override", "samsa.min.free.disk.bytes=1000000")
+RESERVE = ("samsa.min.free.disk.bytes=1000000",)
 KAFKA_STORAGE_ERROR = 56
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Broker:
+    """One broker under disk_fault_launcher.py, started and stopped through samsa.broker.launcher (by PID)."""
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.control = root / "control"
@@ -50,41 +46,27 @@ class Broker:
         self.data_dir = root / "data"
         self.port = free_port()
         self.log_path = root / "samsa.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: ServeProcess | None = None
 
     def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(LAUNCHER), str(self.control), "serve", "--data-dir", str(self.data_dir),
-                 "--listen", f"127.0.0.1:{self.port}", "--log-level", "INFO", *RESERVE],
-                cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"samsa exited with {self.proc.returncode}:\n{self.log_text()[-4000:]}")
-            try:
-                Connection("127.0.0.1", self.port).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"samsa did not listen:\n{self.log_text()[-4000:]}")
+        options = ServeOptions(data_dir=self.data_dir, port=self.port, overrides=RESERVE,
+                               program=(sys.executable, str(LAUNCHER), str(self.control)))
+        self.proc = start_serve(options, self.log_path, cwd=REPO, die_with_parent=True)
+        try:
+            self.proc.wait_listening(START_TIMEOUT_S)
+        except LaunchError as e:
+            raise AssertionError(f"{e}\n{self.log_text()[-4000:]}") from None
 
-    def stop(self, sig: int = signal.SIGTERM) -> int:
+    def stop(self) -> int | None:
+        """SIGTERM, SIGKILL after STOP_TIMEOUT_S: the exit code (not 0 if it had to be killed)."""
         proc, self.proc = self.proc, None
         assert proc is not None
-        if proc.poll() is None:
-            proc.send_signal(sig)
-        try:
-            return proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_TIMEOUT_S)
-            raise AssertionError(f"samsa did not stop on signal {sig}:\n{self.log_text()[-4000:]}") from None
+        return proc.stop(STOP_TIMEOUT_S)
 
     def wait_exit(self) -> int:
         assert self.proc is not None
         try:
-            code = self.proc.wait(STOP_TIMEOUT_S)
+            code = self.proc.popen.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"samsa kept running:\n{self.log_text()[-4000:]}") from None
         self.proc = None
@@ -109,8 +91,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     b = Broker(tmp_path)
     yield b
     if b.proc is not None:
-        b.proc.kill()
-        b.proc.wait(STOP_TIMEOUT_S)
+        b.proc.stop(STOP_TIMEOUT_S, kill=True)
 
 
 def create(conn: Connection, name: str) -> Any:
