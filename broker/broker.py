@@ -31,6 +31,7 @@ from samsa.broker.node_client import NodeUnavailableError
 from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.replica_fetcher import ReplicaFetcherManager
 from samsa.broker.replica_manager import Partition, ReplicaManager
+from samsa.broker.state_change_log import log_state_changes
 from samsa.broker.txn.service import TxnService
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
@@ -221,6 +222,8 @@ class Broker:
                 self.log_manager.delete_log(topic, partition)
         self._published = True
         self.ready.set()
+        if not startup and self.is_active_controller:
+            log_state_changes(self.replica_manager.image, image)  # once per cluster: by the active controller
         self.replica_manager.apply_image(image)
         self._notify_coordinators(image)
 

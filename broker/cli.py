@@ -115,12 +115,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from samsa.broker.broker import Broker
+    from samsa.broker.log_format import configure_logging
     from samsa.broker.server import serve
 
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("samsa")
     loaded = load_serve_config(args, log)
     if loaded is None:
@@ -177,9 +175,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         broker.close()
         log.info("shut down cleanly" if bind_error is None else "shut down: a listener could not bind")
     if bind_error is not None:
-        print(f"samsa serve: cannot listen: {bind_error.strerror or bind_error} "
-              f"({getattr(bind_error, 'filename', None) or config.listen_host + ':' + str(config.listen_port)})",
-              file=sys.stderr)
+        why = (f"cannot listen: {bind_error.strerror or bind_error} "
+               f"({getattr(bind_error, 'filename', None) or config.listen_host + ':' + str(config.listen_port)})")
+        if args.log_format == "json":
+            log.error("%s", why)  # every stderr line stays a JSON object
+        else:
+            print(f"samsa serve: {why}", file=sys.stderr)
         return 1
     return 0
 
@@ -263,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
                          config_key="samsa.metrics.listen",
                          help="serve /metrics and /health/* over HTTP here (samsa.metrics.listen; default off)")
     serve_p.add_argument("--log-level", default=os.environ.get("SAMSA_LOG_LEVEL", "INFO"))
+    serve_p.add_argument("--log-format", choices=("text", "json"), default=os.environ.get("SAMSA_LOG_FORMAT", "text"),
+                         help="text (default) or json: one JSON object per line with timestamp, level, logger, "
+                              "message and exception")
     serve_p.set_defaults(func=cmd_serve)
 
     if not serving:

@@ -8,6 +8,7 @@ which only fsyncs files through fds of its own and may run in a worker.
 from __future__ import annotations
 
 import bisect
+import logging
 import struct
 from pathlib import Path
 from typing import NamedTuple
@@ -43,6 +44,8 @@ from samsa.storage.invariants import (
 from samsa.storage.local_log import DELETED_SUFFIX, FetchDataInfo, FileRegion, LocalLog
 from samsa.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from samsa.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DELETED_SUFFIX", "FetchDataInfo", "FileRegion", "Log", "LogAppendInfo"]
 
@@ -458,21 +461,25 @@ class Log(LocalLog):
         config = self.config
         excess = self.size_bytes - config.retention_bytes if config.retention_bytes >= 0 else -1
         count = 0
+        reasons: dict[str, None] = {}  # why, in order: Kafka's "due to retention time/size/log start offset breach"
         for i, seg in enumerate(self._segments[:-1]):
             upper = self._segments[i + 1].base_offset
             if upper > self.high_watermark:
                 break
             if upper <= self.log_start_offset:
-                pass  # wholly below the log start (DeleteRecords): delete
+                # wholly below the log start (DeleteRecords): delete
+                reasons[f"log start offset {self.log_start_offset}"] = None
             elif config.retention_ms >= 0 and now_ms - seg.largest_timestamp_ms() > config.retention_ms:
-                pass  # older than retention.ms: delete
+                reasons[f"retention time {config.retention_ms}ms"] = None  # older than retention.ms: delete
             elif excess >= 0 and excess - seg.size_bytes >= 0:
                 excess -= seg.size_bytes
+                reasons[f"retention size {config.retention_bytes} bytes"] = None
             else:
                 break
             count += 1
         if count == 0:
             return 0
+        deleted_bytes = sum(seg.size_bytes for seg in self._segments[:count])
         self._read_hint = None
         doomed = self._segments[:count]
         del self._segments[:count]
@@ -482,4 +489,7 @@ class Log(LocalLog):
         self.recovery_point = max(self.recovery_point, self.log_start_offset)
         self._epochs.truncate_from_start(self.log_start_offset)
         ProducerStateManager.delete_snapshots_below(self._io, self.directory, self._segments[0].base_offset)
+        # Kafka's UnifiedLog.deleteSegments: one INFO line per retention pass that deleted something.
+        logger.info("%s: deleted %d segment(s), %d bytes, due to %s breach; log start offset is now %d",
+                    self.directory.name, count, deleted_bytes, ", ".join(reasons), self.log_start_offset)
         return count

@@ -1,9 +1,14 @@
-"""`samsa cluster info|health`: brokers, controller, metadata quorum, under-replicated and offline partitions."""
+"""`samsa cluster info|health`: brokers, controller, metadata quorum, under-replicated and offline partitions,
+and (health, for a cluster `samsa cluster up` started) each node's own /health/ready."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 from samsa.broker.commands.client import ClusterView, RoutingClient
@@ -12,6 +17,7 @@ from samsa.broker.commands.output import emit, records, table
 from samsa.broker.commands.settings import settings_from_args
 
 METADATA_TOPIC = "__cluster_metadata"
+READY_TIMEOUT_S = 3.0
 
 
 def quorum(client: RoutingClient) -> dict[str, Any] | None:
@@ -80,14 +86,54 @@ def cmd_info(client: RoutingClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def ready_of(host: str, port: int, timeout_s: float = READY_TIMEOUT_S) -> dict[str, Any]:
+    """A node's /health/ready (broker.observability.health: caught up with the quorum, registered, unfenced,
+    listening), as {"ready": bool, "reasons": [...]}; a node that does not answer is not ready."""
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/health/ready", timeout=timeout_s) as r:
+            body = r.read()
+    except urllib.error.HTTPError as e:
+        body = e.read()
+    except (OSError, ValueError) as e:
+        return {"ready": False, "reasons": [f"no answer from {host}:{port}: {getattr(e, 'reason', e)}"]}
+    try:
+        answer = json.loads(body)
+        return {"ready": answer["status"] == "ready", "reasons": list(answer.get("reasons", ()))}
+    except (ValueError, KeyError, TypeError):
+        return {"ready": False, "reasons": [f"{host}:{port} answered {body[:80]!r}"]}
+
+
+def node_readiness(directory: str | None, view: ClusterView) -> dict[int, dict[str, Any]] | None:
+    """Each node's readiness, when `directory` holds the cluster.json of the cluster `view` describes (one of
+    its brokers is at an address the file names) and its nodes serve /health; None otherwise."""
+    from samsa.broker.cluster_cli import ClusterError, read_state
+
+    if directory is None:
+        return None
+    try:
+        state = read_state(Path(directory))
+    except ClusterError:
+        return None
+    if state is None:
+        return None
+    seen = {(host, port) for host, port, _ in view.brokers.values()}
+    nodes = [n for n in state["nodes"] if n.get("metrics_port") is not None]
+    if not any((n.get("host"), n.get("broker_port")) in seen for n in nodes):
+        return None  # another cluster than the one asked
+    return {int(n["node_id"]): ready_of(str(n["host"]), int(n["metrics_port"])) for n in nodes}
+
+
 def cmd_health(client: RoutingClient, args: argparse.Namespace) -> int:
     view = client.refresh(None)
     health = partition_health(view)
     q = quorum(client)
-    healthy = not (health["under_replicated"] or health["offline"] or health["brokers_down"]) and \
+    readiness = node_readiness(getattr(args, "dir", None), view)
+    not_ready = {} if readiness is None else {n: r["reasons"] for n, r in readiness.items() if not r["ready"]}
+    healthy = not (health["under_replicated"] or health["offline"] or health["brokers_down"] or not_ready) and \
         view.controller_id >= 0
     data = {"healthy": healthy, "controller": view.controller_id, "brokers": sorted(view.brokers),
-            "quorum_leader": q["leader"] if q else None, **health, "checked_at_ms": int(time.time() * 1000)}
+            "quorum_leader": q["leader"] if q else None, **health, "readiness": readiness,
+            "checked_at_ms": int(time.time() * 1000)}
     if args.output == "json":
         emit(args, data, [], [])
     else:
@@ -99,6 +145,10 @@ def cmd_health(client: RoutingClient, args: argparse.Namespace) -> int:
         print(f"Quorum leader:                    {q['leader'] if q else '-'}")
         print(f"Leaderless partitions ({len(health['offline'])}):       {health['offline']}")
         print(f"Under-replicated partitions ({len(health['under_replicated'])}): {health['under_replicated']}")
+        if readiness is not None:
+            print(f"Nodes ready (/health/ready):      {sorted(n for n, r in readiness.items() if r['ready'])}")
+            for node_id, reasons in sorted(not_ready.items()):
+                print(f"  node {node_id} not ready: {'; '.join(reasons)}")
     return 1 if (args.exit_status and not healthy) else 0
 
 

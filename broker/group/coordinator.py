@@ -38,6 +38,7 @@ from samsa.broker.group.classic_group import (
 )
 from samsa.broker.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitValue, encode_key
 from samsa.broker.group.state import GroupEvent, GroupState, can_handle
+from samsa.broker.observability.rebalance import RebalanceMetrics
 from samsa.kproto.errors import ErrorCode
 
 __all__ = [
@@ -76,6 +77,7 @@ class GroupCoordinator:
         self._rng = rng or random.Random()
         self.groups: dict[str, Group] = {}
         self._records: list[GroupRecord] = []
+        self.rebalances = RebalanceMetrics()
 
     # --- plumbing ------------------------------------------------------------------------------
 
@@ -321,9 +323,12 @@ class GroupCoordinator:
             self._store_group(group)
             return
         group.protocol_name = group.select_protocol()
+        rebalance_ms = now_ms - group.state_timestamp_ms  # since it entered PreparingRebalance
         group.transition(GroupEvent.JOIN_COMPLETED, now_ms)
-        logger.info("group %s: generation %d (%s) with %d member(s), leader %s", group.group_id, group.generation_id,
-                    group.protocol_name, len(group.members), group.leader_id)
+        self.rebalances.observe(rebalance_ms)
+        logger.info("group %s: rebalance completed in %d ms: generation %d (%s) with %d member(s), leader %s",
+                    group.group_id, rebalance_ms, group.generation_id, group.protocol_name, len(group.members),
+                    group.leader_id)
         for member in group.members.values():
             waiter = member.join_waiter
             member.join_waiter = None

@@ -1,7 +1,11 @@
-"""DescribeCluster (key 60), v0-v1.
+"""DescribeCluster (key 60), v0-v2.
 
 v1 adds endpoint_type (KIP-919): 1 = brokers; 2 = controllers, which a Samsa broker does not serve
 (UNSUPPORTED_ENDPOINT_TYPE), as a Kafka broker answers.
+v2 adds include_fenced_brokers to the request and is_fenced to each broker (KIP-1073): asked for, every
+registered broker is listed, fenced ones marked, so `kafka-cluster.sh list-endpoints --include-fenced-brokers`
+and admin tools can tell a broker that is down from one that was never there. Without it (and before v2)
+only unfenced brokers are listed, as before.
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.describe_cluster import v0, v1
-    DescribeClusterRequest = v0.DescribeClusterRequest | v1.DescribeClusterRequest
-    DescribeClusterResponse = v0.DescribeClusterResponse | v1.DescribeClusterResponse
+    from kio.schema.describe_cluster import v0, v1, v2
 
-API = ApiSpec(key=60, min_version=0, max_version=1)
+    from samsa.broker.broker import Broker
+
+    DescribeClusterRequest = v0.DescribeClusterRequest | v1.DescribeClusterRequest | v2.DescribeClusterRequest
+    DescribeClusterResponse = v0.DescribeClusterResponse | v1.DescribeClusterResponse | v2.DescribeClusterResponse
+
+API = ApiSpec(key=60, min_version=0, max_version=2)
 
 BROKERS = 1
-
 
 
 def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext) -> DescribeClusterResponse:
@@ -39,8 +45,18 @@ def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext
         "endpoint_type": BROKERS,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
-                    for b in broker_entries(broker)],
+        "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False))),  # v2+
         "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })
+
+
+def _brokers(broker: Broker, *, include_fenced: bool) -> list[dict[str, object]]:
+    if not include_fenced:
+        return [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
+                 "is_fenced": False} for b in broker_entries(broker)]
+    registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
+    if not registered:  # before this broker's own registration lands: itself, as broker_entries says
+        return _brokers(broker, include_fenced=False)
+    return [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.fenced}
+            for b in registered]

@@ -259,6 +259,7 @@ class GroupCollector(SteppedCollector):
             yield _gauge(name, f"Groups in state {state.value}.", counts[state])
         yield _gauge("kafka_coordinator_group_groupmetadatamanager_numoffsets",
                      "Committed offsets held by this broker's groups.", offsets)
+        yield from self._broker.groups.coordinator.rebalances.families()
         if self._options.per_group:
             yield from self._lag(list(groups.items()))
 
