@@ -190,6 +190,8 @@ class Group:
     initial_delay_remaining_ms: int | None = None  # set while the first rebalance is being delayed
     new_member_added: bool = False
     sync_deadline_ms: int | None = None
+    # The leader's assignment (generation, member id -> assignment) while its record is being written.
+    assignment_in_flight: tuple[int, dict[str, bytes]] | None = None
 
     def transition(self, event: GroupEvent, now_ms: int) -> None:
         """Move by the table in state.py; an event it does not allow there raises IllegalGroupTransition."""
@@ -334,6 +336,17 @@ class Group:
                 self.leader_id = member.member_id
                 return True
         return False
+
+    def set_assignment(self, assignment: dict[str, bytes]) -> None:
+        for member in self.members.values():
+            member.assignment = assignment.get(member.member_id, b"")
+
+    def propagate_assignment(self) -> None:
+        """Kafka's propagateAssignment: every member waiting in SyncGroup gets its assignment."""
+        for member in self.members.values():
+            if member.sync_waiter is not None:
+                waiter, member.sync_waiter = member.sync_waiter, None
+                waiter.complete(SyncResult(ErrorCode.none, self.protocol_type, self.protocol_name, member.assignment))
 
     def propagate_assignment_error(self, error: ErrorCode) -> None:
         for member in self.members.values():

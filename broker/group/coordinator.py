@@ -381,16 +381,11 @@ class GroupCoordinator:
                 member.sync_waiter = waiter
                 group.pending_sync_members.discard(member_id)
                 if group.leader_id == member_id:
+                    # Kafka's classicGroupSyncToLeader: the group turns Stable and the members get their
+                    # assignment only once its record is written (`on_assignment_stored`).
                     full = {m: assignments.get(m, b"") for m in group.members}
                     self._store_group(group, full)
-                    for m in group.members.values():
-                        m.assignment = full[m.member_id]
-                    group.transition(GroupEvent.LEADER_SYNCED, now_ms)
-                    for m in group.members.values():
-                        if m.sync_waiter is not None:
-                            sync, m.sync_waiter = m.sync_waiter, None
-                            sync.complete(SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name,
-                                                     m.assignment))
+                    group.assignment_in_flight = (group.generation_id, full)
                 return waiter
             case GroupState.STABLE:
                 group.pending_sync_members.discard(member_id)
@@ -399,6 +394,27 @@ class GroupCoordinator:
                                           member.assignment))
             case _:
                 return Pending(SyncResult(ErrorCode.coordinator_not_available))
+
+    def on_assignment_stored(self, group_id: str, member_id: str, generation_id: int, error: ErrorCode,
+                             now_ms: int) -> None:
+        """The shell wrote (or failed to write) the record of the leader's SyncGroup: Kafka's append
+        callback in classicGroupSyncToLeader.  Only while the group still waits for that generation's
+        assignment: written, it is handed out and the group is Stable; not written, every member is
+        answered `error` and the group rebalances, so no member works from an assignment no log holds."""
+        group = self._live_group(group_id)
+        if (group is None or group.leader_id != member_id or group.assignment_in_flight is None
+                or group.state is not GroupState.COMPLETING_REBALANCE or group.generation_id != generation_id
+                or group.assignment_in_flight[0] != generation_id):
+            return
+        assignment = group.assignment_in_flight[1]
+        group.assignment_in_flight = None
+        if error != ErrorCode.none:
+            group.propagate_assignment_error(error)
+            self._maybe_prepare_rebalance_or_complete_join(group, now_ms, f"assignment not stored: {error.name}")
+            return
+        group.set_assignment(assignment)
+        group.transition(GroupEvent.LEADER_SYNCED, now_ms)
+        group.propagate_assignment()
 
     # --- Heartbeat / LeaveGroup ---------------------------------------------------------------
 
@@ -547,9 +563,7 @@ class GroupCoordinator:
             if group.state is not GroupState.EMPTY:
                 results[group_id] = ErrorCode.non_empty_group
                 continue
-            for tp in group.offsets:
-                self._records.append(offset_manager.offset_tombstone(group_id, tp))
-            group.offsets.clear()
+            self._records.extend(offset_manager.delete_all_offsets(group))
             self._maybe_delete_empty_group(group, now_ms)
             results[group_id] = ErrorCode.none
         return results

@@ -1,10 +1,14 @@
 """A classic group's committed offsets: validate, commit, delete and expire them (Kafka's OffsetMetadataManager).
 
 Pure functions over one Group: each returns the `__consumer_offsets` records the coordinator must
-append, and the coordinator keeps the list of groups and the records in order.
+append, and the coordinator keeps the list of groups and the records in order.  A change whose
+records could not be appended is reverted with `GroupSnapshot`, so memory never holds what the log
+does not.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from samsa.broker.group.classic_group import Group, GroupRecord, OffsetAndMetadata
 from samsa.broker.group.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_offset_commit_value
@@ -76,6 +80,13 @@ def delete_offsets(group: Group,
     return errors, records
 
 
+def delete_all_offsets(group: Group) -> list[GroupRecord]:
+    """DeleteGroups: every offset goes; their tombstones."""
+    records = [offset_tombstone(group.group_id, tp) for tp in group.offsets]
+    group.offsets.clear()
+    return records
+
+
 def expire_offsets(group: Group, now_ms: int, retention_ms: int) -> list[GroupRecord]:
     """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets): their tombstones."""
     # Kafka's ClassicGroup.offsetExpirationCondition: an empty consumer group counts from when it
@@ -105,3 +116,41 @@ def replay_offset(group: Group, tp: TopicPartition, value: OffsetCommitValue) ->
     """Take one OffsetCommit record from `__consumer_offsets`."""
     group.offsets[tp] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
                                           value.commit_timestamp_ms, value.expire_timestamp_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """What an offset change (OffsetCommit, OffsetDelete, DeleteGroups) may alter of one group, taken
+    before the change: put back when its records could not be appended. Kafka 4's CoordinatorRuntime
+    does the same for any write (it reverts its SnapshotRegistry to the last written offset when the
+    append throws); the old GroupMetadataManager kept such commits "pending" until the append callback."""
+
+    group_id: str
+    group: Group | None  # None: the group did not exist (a commit may create it)
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    state: GroupState
+    previous_state: GroupState
+    state_timestamp_ms: int
+
+
+def snapshot(groups: dict[str, Group], group_id: str) -> GroupSnapshot:
+    group = groups.get(group_id)
+    if group is None:
+        return GroupSnapshot(group_id, None, {}, GroupState.DEAD, GroupState.DEAD, -1)
+    return GroupSnapshot(group_id, group, dict(group.offsets), group.state, group.previous_state,
+                         group.state_timestamp_ms)
+
+
+def revert(groups: dict[str, Group], before: GroupSnapshot) -> None:
+    """Put a group back as `snapshot` saw it.  Only sound right after the change: the change and its
+    append run in one step of the event loop, so nothing else touched the group in between."""
+    group = before.group
+    if group is None:
+        groups.pop(before.group_id, None)
+        return
+    groups[before.group_id] = group
+    group.offsets.clear()
+    group.offsets.update(before.offsets)
+    group.state = before.state
+    group.previous_state = before.previous_state
+    group.state_timestamp_ms = before.state_timestamp_ms

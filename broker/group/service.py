@@ -11,18 +11,26 @@ A write that a client is told succeeded (an offset commit, a group's assignment,
 replicated first, as Kafka's coordinators write with acks=-1: `persist_replicated` waits until the
 partition's high watermark passes it, up to offsets.commit.timeout.ms. Kafka's answers when it cannot:
 COORDINATOR_NOT_AVAILABLE (too few in-sync replicas, or the time ran out) and NOT_COORDINATOR
-(leadership moved); both make the client find the coordinator and retry.
+(leadership moved, or the disk refused the write); both make the client find the coordinator and retry.
+
+Memory never runs ahead of the log: a change whose records were not appended (the disk refused them,
+or the ISR was already below min.insync.replicas, which Kafka checks before it appends) is reverted to
+the `snapshot` taken before it, as Kafka 4's CoordinatorRuntime reverts a failed write.  A change that
+was appended but not replicated in time stays, as in Kafka: this leader's log holds it, and a retry
+of the client's request writes the same thing again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
+from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
 from samsa.broker.group.records import (
@@ -44,6 +52,7 @@ from samsa.broker.internal_topic import (
     replay,
 )
 from samsa.kproto.errors import ErrorCode
+from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log
 
 if TYPE_CHECKING:
@@ -84,6 +93,14 @@ def group_config(broker: GroupBroker) -> GroupConfig:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Groups (and their reset audits) before a change, for `persist_replicated` to revert to."""
+
+    groups: list[offset_manager.GroupSnapshot]
+    audit_counts: dict[str, int] = field(default_factory=dict)
+
+
 class GroupService:
     def __init__(self, broker: GroupBroker) -> None:
         self.broker = broker
@@ -111,56 +128,87 @@ class GroupService:
 
     # --- persistence --------------------------------------------------------------------------
 
+    def snapshot(self, group_ids: list[str]) -> Snapshot:
+        """The groups as they are now, as the log holds them: taken right before a change, in the same
+        step of the event loop as the change and its append."""
+        return Snapshot([offset_manager.snapshot(self.coordinator.groups, g) for g in group_ids],
+                        {g: len(self._audit.get(g, ())) for g in group_ids})
+
     def persist(self) -> ErrorCode:
         """Append what the coordinator produced; an error means the last change may not be durable."""
-        return self._append()[0]
+        errors, _appended = self._append(None)
+        return _first_error(errors.values())
 
-    async def persist_replicated(self) -> ErrorCode:
+    async def persist_replicated(self, before: Snapshot | None = None) -> ErrorCode:
         """Append what the coordinator produced and wait until every in-sync replica has it (see the
-        module docstring): NONE, COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR."""
-        error, appended = self._append()
-        if error != ErrorCode.none:
-            return error
+        module docstring): NONE, COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR. The groups of `before`
+        whose records could not be appended are put back as they were."""
+        return _first_error((await self.persist_replicated_by_partition(before)).values())
+
+    async def persist_replicated_by_partition(self, before: Snapshot | None = None) -> dict[int, ErrorCode]:
+        """`persist_replicated`, answered per __consumer_offsets partition written (DeleteGroups answers
+        each group by its own partition, as Kafka's coordinator shards do)."""
+        errors, appended = self._append(before)
+        if not appended:
+            return errors
         deadline = time.monotonic() + self.commit_timeout_ms / 1000
         min_isr = int(self.broker.topic_config(OFFSETS_TOPIC)["min.insync.replicas"])
-        for partition, end_offset, epoch in appended:
+        for index, (partition, end_offset, epoch) in appended.items():
             got = await partition.wait_replicated(end_offset, epoch, min_isr, deadline - time.monotonic())
             if got == ErrorCode.not_leader_or_follower:
-                return ErrorCode.not_coordinator
-            if got != ErrorCode.none:
+                errors[index] = ErrorCode.not_coordinator
+            elif got != ErrorCode.none:
                 logger.info("group records in %s-%d not replicated: %s", OFFSETS_TOPIC, partition.partition_id,
                             got.name)
-                return ErrorCode.coordinator_not_available
-        return ErrorCode.none
+                errors[index] = ErrorCode.coordinator_not_available
+        return errors
 
-    def _append(self) -> tuple[ErrorCode, list[tuple[Partition, int, int]]]:
-        """Append the coordinator's records; the error, and (partition, end offset, leader epoch) of each
-        append that was made."""
-        appended: list[tuple[Partition, int, int]] = []
-        records = self.coordinator.drain_records()
-        if not records:
-            return ErrorCode.none, appended
+    def _append(self, before: Snapshot | None) -> tuple[dict[int, ErrorCode], dict[int, tuple[Partition, int, int]]]:
+        """Append the coordinator's records: the error of each partition written to, and (partition, end
+        offset, leader epoch) of each append that was made. The groups of `before` in a partition whose
+        append was not made are reverted."""
+        errors: dict[int, ErrorCode] = {}
+        appended: dict[int, tuple[Partition, int, int]] = {}
         by_partition: dict[int, list[GroupRecord]] = {}
-        for record in records:
+        for record in self.coordinator.drain_records():
             by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
-        error = ErrorCode.none
         now = now_ms()
         for index, group_records in by_partition.items():
-            partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
-            if partition is None:
-                logger.error("cannot store %d group records: %s-%d is missing", len(group_records), OFFSETS_TOPIC,
-                             index)
-                error = ErrorCode.coordinator_not_available
-                continue
-            batch = encode_batch([(r.key, r.value) for r in group_records], now)
-            try:
-                info = partition.append_as_leader(batch, now)
-            except Exception as e:  # StorageError and friends: the client retries against us
-                logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
-                error = ErrorCode.coordinator_not_available
-                continue
-            appended.append((partition, info.last_offset + 1, partition.leader_epoch))
-        return error, appended
+            errors[index] = self._append_partition(index, group_records, now)
+            if errors[index] == ErrorCode.none:
+                partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+                assert partition is not None
+                appended[index] = (partition, partition.log.log_end_offset, partition.leader_epoch)
+        if before is not None:
+            failed = {index for index, error in errors.items() if error != ErrorCode.none}
+            for group in before.groups:
+                if self.partition_for(group.group_id) in failed:
+                    offset_manager.revert(self.coordinator.groups, group)
+                    del self._audit.get(group.group_id, [])[before.audit_counts.get(group.group_id, 0):]
+        return errors, appended
+
+    def _append_partition(self, index: int, group_records: list[GroupRecord], now: int) -> ErrorCode:
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+        if partition is None:
+            logger.error("cannot store %d group records: %s-%d is missing", len(group_records), OFFSETS_TOPIC, index)
+            return ErrorCode.coordinator_not_available
+        # The coordinators write with acks=-1, so Kafka refuses the append before writing anything when the
+        # ISR is below min.insync.replicas (NOT_ENOUGH_REPLICAS, which they answer as COORDINATOR_NOT_AVAILABLE).
+        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas", "1"))
+        if len(partition.isr) < min_isr:
+            logger.warning("not storing %d group records: %s-%d has %d in-sync replicas, fewer than %d",
+                           len(group_records), OFFSETS_TOPIC, index, len(partition.isr), min_isr)
+            return ErrorCode.coordinator_not_available
+        try:
+            partition.append_as_leader(encode_batch([(r.key, r.value) for r in group_records], now), now)
+        except KafkaStorageError as e:
+            # Kafka's GroupCoordinatorService.normalizeException: a storage error is NOT_COORDINATOR.
+            logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
+            return ErrorCode.not_coordinator
+        except Exception as e:  # any other StorageError and friends: the client retries against us
+            logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
+            return ErrorCode.coordinator_not_available
+        return ErrorCode.none
 
     def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes) -> None:
         """Queue an offset-reset audit record for __consumer_offsets (`samsa groups history` reads it back
@@ -245,3 +293,7 @@ class GroupService:
                 self.persist()
             except Exception:
                 logger.exception("group coordinator timer failed")
+
+
+def _first_error(errors: Iterable[ErrorCode]) -> ErrorCode:
+    return next((e for e in errors if e != ErrorCode.none), ErrorCode.none)

@@ -33,11 +33,15 @@ async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext
             results[group_id] = error
         else:
             deletable.append(group_id)
+    # A group whose tombstones cannot be appended is put back and answered the error; the others of the
+    # request are deleted (Kafka 4 writes each __consumer_offsets partition's deletions separately).
+    before = groups.snapshot(deletable)
     results.update(groups.coordinator.delete_groups(deletable, ctx.now_ms))
-    persisted = await groups.persist_replicated()
-    if persisted != ErrorCode.none:
-        for name in deletable:
-            results[name] = persisted
+    persisted = await groups.persist_replicated_by_partition(before)
+    for name in deletable:
+        error = persisted.get(groups.partition_for(name), ErrorCode.none)
+        if error != ErrorCode.none and results[name] == ErrorCode.none:
+            results[name] = error
     cls: type[DeleteGroupsResponse] = response_class(42, ctx.version)
     return build(cls, {"results": [
         {"group_id": g, "error_code": results[g]} for g in request.groups_names]})

@@ -86,13 +86,15 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
                 offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
                                                 p.committed_metadata or "", ctx.now_ms, expire)
     if offsets:
+        # Reverted if the records cannot be appended, so OffsetFetch never answers an offset no log holds.
+        before = groups.snapshot([group_id])
         group = groups.coordinator.groups.get(group_id)
         if (generation < 0 and not member_id and group is not None and group.protocol_type
                 and group.state is GroupState.EMPTY):
             _audit(ctx, group_id, offsets)
         errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
         # Answered once the commit is on every in-sync replica (Kafka writes offsets with acks=-1).
-        persisted = await groups.persist_replicated()
+        persisted = await groups.persist_replicated(before)
         if persisted != ErrorCode.none:
             for tp in offsets:
                 errors[tp] = persisted

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import SyncResult
+from samsa.broker.group.service import now_ms
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -45,8 +46,18 @@ async def handle_sync_group(request: SyncGroupRequest, ctx: RequestContext) -> S
     pending = groups.coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id, field(request, "group_instance_id"),
         field(request, "protocol_type"), field(request, "protocol_name"), assignments, ctx.now_ms)
-    # The leader's assignment is answered once it is on every in-sync replica (acks=-1, as in Kafka).
-    persisted = await groups.persist_replicated()
+    # The leader's assignment is handed out once it is on every in-sync replica (acks=-1, as in Kafka);
+    # not written, every member gets the error and the group rebalances (on_assignment_stored).
+    try:
+        persisted = await groups.persist_replicated()
+    except BaseException:
+        # Cancelled (the connection went) before the write's outcome is known: rebalance rather than leave
+        # the group waiting on an assignment that may not be in the log.
+        groups.coordinator.on_assignment_stored(request.group_id, request.member_id, request.generation_id,
+                                                ErrorCode.coordinator_not_available, now_ms())
+        raise
+    groups.coordinator.on_assignment_stored(request.group_id, request.member_id, request.generation_id, persisted,
+                                            now_ms())
     if persisted != ErrorCode.none and not pending.done:
         pending.complete(SyncResult(persisted))
     result = await groups.wait(pending, lambda: SyncResult(ErrorCode.rebalance_in_progress))

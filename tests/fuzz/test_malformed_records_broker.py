@@ -1,11 +1,14 @@
 """Issue 15 part 1 against a running broker, with raw requests: every malformed-record probe is refused with
 Kafka's code and writes nothing, and afterwards another client still produces and consumes; a huge valid
-batch is validated off the event loop (other clients are answered meanwhile); compression.type recompresses."""
+batch is validated off the event loop (other clients are answered meanwhile); compression.type recompresses.
+After each hostile input the broker's RSS has grown by less than MAX_RSS_GROWTH_MIB since it started."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,13 +52,44 @@ def values(records: bytes) -> list[bytes | None]:
     return [r.value for _, recs in decode_batches(records, max_decompressed_bytes=1 << 28) for r in recs]
 
 
+# Generous on purpose (a shared machine, allocator arenas, page-cache-backed reads): the point is that
+# hostile input cannot make memory grow without bound, not a tight figure.
+MAX_RSS_GROWTH_MIB = 200
+_rss_before_mib: dict[int, float] = {}  # broker pid -> VmRSS before any hostile input
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+def note_rss_before(server: Any) -> None:
+    """The broker's RSS before the hostile inputs, what `assert_still_serves` compares with."""
+    _rss_before_mib[server.proc.pid] = rss_mib(server.proc.pid)
+
+
+@pytest.fixture(autouse=True)
+def _rss_before_hostile_input(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "samsa" in request.fixturenames:
+        note_rss_before(request.getfixturevalue("samsa"))
+    yield
+    _rss_before_mib.clear()
+
+
 def assert_still_serves(samsa: Any, topic: str, marker: bytes) -> None:
-    """Another client (a new connection) produces and reads back what it produced."""
+    """Another client (a new connection) produces and reads back what it produced, and the broker's
+    RSS is bounded."""
     with samsa.connect() as other:
         before = fetch(other, topic).high_watermark
         answer = produce(other, topic, encode_batch([(b"k", marker, ())], timestamp_ms=now_ms()))
         assert answer.error_code.value == 0 and answer.base_offset == before
         assert values(fetch(other, topic, before).records) == [marker]
+    pid = samsa.proc.pid
+    assert pid in _rss_before_mib, "note_rss_before(server) was not called before the hostile input"
+    growth_mib = rss_mib(pid) - _rss_before_mib[pid]
+    assert growth_mib < MAX_RSS_GROWTH_MIB, f"broker RSS grew by {growth_mib:.0f} MiB ({marker!r})"
 
 
 def test_every_malformed_probe_is_refused_and_the_broker_keeps_serving(samsa: Any) -> None:
@@ -89,6 +123,7 @@ def test_huge_batches_do_not_stop_other_clients(samsa_factory: Any, monkeypatch:
         monkeypatch.setenv("SAMSA_PURE_PYTHON", "1")
     server = samsa_factory()
     server.start()
+    note_rss_before(server)
     huge = _million_empty_records_zstd()
     sends = 3
     with server.connect() as producer, server.connect() as other:

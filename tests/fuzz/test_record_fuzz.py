@@ -1,5 +1,6 @@
 """The record-level fuzzer (record_fuzz.py), bounded for the normal test run: 0 crashes, 0 accepted
-malformed batches, the broker alive and serving afterwards. `make fuzz` runs it for an hour."""
+malformed batches, bounded broker RSS, the broker alive and serving afterwards. `make fuzz` runs it for
+an hour."""
 
 from __future__ import annotations
 
@@ -18,4 +19,6 @@ def test_fuzzed_records_never_crash_nor_get_accepted_when_malformed(samsa: Any) 
     assert stats.crashes == 0, stats.examples
     assert stats.accepted_malformed == 0, stats.examples
     assert stats.refused >= 10 and stats.accepted >= 1, stats  # the mutator makes both kinds
+    assert stats.first_rss_mib > 0, stats  # the broker's RSS was read
+    assert stats.max_rss_mib - stats.first_rss_mib < record_fuzz.MAX_RSS_GROWTH_MIB, stats  # 256, as `make fuzz`
     assert samsa.proc.poll() is None

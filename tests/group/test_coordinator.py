@@ -51,6 +51,16 @@ def sync_result(p: Pending[SyncResult]) -> SyncResult:
     return p.result
 
 
+def sync(c: GroupCoordinator, group_id: str, generation_id: int, member_id: str, instance: str | None,
+         protocol_type: str | None, protocol_name: str | None, assignments: dict[str, bytes],
+         now: int) -> Pending[SyncResult]:
+    """SyncGroup as the shell runs it: the leader's assignment record is written, then reported."""
+    pending = c.sync_group(group_id, generation_id, member_id, instance, protocol_type, protocol_name, assignments,
+                           now)
+    c.on_assignment_stored(group_id, member_id, generation_id, ErrorCode.none, now)
+    return pending
+
+
 def join_all(c: GroupCoordinator, pendings: list[Pending[JoinResult]]) -> list[JoinResult]:
     return [result(p) for p in pendings]
 
@@ -80,7 +90,7 @@ def stable_group(c: GroupCoordinator, n: int, now: int = 0) -> list[JoinResult]:
     leader = next(r for r in results if r.member_id == r.leader_id)
     for r in results:
         assignment = {m.member_id: f"a-{m.member_id}".encode() for m in leader.members} if r is leader else {}
-        c.sync_group(G, r.generation_id, r.member_id, None, None, None, assignment, now)
+        sync(c, G, r.generation_id, r.member_id, None, None, None, assignment, now)
     assert c.groups[G].state is GroupState.STABLE
     return results
 
@@ -103,7 +113,7 @@ def test_single_member_join_sync_heartbeat() -> None:
     assert r.member_id.startswith("solo-") and r.protocol_name == "range"
     assert [m.metadata for m in r.members] == [b"m-solo"]
     assert c.groups[G].state is GroupState.COMPLETING_REBALANCE
-    s = sync_result(c.sync_group(G, 1, r.member_id, None, "consumer", "range", {r.member_id: b"A"}, 0))
+    s = sync_result(sync(c, G, 1, r.member_id, None, "consumer", "range", {r.member_id: b"A"}, 0))
     assert s == SyncResult(ErrorCode.none, "consumer", "range", b"A")
     assert c.groups[G].state is GroupState.STABLE
     assert c.heartbeat(G, 1, r.member_id, None, 100) == ErrorCode.none
@@ -134,7 +144,7 @@ def test_three_members_leader_gets_all_metadata() -> None:
     leader = [r for r in results if r.members]
     assert len(leader) == 1 and len(leader[0].members) == 3
     for r in results:
-        s = sync_result(c.sync_group(G, 2, r.member_id, None, None, None, {}, 1))
+        s = sync_result(sync(c, G, 2, r.member_id, None, None, None, {}, 1))
         assert s.assignment == f"a-{r.member_id}".encode()
 
 
@@ -146,9 +156,9 @@ def test_follower_sync_waits_for_leader() -> None:
     c.tick(200)
     ra, rb = result(pa), result(pb)
     follower, leader = (rb, ra) if ra.leader_id == ra.member_id else (ra, rb)
-    waiting = c.sync_group(G, 1, follower.member_id, None, None, None, {}, 201)
+    waiting = sync(c, G, 1, follower.member_id, None, None, None, {}, 201)
     assert not waiting.done
-    c.sync_group(G, 1, leader.member_id, None, None, None, {follower.member_id: b"F", leader.member_id: b"L"}, 202)
+    sync(c, G, 1, leader.member_id, None, None, None, {follower.member_id: b"F", leader.member_id: b"L"}, 202)
     assert sync_result(waiting).assignment == b"F"
 
 
@@ -216,7 +226,7 @@ def test_unknown_member_rejected_everywhere() -> None:
     stable_group(c, 1)
     assert c.heartbeat(G, 2, "ghost", None, 1) == ErrorCode.unknown_member_id
     assert c.validate_offset_commit(G, 2, "ghost", None, 8, 0) == ErrorCode.unknown_member_id
-    assert sync_result(c.sync_group(G, 2, "ghost", None, None, None, {}, 1)).error == ErrorCode.unknown_member_id
+    assert sync_result(sync(c, G, 2, "ghost", None, None, None, {}, 1)).error == ErrorCode.unknown_member_id
     assert result(c.join_group(req("ghost"), 1)).error == ErrorCode.unknown_member_id
     assert c.heartbeat("nope", 1, "ghost", None, 1) == ErrorCode.unknown_member_id
 
@@ -230,7 +240,7 @@ def test_rebalance_in_progress() -> None:
     assert c.groups[G].state is GroupState.PREPARING_REBALANCE
     assert c.heartbeat(G, 2, a.member_id, None, 11) == ErrorCode.rebalance_in_progress
     assert c.validate_offset_commit(G, 2, a.member_id, None, 8, 0) == ErrorCode.none
-    assert sync_result(c.sync_group(G, 2, a.member_id, None, None, None, {}, 11)).error == \
+    assert sync_result(sync(c, G, 2, a.member_id, None, None, None, {}, 11)).error == \
         ErrorCode.rebalance_in_progress
     pa = c.join_group(req(a.member_id, client="m0"), 12)
     pb = c.join_group(req(b.member_id, client="m1"), 12)
@@ -314,14 +324,14 @@ def test_static_member_rejoin_keeps_assignment_without_rebalance() -> None:
     rs, rd = result(ps), result(pd)
     assert rs.member_id.startswith("i1-") and rs.generation_id == rd.generation_id == 1
     leader = rs if rs.members else rd
-    c.sync_group(G, 1, leader.member_id, "i1" if leader is rs else None, None, None,
+    sync(c, G, 1, leader.member_id, "i1" if leader is rs else None, None, None,
                  {rs.member_id: b"P", rd.member_id: b"D"}, 201)
     assert c.groups[G].state is GroupState.STABLE
     # the static member restarts: a new member id, same generation, same assignment, no rebalance
     restarted = result(c.join_group(req(instance="i1", client="s"), 300))
     assert restarted.error == ErrorCode.none and restarted.member_id != rs.member_id
     assert restarted.generation_id == 1 and c.groups[G].state is GroupState.STABLE
-    s = sync_result(c.sync_group(G, 1, restarted.member_id, "i1", None, None, {}, 301))
+    s = sync_result(sync(c, G, 1, restarted.member_id, "i1", None, None, {}, 301))
     assert s.assignment == b"P"
     assert c.heartbeat(G, 1, rd.member_id, None, 302) == ErrorCode.none
     # the old incarnation is fenced
@@ -335,7 +345,7 @@ def test_static_member_rejoin_keeps_assignment_without_rebalance() -> None:
 def test_static_member_survives_rebalance_timeout_but_not_session_timeout() -> None:
     c = make()
     s = result(c.join_group(req(instance="i1", client="s"), 0))
-    c.sync_group(G, 1, s.member_id, "i1", None, None, {s.member_id: b""}, 0)
+    sync(c, G, 1, s.member_id, "i1", None, None, {s.member_id: b""}, 0)
     c.heartbeat(G, 1, s.member_id, "i1", 9000)
     c.tick(SESSION_MS + 1)
     assert s.member_id in c.groups[G].members
@@ -346,7 +356,7 @@ def test_static_member_survives_rebalance_timeout_but_not_session_timeout() -> N
 def test_fenced_static_member_pending_join_is_answered() -> None:
     c = make()
     a = result(c.join_group(req(instance="i1", client="a"), 0))
-    c.sync_group(G, 1, a.member_id, "i1", None, None, {a.member_id: b""}, 0)
+    sync(c, G, 1, a.member_id, "i1", None, None, {a.member_id: b""}, 0)
     pb = c.join_group(req(client="b"), 1)  # new dynamic member: rebalance, a must rejoin
     assert not pb.done
     pa = c.join_group(req(a.member_id, instance="i1", client="a"), 2)
@@ -366,7 +376,7 @@ def test_sync_timeout_removes_members_that_never_sync() -> None:
     assert pa.done and pb.done
     leader = result(pa) if result(pa).members else result(pb)
     follower = result(pb) if leader is result(pa) else result(pa)
-    c.sync_group(G, 3, leader.member_id, None, None, None, {}, 200)
+    sync(c, G, 3, leader.member_id, None, None, None, {}, 200)
     for t in range(1000, REBALANCE_MS + 2000, 1000):
         c.heartbeat(G, 3, leader.member_id, None, t)
         c.heartbeat(G, 3, follower.member_id, None, t)
@@ -479,3 +489,46 @@ def test_request_sees_expiry_without_a_tick() -> None:
     # b's session expired at 1000 + SESSION_MS; no tick ran since
     assert c.heartbeat(G, 2, a.member_id, None, 1000 + SESSION_MS + 1) == ErrorCode.rebalance_in_progress
     assert b.member_id not in c.groups[G].members
+
+
+def test_leader_sync_waits_for_its_record_and_a_failed_write_rebalances() -> None:
+    """Kafka's classicGroupSyncToLeader: Stable, and assignments handed out, only once the record is written;
+    a failed write answers every member the error and rebalances, so nobody consumes by an unstored assignment."""
+    c = make(delay_ms=100)
+    pa = c.join_group(req(client="a"), 0)
+    pb = c.join_group(req(client="b"), 0)
+    c.tick(100)
+    c.tick(200)
+    ra, rb = result(pa), result(pb)
+    follower, leader = (rb, ra) if ra.leader_id == ra.member_id else (ra, rb)
+    waiting = c.sync_group(G, 1, follower.member_id, None, None, None, {}, 201)
+    assignment = {follower.member_id: b"F", leader.member_id: b"L"}
+    lead = c.sync_group(G, 1, leader.member_id, None, None, None, assignment, 202)
+    assert [decode_key(r.key) for r in c.drain_records()] == [GroupMetadataKey(G)]
+    assert not waiting.done and not lead.done
+    assert c.groups[G].state is GroupState.COMPLETING_REBALANCE
+    # The follower's own (empty) write finishing first does not hand out the leader's assignment.
+    c.on_assignment_stored(G, follower.member_id, 1, ErrorCode.none, 203)
+    assert not waiting.done and c.groups[G].state is GroupState.COMPLETING_REBALANCE
+
+    c.on_assignment_stored(G, leader.member_id, 1, ErrorCode.not_coordinator, 204)
+    assert sync_result(waiting).error == ErrorCode.not_coordinator
+    assert sync_result(lead).error == ErrorCode.not_coordinator
+    group = c.groups[G]
+    assert group.state is GroupState.PREPARING_REBALANCE
+    assert all(m.assignment == b"" for m in group.members.values())
+    # A late report of the same write changes nothing.
+    c.on_assignment_stored(G, leader.member_id, 1, ErrorCode.none, 205)
+    assert c.groups[G].state is GroupState.PREPARING_REBALANCE
+
+
+def test_a_second_leader_sync_in_flight_hands_out_the_latest_assignment() -> None:
+    c = make()
+    r = result(c.join_group(req(client="solo"), 0))
+    first = c.sync_group(G, 1, r.member_id, None, None, None, {r.member_id: b"old"}, 1)
+    second = c.sync_group(G, 1, r.member_id, None, None, None, {r.member_id: b"new"}, 2)
+    assert sync_result(first).error == ErrorCode.unknown_member_id  # replaced by the retry, as before
+    c.on_assignment_stored(G, r.member_id, 1, ErrorCode.none, 3)  # the first write's report comes first
+    assert sync_result(second) == SyncResult(ErrorCode.none, "consumer", "range", b"new")
+    c.on_assignment_stored(G, r.member_id, 1, ErrorCode.none, 4)
+    assert c.groups[G].state is GroupState.STABLE and c.groups[G].members[r.member_id].assignment == b"new"
