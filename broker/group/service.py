@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
@@ -95,10 +95,10 @@ def group_config(broker: GroupBroker) -> GroupConfig:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Groups (and their reset audits) before a change, for `persist_replicated` to revert to."""
+    """Groups before a change, for `persist_replicated` to revert to. (Reset audits live only in the log:
+    a refused append drops them with the rest of the change.)"""
 
     groups: list[offset_manager.GroupSnapshot]
-    audit_counts: dict[str, int] = field(default_factory=dict)
 
 
 class GroupService:
@@ -131,8 +131,7 @@ class GroupService:
     def snapshot(self, group_ids: list[str]) -> Snapshot:
         """The groups as they are now, as the log holds them: taken right before a change, in the same
         step of the event loop as the change and its append."""
-        return Snapshot([offset_manager.snapshot(self.coordinator.groups, g) for g in group_ids],
-                        {g: len(self._audit.get(g, ())) for g in group_ids})
+        return Snapshot([offset_manager.snapshot(self.coordinator.groups, g) for g in group_ids])
 
     def persist(self) -> ErrorCode:
         """Append what the coordinator produced; an error means the last change may not be durable."""
@@ -184,7 +183,6 @@ class GroupService:
             for group in before.groups:
                 if self.partition_for(group.group_id) in failed:
                     offset_manager.revert(self.coordinator.groups, group)
-                    del self._audit.get(group.group_id, [])[before.audit_counts.get(group.group_id, 0):]
         return errors, appended
 
     def _append_partition(self, index: int, group_records: list[GroupRecord], now: int) -> ErrorCode:
