@@ -17,6 +17,7 @@ from collections.abc import Collection, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from samsa.broker.commit_bounds import CommitBounds
 from samsa.broker.config import BrokerConfig, effective_topic_config, log_config_for
 from samsa.broker.connection import KafkaConnection
 from samsa.broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
@@ -172,6 +173,7 @@ class Broker:
         self.groups = GroupService(self)
         # The transaction coordinator replays __transaction_state and completes any Prepare* transaction.
         self.txn = TxnService(self)
+        self.commit_bounds = CommitBounds(self)
         if self.single_voter and "broker" in self.roles:
             self.lifecycle.register_locally()
         logger.info(

@@ -130,6 +130,9 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
                                    at_least(0)),
     "samsa.max.decompressed.batch.bytes": K(INT, "67108864", "the largest batch decompressed for validation (Samsa)",
                                             at_least(1)),
+    "samsa.offset.commit.past.log.end.enable": K(
+        BOOLEAN, "false", "accept offset commits past a partition's log end, as Kafka does (Samsa refuses them "
+        "unless they are an administrative reset)", dynamic=True),
     "producer.id.expiration.ms": K(INT, "86400000", "how long an idle producer id's state is kept", at_least(1)),
     "producer.id.expiration.check.interval.ms": K(INT, "600000", "how often idle producer ids are expired",
                                                   at_least(1)),

@@ -8,14 +8,19 @@ unknown group with GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
 A commit with generation -1 and no member id to an empty consumer group is how admin tools reset
 offsets; Samsa writes an audit record (who, when, what moved from where to where, why: the commit
 metadata string, which `samsa groups reset-offsets --reason` fills) next to the offsets.
+
+Stricter than Kafka (the seeds): any other commit of an offset past the partition's log end is refused
+with OFFSET_OUT_OF_RANGE (broker/commit_bounds.py; `samsa.offset.commit.past.log.end.enable` turns it off).
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from samsa.broker.commit_bounds import is_administrative_reset
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import ResetAuditKey, encode_audit_value
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
                             | v8.OffsetCommitResponse | v9.OffsetCommitResponse)
 
 API = ApiSpec(key=8, min_version=2, max_version=9)
+
+logger = logging.getLogger(__name__)
 
 
 DEFAULT_RETENTION = -1
@@ -66,7 +73,14 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     member_id = request.member_id or ""
     instance_id = field(request, "group_instance_id")
     error = groups.coordinator_error(group_id)
+    past_end: dict[tuple[str, int], int] = {}
     if error == ErrorCode.none:
+        group = groups.coordinator.groups.get(group_id)
+        empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
+        if not is_administrative_reset(generation, member_id, empty):
+            # Before the generation is checked: the check and the commit stay in one step of the event loop.
+            past_end = await ctx.broker.commit_bounds.past_log_end(
+                {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
         error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version,
                                                            ctx.now_ms)
     retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
@@ -81,6 +95,11 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
                 errors[tp] = error
             elif known is None or p.partition_index not in known.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif tp in past_end:
+                errors[tp] = ErrorCode.offset_out_of_range
+                logger.info("group %s: commit of %s-%d at %d refused, past the log end %d (client %s@%s)", group_id,
+                            topic.name, p.partition_index, p.committed_offset, past_end[tp],
+                            ctx.header.client_id or "", ctx.client_host)
             else:
                 expire = ctx.now_ms + retention_ms if retention_ms >= 0 else None
                 offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),

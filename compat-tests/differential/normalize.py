@@ -158,6 +158,12 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "
                                         "time, so it refuses the change rather than ignore it"),
     ],
+    "group_lifecycle": [
+        ("commit_past_log_end", "OffsetCommit v8 by the group's member of offset 7 on a partition whose log ends at "
+                                "6: Kafka accepts it (NONE); Samsa refuses it with OFFSET_OUT_OF_RANGE, by design "
+                                "(the seeds: no commit of a position past the log end but by an administrative "
+                                "reset; samsa.offset.commit.past.log.end.enable=true gives Kafka's behaviour)"),
+    ],
     "idempotent_producer": [
         ("retry*/log_append_time", "Produce v9, a duplicate of an earlier batch (same producer, sequence) on a "
                                    "CreateTime topic: Kafka answers log_append_time = the original batch's max "

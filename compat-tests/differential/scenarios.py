@@ -696,9 +696,13 @@ def group_lifecycle(ctx: Ctx) -> Any:
                                                                  "committed_metadata": "m"}]}]}, version=version)
         return err(r.topics[0].partitions[0])
 
+    # Six records, so the commits below (5, then 6: the log end) are positions a consumer can reach.
+    out["produce"] = _produce_outcome(ctx.produce(c, t, 0, ctx.batch([(None, b"%d" % i, ()) for i in range(6)],
+                                                                     ts=10), version=9))
     out["commit_stale_generation"] = commit(generation - 1, member)
     out["commit_future_generation"] = commit(generation + 1, member)
     out["commit_unknown_member"] = commit(generation, "nobody")
+    out["commit_past_log_end"] = commit(generation, member, offset=7)
     out["commit_ok"] = commit(generation, member)
     out["commit_v2_ok"] = commit(generation, member, offset=6, version=2)
 
