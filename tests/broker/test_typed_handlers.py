@@ -33,6 +33,7 @@ from samsa.broker.handlers import (
     list_groups,
     list_offsets,
     list_transactions,
+    metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
@@ -73,7 +74,15 @@ TYPED = [
     (offset_commit, "OffsetCommitRequest", "OffsetCommitResponse"),
     (offset_fetch, "OffsetFetchRequest", "OffsetFetchResponse"),
     (add_partitions_to_txn, "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse"),
+    (metadata, "MetadataRequest", "MetadataResponse"),
 ]
+
+# Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
+TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
+]
+
+# Every typed API once: (module, its ApiSpec's name, request union, response union).
+_ALL = [(module, "API", request, response) for module, request, response in TYPED] + TYPED_APIS
 
 
 def _members(alias: object) -> set[type]:
@@ -92,9 +101,11 @@ def _type_checking_names(module: ModuleType) -> dict[str, object]:
     return namespace
 
 
-@pytest.mark.parametrize(("module", "request_alias", "response_alias"), TYPED, ids=lambda v: getattr(v, "__name__", v))
-def test_unions_are_the_declared_versions_classes(module: ModuleType, request_alias: str, response_alias: str) -> None:
-    spec: ApiSpec = module.API
+@pytest.mark.parametrize(("module", "spec_name", "request_alias", "response_alias"), _ALL,
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_unions_are_the_declared_versions_classes(module: ModuleType, spec_name: str, request_alias: str,
+                                                  response_alias: str) -> None:
+    spec: ApiSpec = getattr(module, spec_name)
     names = _type_checking_names(module)
     versions = range(spec.min_version, spec.max_version + 1)
     assert _members(names[request_alias]) == {request_class(spec.key, v) for v in versions}
@@ -104,7 +115,7 @@ def test_unions_are_the_declared_versions_classes(module: ModuleType, request_al
 def test_typed_handlers_import_no_kio_schema_at_run_time() -> None:
     """Importing every version's schema at start-up cost ~100 ms of a broker's start: they stay under
     TYPE_CHECKING, and the kio classes load on the first request of each version."""
-    for module, _, _ in TYPED:
+    for module in {m for m, _, _, _ in _ALL}:
         tree = ast.parse(inspect.getsource(module))
         runtime = [n for n in tree.body if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("kio.schema")]
         assert runtime == [], module.__name__
