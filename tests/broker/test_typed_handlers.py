@@ -17,6 +17,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     create_partitions,
+    create_topics,
     delete_groups,
     delete_records,
     delete_topics,
@@ -25,6 +26,7 @@ from samsa.broker.handlers import (
     describe_producers,
     describe_transactions,
     end_txn,
+    fetch,
     find_coordinator,
     heartbeat,
     init_producer_id,
@@ -75,6 +77,8 @@ TYPED = [
     (offset_fetch, "OffsetFetchRequest", "OffsetFetchResponse"),
     (add_partitions_to_txn, "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse"),
     (metadata, "MetadataRequest", "MetadataResponse"),
+    (fetch, "FetchRequest", "FetchResponse"),
+    (create_topics, "CreateTopicsRequest", "CreateTopicsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
