@@ -22,6 +22,7 @@ from samsa.broker.handlers import (
     delete_records,
     delete_topics,
     describe_cluster,
+    describe_configs,
     describe_groups,
     describe_producers,
     describe_transactions,
@@ -79,6 +80,7 @@ TYPED = [
     (metadata, "MetadataRequest", "MetadataResponse"),
     (fetch, "FetchRequest", "FetchResponse"),
     (create_topics, "CreateTopicsRequest", "CreateTopicsResponse"),
+    (describe_configs, "DescribeConfigsRequest", "DescribeConfigsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
