@@ -16,6 +16,7 @@ from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
     create_partitions,
     create_topics,
     delete_groups,
@@ -85,6 +86,8 @@ TYPED = [
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
 TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
+    (alter_configs, "ALTER_CONFIGS", "AlterConfigsRequest", "AlterConfigsResponse"),
+    (alter_configs, "INCREMENTAL_ALTER_CONFIGS", "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
 ]
 
 # Every typed API once: (module, its ApiSpec's name, request union, response union).
