@@ -17,6 +17,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    api_versions,
     create_partitions,
     create_topics,
     delete_groups,
@@ -82,6 +83,7 @@ TYPED = [
     (fetch, "FetchRequest", "FetchResponse"),
     (create_topics, "CreateTopicsRequest", "CreateTopicsResponse"),
     (describe_configs, "DescribeConfigsRequest", "DescribeConfigsResponse"),
+    (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
