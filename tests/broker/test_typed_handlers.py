@@ -26,6 +26,7 @@ from samsa.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     end_txn,
@@ -84,6 +85,7 @@ TYPED = [
     (create_topics, "CreateTopicsRequest", "CreateTopicsResponse"),
     (describe_configs, "DescribeConfigsRequest", "DescribeConfigsResponse"),
     (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
+    (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
