@@ -29,6 +29,7 @@ from samsa.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
@@ -86,6 +87,7 @@ TYPED = [
     (describe_configs, "DescribeConfigsRequest", "DescribeConfigsResponse"),
     (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
     (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
+    (elect_leaders, "ElectLeadersRequest", "ElectLeadersResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
