@@ -45,6 +45,7 @@ from samsa.broker.handlers import (
     offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
+    partition_reassignments,
     produce,
     sync_group,
     txn_offset_commit,
@@ -94,6 +95,10 @@ TYPED = [
 TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
     (alter_configs, "ALTER_CONFIGS", "AlterConfigsRequest", "AlterConfigsResponse"),
     (alter_configs, "INCREMENTAL_ALTER_CONFIGS", "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
+    (partition_reassignments, "ALTER_PARTITION_REASSIGNMENTS", "AlterPartitionReassignmentsRequest",
+     "AlterPartitionReassignmentsResponse"),
+    (partition_reassignments, "LIST_PARTITION_REASSIGNMENTS", "ListPartitionReassignmentsRequest",
+     "ListPartitionReassignmentsResponse"),
 ]
 
 # Every typed API once: (module, its ApiSpec's name, request union, response union).
