@@ -14,6 +14,8 @@ import pytest
 from samsa.broker.client import Connection
 from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
+    CONTROLLER_HANDLERS,
+    HANDLERS,
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -47,6 +49,7 @@ from samsa.broker.handlers import (
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    quorum,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -99,6 +102,16 @@ TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
      "AlterPartitionReassignmentsResponse"),
     (partition_reassignments, "LIST_PARTITION_REASSIGNMENTS", "ListPartitionReassignmentsRequest",
      "ListPartitionReassignmentsResponse"),
+    (quorum, "RAFT_FETCH", "RaftFetchRequest", "RaftFetchResponse"),
+    (quorum, "VOTE", "VoteRequest", "VoteResponse"),
+    (quorum, "BEGIN_QUORUM_EPOCH", "BeginQuorumEpochRequest", "BeginQuorumEpochResponse"),
+    (quorum, "END_QUORUM_EPOCH", "EndQuorumEpochRequest", "EndQuorumEpochResponse"),
+    (quorum, "FETCH_SNAPSHOT", "FetchSnapshotRequest", "FetchSnapshotResponse"),
+    (quorum, "DESCRIBE_QUORUM", "DescribeQuorumRequest", "DescribeQuorumResponse"),
+    (quorum, "ALTER_PARTITION", "AlterPartitionRequest", "AlterPartitionResponse"),
+    (quorum, "BROKER_REGISTRATION", "BrokerRegistrationRequest", "BrokerRegistrationResponse"),
+    (quorum, "BROKER_HEARTBEAT", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse"),
+    (quorum, "ALLOCATE_PRODUCER_IDS", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse"),
 ]
 
 # Every typed API once: (module, its ApiSpec's name, request union, response union).
@@ -139,6 +152,16 @@ def test_typed_handlers_import_no_kio_schema_at_run_time() -> None:
         tree = ast.parse(inspect.getsource(module))
         runtime = [n for n in tree.body if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("kio.schema")]
         assert runtime == [], module.__name__
+
+
+def test_every_served_api_is_typed() -> None:
+    """Every handler either listener serves is listed above, and takes and returns its API's kio unions
+    (the annotations are strings: the modules postpone them)."""
+    listed = {(module.__name__, getattr(module, spec_name)) for module, spec_name, _, _ in _ALL}
+    for api in [*HANDLERS.values(), *CONTROLLER_HANDLERS.values()]:
+        assert (api.handler.__module__, api.spec) in listed, (api.handler.__name__, api.spec)
+        annotations = api.handler.__annotations__
+        assert "Any" not in annotations["request"] and "Any" not in annotations["return"], api.handler.__name__
 
 
 def test_delete_topics_answers_by_name_before_v6_and_by_id_in_v6(conn: Connection) -> None:
