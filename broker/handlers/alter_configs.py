@@ -13,7 +13,9 @@ default, and need a LIST config ("Can't APPEND to key K because its type is not 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
 from samsa.broker.context import ApiSpec, RequestContext
@@ -21,6 +23,15 @@ from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+if TYPE_CHECKING:
+    from kio.schema.alter_configs import v0, v1, v2
+    from kio.schema.incremental_alter_configs import v0 as i0
+    from kio.schema.incremental_alter_configs import v1 as i1
+    AlterConfigsRequest = v0.AlterConfigsRequest | v1.AlterConfigsRequest | v2.AlterConfigsRequest
+    AlterConfigsResponse = v0.AlterConfigsResponse | v1.AlterConfigsResponse | v2.AlterConfigsResponse
+    IncrementalAlterConfigsRequest = i0.IncrementalAlterConfigsRequest | i1.IncrementalAlterConfigsRequest
+    IncrementalAlterConfigsResponse = i0.IncrementalAlterConfigsResponse | i1.IncrementalAlterConfigsResponse
 
 ALTER_CONFIGS = ApiSpec(key=33, min_version=0, max_version=2)
 INCREMENTAL_ALTER_CONFIGS = ApiSpec(key=44, min_version=0, max_version=1)
@@ -30,12 +41,56 @@ BROKER = 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def _refuse(r: Any, error: ErrorCode, message: str) -> dict[str, Any]:
-    return {"error_code": error, "error_message": message, "resource_type": r.resource_type,
-            "resource_name": r.resource_name}
+class ConfigQuery(Protocol):
+    """The fields of a request's AlterableConfig (both APIs, every version) the checks read."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str | None: ...
 
 
-def _preprocess(resources: Any, null_ok: Any) -> dict[int, tuple[ErrorCode, str]]:
+class IncrementalConfigQuery(ConfigQuery, Protocol):
+    """IncrementalAlterConfigs' AlterableConfig also names its operation (KIP-339)."""
+
+    @property
+    def config_operation(self) -> int: ...
+
+
+_Config = TypeVar("_Config", bound=ConfigQuery, covariant=True)
+_SomeConfig = TypeVar("_SomeConfig", bound=ConfigQuery)
+
+
+class ResourceQuery(Protocol[_Config]):
+    """The fields of a request's AlterConfigsResource (both APIs, every version) the checks read."""
+
+    @property
+    def resource_type(self) -> int: ...
+
+    @property
+    def resource_name(self) -> str: ...
+
+    @property
+    def configs(self) -> Sequence[_Config]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAnswer:
+    """One resource's answer (an AlterConfigsResourceResponse of either API before it is built for the version)."""
+
+    resource_type: int
+    resource_name: str
+    error: ErrorCode
+    message: str | None
+
+
+def _refuse(r: ResourceQuery[ConfigQuery], error: ErrorCode, message: str) -> ResourceAnswer:
+    return ResourceAnswer(r.resource_type, r.resource_name, error, message)
+
+
+def _preprocess(resources: Sequence[ResourceQuery[_SomeConfig]],
+                null_ok: Callable[[_SomeConfig], bool]) -> dict[int, tuple[ErrorCode, str]]:
     """ConfigAdminManager.preprocess: refusals by position in the request."""
     refused: dict[int, tuple[ErrorCode, str]] = {}
     seen: dict[tuple[int, str], int] = {}
@@ -57,7 +112,8 @@ def _preprocess(resources: Any, null_ok: Any) -> dict[int, tuple[ErrorCode, str]
     return refused
 
 
-def _check_topic(ctx: RequestContext, r: Any, changes: dict[str, str | None], replace_all: bool) -> str | None:
+def _check_topic(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
+                 replace_all: bool) -> str | None:
     """The topic's overrides as they would be, validated whole (Kafka's LogConfig.validate)."""
     overrides: dict[str, str | None] = {} if replace_all else dict(ctx.broker.image.topic_configs(r.resource_name))
     for name, value in changes.items():
@@ -68,7 +124,7 @@ def _check_topic(ctx: RequestContext, r: Any, changes: dict[str, str | None], re
     return check_topic_configs(overrides)
 
 
-def _prechecked(ctx: RequestContext, r: Any, changes: dict[str, str | None],
+def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
     """What the handler refuses itself, else the resource's change for the controller."""
     if r.resource_type not in (BROKER, TOPIC):
@@ -80,36 +136,48 @@ def _prechecked(ctx: RequestContext, r: Any, changes: dict[str, str | None],
     return ConfigChange(r.resource_type, r.resource_name, changes)
 
 
-async def _apply_all(ctx: RequestContext, request: Any, outcomes: list[tuple[ErrorCode, str] | ConfigChange],
-                     replace_all: bool) -> list[dict[str, Any]]:
+async def _apply_all(ctx: RequestContext, resources: Sequence[ResourceQuery[ConfigQuery]], validate_only: bool,
+                     outcomes: list[tuple[ErrorCode, str] | ConfigChange], replace_all: bool) -> list[ResourceAnswer]:
     """Every accepted resource's change goes to the controller as ONE operation, written as one metadata
     entry (Kafka's ConfigurationControlManager), not one write per resource: 2,000 resources were 2,000
     metadata writes (17 s of a held loop). Past Kafka's 10,000 records the whole request is refused."""
     changes = [o for o in outcomes if isinstance(o, ConfigChange)]
     try:
         pending = ctx.broker.controller.alter_configs(changes, replace_all=replace_all,
-                                                      validate_only=request.validate_only)
+                                                      validate_only=validate_only)
     except TooManyRecordsError as e:
-        return [_refuse(r, e.error_code, e.message) for r in request.resources]
+        return [_refuse(r, e.error_code, e.message) for r in resources]
     results = iter(await pending if changes else [])
     responses = []
-    for r, outcome in zip(request.resources, outcomes, strict=True):
+    for r, outcome in zip(resources, outcomes, strict=True):
         error, message = next(results) if isinstance(outcome, ConfigChange) else outcome
-        responses.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
-                          "resource_name": r.resource_name})
+        responses.append(ResourceAnswer(r.resource_type, r.resource_name, error, message))
     return responses
 
 
-async def handle_alter_configs(request: Any, ctx: RequestContext) -> Any:
-    refused = _preprocess(request.resources, lambda c: False)
+_Response = TypeVar("_Response")
+
+
+def _response(cls: type[_Response], answers: list[ResourceAnswer]) -> _Response:
+    """The one place the answers become the kio response of the request's version (both APIs answer the
+    same fields)."""
+    return build(cls, {"throttle_time": 0, "responses": [
+        {"error_code": a.error, "error_message": a.message, "resource_type": a.resource_type,
+         "resource_name": a.resource_name} for a in answers]})
+
+
+async def handle_alter_configs(request: AlterConfigsRequest, ctx: RequestContext) -> AlterConfigsResponse:
+    resources: Sequence[ResourceQuery[ConfigQuery]] = request.resources
+    refused = _preprocess(resources, lambda c: False)
     outcomes: list[tuple[ErrorCode, str] | ConfigChange] = []
-    for i, r in enumerate(request.resources):
+    for i, r in enumerate(resources):
         if i in refused:
             outcomes.append(refused[i])
             continue
         outcomes.append(_prechecked(ctx, r, {c.name: c.value for c in r.configs}, True))
-    responses = await _apply_all(ctx, request, outcomes, True)
-    return build(response_class(33, ctx.version), {"throttle_time": 0, "responses": responses})
+    responses = await _apply_all(ctx, resources, request.validate_only, outcomes, True)
+    cls: type[AlterConfigsResponse] = response_class(33, ctx.version)
+    return _response(cls, responses)
 
 
 def _list_default(resource_type: int, name: str) -> str | None:
@@ -121,10 +189,12 @@ def _list_default(resource_type: int, name: str) -> str | None:
     return entry.default if entry is not None and entry.type == ConfigType.LIST else None
 
 
-async def handle_incremental_alter_configs(request: Any, ctx: RequestContext) -> Any:
-    refused = _preprocess(request.resources, lambda c: c.config_operation == DELETE)
+async def handle_incremental_alter_configs(request: IncrementalAlterConfigsRequest,
+                                           ctx: RequestContext) -> IncrementalAlterConfigsResponse:
+    resources: Sequence[ResourceQuery[IncrementalConfigQuery]] = request.resources
+    refused = _preprocess(resources, lambda c: c.config_operation == DELETE)
     outcomes: list[tuple[ErrorCode, str] | ConfigChange] = []
-    for i, r in enumerate(request.resources):
+    for i, r in enumerate(resources):
         if i in refused:
             outcomes.append(refused[i])
             continue
@@ -164,5 +234,6 @@ async def handle_incremental_alter_configs(request: Any, ctx: RequestContext) ->
                 problem = (ErrorCode.invalid_request, f"Unknown config operation {op}")
                 break
         outcomes.append(problem if problem is not None else _prechecked(ctx, r, changes, False))
-    responses = await _apply_all(ctx, request, outcomes, False)
-    return build(response_class(44, ctx.version), {"throttle_time": 0, "responses": responses})
+    responses = await _apply_all(ctx, resources, request.validate_only, outcomes, False)
+    cls: type[IncrementalAlterConfigsResponse] = response_class(44, ctx.version)
+    return _response(cls, responses)

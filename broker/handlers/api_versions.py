@@ -8,12 +8,19 @@ handlers.api_versions_v0_fallback).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+if TYPE_CHECKING:
+    from kio.schema.api_versions import v0, v1, v2, v3, v4
+    ApiVersionsRequest = (v0.ApiVersionsRequest | v1.ApiVersionsRequest | v2.ApiVersionsRequest | v3.ApiVersionsRequest
+                          | v4.ApiVersionsRequest)
+    ApiVersionsResponse = (v0.ApiVersionsResponse | v1.ApiVersionsResponse | v2.ApiVersionsResponse
+                           | v3.ApiVersionsResponse | v4.ApiVersionsResponse)
 
 API = ApiSpec(key=18, min_version=0, max_version=4)
 
@@ -31,13 +38,21 @@ def set_supported(broker: Callable[[], list[tuple[int, int, int]]],
     _controller_supported = controller
 
 
-def api_keys(controller_plane: bool = False) -> list[dict[str, int]]:
+class ApiVersion(TypedDict):
+    """One ApiVersion entry of the answer: an API this listener serves and its version range."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+def api_keys(controller_plane: bool = False) -> list[ApiVersion]:
     supported = _controller_supported if controller_plane else _supported
     return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported()]
 
 
-def handle_api_versions(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(18, ctx.version)
+def handle_api_versions(request: ApiVersionsRequest, ctx: RequestContext) -> ApiVersionsResponse:
+    cls: type[ApiVersionsResponse] = response_class(18, ctx.version)
     return build(
         cls,
         {

@@ -9,36 +9,46 @@ itself is broker.reassignment's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
-from samsa.broker.reassignment import ElectionType
+from samsa.broker.reassignment import ElectionType, PartitionResult, TopicResults
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
+if TYPE_CHECKING:
+    from kio.schema.elect_leaders import v0, v1, v2
+    ElectLeadersRequest = v0.ElectLeadersRequest | v1.ElectLeadersRequest | v2.ElectLeadersRequest
+    ElectLeadersResponse = v0.ElectLeadersResponse | v1.ElectLeadersResponse | v2.ElectLeadersResponse
+
 API = ApiSpec(key=43, min_version=0, max_version=2)
 
 
-async def handle_elect_leaders(request: Any, ctx: RequestContext) -> Any:
-    cls = response_class(43, ctx.version)
-    raw_type = int(field(request, "election_type", ElectionType.PREFERRED))
+async def handle_elect_leaders(request: ElectLeadersRequest, ctx: RequestContext) -> ElectLeadersResponse:
+    raw_type = int(field(request, "election_type", ElectionType.PREFERRED))  # v1+
     requested = request.topic_partitions
     if raw_type not in tuple(ElectionType):
         message = f"Unknown election type {raw_type}"
-        return build(cls, {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "replica_election_results": [
-            {"topic": t.topic, "partition_result": [
-                {"partition_id": p, "error_code": ErrorCode.invalid_request, "error_message": message}
-                for p in t.partitions]} for t in requested or ()]})
+        return _response(ctx, ErrorCode.invalid_request, [
+            TopicResults(t.topic, tuple(PartitionResult(p, ErrorCode.invalid_request, message) for p in t.partitions))
+            for t in requested or ()])
     partitions = None if requested is None else [(str(t.topic), [int(p) for p in t.partitions]) for t in requested]
     try:
         pending = ctx.broker.controller.reassignments.elect_leaders(ElectionType(raw_type), partitions)
     except TooManyRecordsError as e:  # more elections than one operation may write (Kafka's bound)
-        return error_response(43, ctx.version, request, e.error_code, e.message)
-    results = await pending
-    return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "replica_election_results": [
+        refused: ElectLeadersResponse = error_response(43, ctx.version, request, e.error_code, e.message)
+        return refused
+    return _response(ctx, ErrorCode.none, await pending)
+
+
+def _response(ctx: RequestContext, error: ErrorCode, results: list[TopicResults]) -> ElectLeadersResponse:
+    """The one place the answers become the kio response of the request's version (v0 has no top-level
+    error_code)."""
+    cls: type[ElectLeadersResponse] = response_class(43, ctx.version)
+    return build(cls, {"throttle_time": 0, "error_code": error, "replica_election_results": [
         {"topic": r.topic, "partition_result": [
             {"partition_id": p.partition_id, "error_code": p.error_code, "error_message": p.error_message}
             for p in r.partitions]} for r in results]})

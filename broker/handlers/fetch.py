@@ -31,9 +31,9 @@ FileRecords slice of the segment that the connection sends in bounded chunks as 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import anyio
 
@@ -46,6 +46,18 @@ from samsa.storage.errors import StorageError
 from samsa.storage.file_records import FileRecords
 from samsa.storage.log import FetchDataInfo
 
+if TYPE_CHECKING:
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
+    FetchRequest = (v4.FetchRequest | v5.FetchRequest | v6.FetchRequest | v7.FetchRequest | v8.FetchRequest
+                    | v9.FetchRequest | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest | v13.FetchRequest
+                    | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest)
+    FetchResponse = (v4.FetchResponse | v5.FetchResponse | v6.FetchResponse | v7.FetchResponse | v8.FetchResponse
+                     | v9.FetchResponse | v10.FetchResponse | v11.FetchResponse | v12.FetchResponse | v13.FetchResponse
+                     | v14.FetchResponse | v15.FetchResponse | v16.FetchResponse | v17.FetchResponse)
+
+    # The response at once, or a long poll that answers later (Kafka's DelayedFetch).
+    FetchAnswer = FetchResponse | Awaitable[FetchResponse]
+
 API = ApiSpec(key=1, min_version=4, max_version=17)
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -56,6 +68,47 @@ FILE_SEND_MIN_BYTES = 64 * 1024
 RESPONSE_MEMORY_BYTES = 1024 * 1024
 # The response encoder keeps parts of at least LARGE_WRITE_BYTES by reference; a FileRecords must be one.
 assert FILE_SEND_MIN_BYTES >= LARGE_WRITE_BYTES
+
+
+# A partition's answer is a TypedDict, not a dataclass: it is the very dict `build` reads, so typing it
+# costs the fetch path no object per partition.
+class AbortedTransaction(TypedDict):
+    producer_id: int
+    first_offset: int
+
+
+class EpochEndOffset(TypedDict):
+    epoch: int
+    end_offset: int
+
+
+class LeaderIdAndEpoch(TypedDict):
+    leader_id: int
+    leader_epoch: int
+
+
+class PartitionData(TypedDict):
+    """One partition's answer (a PartitionData before it is built for the version)."""
+
+    partition_index: int
+    error_code: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[AbortedTransaction] | None
+    preferred_read_replica: int
+    records: bytes | FileRecords
+    diverging_epoch: NotRequired[EpochEndOffset]  # v12+ (a follower's fetch)
+    current_leader: NotRequired[LeaderIdAndEpoch]  # v12+ (KIP-951)
+
+
+class FetchableTopic(TypedDict):
+    """One topic's answers (a FetchableTopicResponse: `topic` before v13, `topic_id` from v13, each the key
+    the request named it by; `build` keeps the one the version has)."""
+
+    topic: str | uuid.UUID
+    topic_id: str | uuid.UUID
+    partitions: list[PartitionData]
 
 
 def _records(data: FetchDataInfo, held: list[int]) -> bytes | FileRecords:
@@ -77,7 +130,7 @@ def _records(data: FetchDataInfo, held: list[int]) -> bytes | FileRecords:
 
 @dataclass(slots=True)
 class _Wanted:
-    key: Any  # topic name or topic id, as the request named it
+    key: str | uuid.UUID  # topic name (before v13) or topic id, as the request named it
     partition_id: int
     partition: Partition | None
     error: ErrorCode
@@ -87,20 +140,22 @@ class _Wanted:
     last_fetched_epoch: int = -1
 
 
-def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]]]:
+def _resolve(request: FetchRequest, ctx: RequestContext) -> list[tuple[str | uuid.UUID, list[_Wanted]]]:
     broker = ctx.broker
     by_id = ctx.version >= 13
     image = broker.image
-    out: list[tuple[Any, list[_Wanted]]] = []
+    out: list[tuple[str | uuid.UUID, list[_Wanted]]] = []
     for t in request.topics:
-        if by_id:
-            key = t.topic_id
-            topic = image.topics_by_id.get(str(t.topic_id))
+        key: str | uuid.UUID
+        name: str | None
+        if by_id:  # the request was decoded with this version's class: v13+ topics have topic_id only
+            topic_id: uuid.UUID = field(t, "topic_id")
+            key = topic_id
+            topic = image.topics_by_id.get(str(topic_id))
             name = topic.name if topic is not None else None
             missing = ErrorCode.unknown_topic_id
         else:
-            key = t.topic
-            name = t.topic
+            key = name = field(t, "topic")
             missing = ErrorCode.unknown_topic_or_partition
         wanted = []
         for p in t.partitions:
@@ -116,11 +171,12 @@ def _resolve(request: Any, ctx: RequestContext) -> list[tuple[Any, list[_Wanted]
 
 
 def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool, replica: int,
-                       result: dict[str, Any], held: list[int]) -> dict[str, Any]:
+                       result: PartitionData, held: list[int]) -> PartitionData:
     p = w.partition
     assert p is not None
     log = p.log
-    result.update(high_watermark=log.high_watermark, log_start_offset=log.log_start_offset)
+    result["high_watermark"] = log.high_watermark
+    result["log_start_offset"] = log.log_start_offset
     if replica not in p.replicas:
         result["error_code"] = ErrorCode.not_leader_or_follower
         return result
@@ -145,8 +201,8 @@ def _read_for_follower(w: _Wanted, ctx: RequestContext, budget: int, first: bool
 
 
 def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: int, replica: int,
-          held: list[int]) -> dict[str, Any]:
-    result: dict[str, Any] = {
+          held: list[int]) -> PartitionData:
+    result: PartitionData = {
         "partition_index": w.partition_id,
         "error_code": w.error,
         "high_watermark": -1,
@@ -181,7 +237,7 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
             min_one_batch=first,
         )
         records = _records(data, held)
-        aborted = None
+        aborted: list[AbortedTransaction] | None = None
         if isolation == READ_COMMITTED:
             # Aborted transactions overlapping what is returned, so the client drops their records.
             aborted = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
@@ -189,26 +245,24 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
     except StorageError as e:
         result["error_code"] = ErrorCode(e.error_code)
         return result
-    result.update(
-        high_watermark=high_watermark,
-        last_stable_offset=last_stable,
-        log_start_offset=log.log_start_offset,
-        records=records,
-        aborted_transactions=aborted,
-    )
+    result["high_watermark"] = high_watermark
+    result["last_stable_offset"] = last_stable
+    result["log_start_offset"] = log.log_start_offset
+    result["records"] = records
+    result["aborted_transactions"] = aborted
     return result
 
 
 def _collect(
-    resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_bytes: int, isolation: int,
+    resolved: Sequence[tuple[str | uuid.UUID, list[_Wanted]]], ctx: RequestContext, max_bytes: int, isolation: int,
     replica: int = -1,
-) -> tuple[list[dict[str, Any]], int, bool]:
+) -> tuple[list[FetchableTopic], int, bool]:
     total = 0
     any_error = False
-    responses = []
+    responses: list[FetchableTopic] = []
     held = [0]
     for key, wanted in resolved:
-        partitions = []
+        partitions: list[PartitionData] = []
         for w in wanted:
             r = _read(w, ctx, max_bytes - total, total == 0, isolation, replica, held)
             total += len(r["records"])
@@ -218,22 +272,22 @@ def _collect(
     return responses, total, any_error
 
 
-def handle_fetch(request: Any, ctx: RequestContext) -> Any:
+def handle_fetch(request: FetchRequest, ctx: RequestContext) -> FetchAnswer:
     """The response, when it can be given at once (data is there, or max_wait is 0); else a coroutine
     that long-polls up to max_wait for min_bytes. The server answers the first kind without a task."""
-    cls = response_class(1, ctx.version)
-    session_id = field(request, "session_id", 0)
-    session_epoch = field(request, "session_epoch", -1)
+    cls: type[FetchResponse] = response_class(1, ctx.version)
+    session_id: int = field(request, "session_id", 0)
+    session_epoch: int = field(request, "session_epoch", -1)
     if session_id != 0:
         # We never hand out sessions, so an incremental fetch names one we don't know.
         return build(cls, {"error_code": ErrorCode.fetch_session_id_not_found, "session_id": 0, "responses": ()})
     del session_epoch
     max_wait_ms = ms(request.max_wait)
-    min_bytes = request.min_bytes
+    min_bytes: int = request.min_bytes
     # KafkaApis: min(request max_bytes, fetch.max.bytes), and min_bytes no larger than that.
-    max_bytes = min(field(request, "max_bytes", 0x7FFFFFFF), ctx.broker.config.get_int("fetch.max.bytes"))
+    max_bytes: int = min(field(request, "max_bytes", 0x7FFFFFFF), ctx.broker.config.get_int("fetch.max.bytes"))
     min_bytes = min(min_bytes, max_bytes)
-    isolation = field(request, "isolation_level", 0)
+    isolation: int = field(request, "isolation_level", 0)
     replica_state = field(request, "replica_state", None)
     replica = int(replica_state.replica_id) if replica_state is not None else int(field(request, "replica_id", -1))
     resolved = _resolve(request, ctx)
@@ -243,10 +297,11 @@ def handle_fetch(request: Any, ctx: RequestContext) -> Any:
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses})
 
 
-async def _long_poll(cls: Any, resolved: Sequence[tuple[Any, list[_Wanted]]], ctx: RequestContext, max_wait_ms: int,
-                     min_bytes: int, max_bytes: int, isolation: int, replica: int) -> Any:
+async def _long_poll(cls: type[FetchResponse], resolved: Sequence[tuple[str | uuid.UUID, list[_Wanted]]],
+                     ctx: RequestContext, max_wait_ms: int, min_bytes: int, max_bytes: int, isolation: int,
+                     replica: int) -> FetchResponse:
     """Kafka's DelayedFetch: read again whenever a partition wakes us, until min_bytes, an error, or max_wait."""
-    responses: list[dict[str, Any]] = []
+    responses: list[FetchableTopic] = []
     total = 0
     partitions = [w.partition for _, ws in resolved for w in ws if w.partition is not None]
     with anyio.move_on_after(max_wait_ms / 1000):

@@ -9,7 +9,8 @@ error_code.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from samsa.broker.config import is_valid_topic_name
 from samsa.broker.context import ApiSpec, RequestContext
@@ -30,10 +31,62 @@ CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
 ZERO_UUID = uuid.UUID(int=0)
 
 if TYPE_CHECKING:
+    from kio.schema.metadata import v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13
+
     from samsa.broker.broker import Broker
+    MetadataRequest = (v0.MetadataRequest | v1.MetadataRequest | v2.MetadataRequest | v3.MetadataRequest
+                       | v4.MetadataRequest | v5.MetadataRequest | v6.MetadataRequest | v7.MetadataRequest
+                       | v8.MetadataRequest | v9.MetadataRequest | v10.MetadataRequest | v11.MetadataRequest
+                       | v12.MetadataRequest | v13.MetadataRequest)
+    MetadataResponse = (v0.MetadataResponse | v1.MetadataResponse | v2.MetadataResponse | v3.MetadataResponse
+                        | v4.MetadataResponse | v5.MetadataResponse | v6.MetadataResponse | v7.MetadataResponse
+                        | v8.MetadataResponse | v9.MetadataResponse | v10.MetadataResponse | v11.MetadataResponse
+                        | v12.MetadataResponse | v13.MetadataResponse)
+    RequestTopic = (v0.request.MetadataRequestTopic | v1.request.MetadataRequestTopic | v2.request.MetadataRequestTopic
+                    | v3.request.MetadataRequestTopic | v4.request.MetadataRequestTopic
+                    | v5.request.MetadataRequestTopic | v6.request.MetadataRequestTopic
+                    | v7.request.MetadataRequestTopic | v8.request.MetadataRequestTopic
+                    | v9.request.MetadataRequestTopic | v10.request.MetadataRequestTopic
+                    | v11.request.MetadataRequestTopic | v12.request.MetadataRequestTopic
+                    | v13.request.MetadataRequestTopic)
 
 
-def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | None = None) -> dict[str, Any]:
+# The answer's entries are TypedDicts, not dataclasses: a metadata answer can list every partition of the
+# cluster, and these are the very dicts `build` reads (no object per partition beyond what it builds).
+class BrokerEntry(TypedDict):
+    """One MetadataResponseBroker (DescribeCluster's DescribeClusterBroker reads it too)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class PartitionEntry(TypedDict):
+    """One MetadataResponsePartition."""
+
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+class TopicEntry(TypedDict):
+    """One MetadataResponseTopic; a topic answered with an error has no partitions and omits the rest
+    (`build` gives the version's zero values)."""
+
+    error_code: ErrorCode
+    name: str | None
+    topic_id: uuid.UUID
+    partitions: Sequence[PartitionEntry]
+    is_internal: NotRequired[bool]
+    topic_authorized_operations: NotRequired[int]
+
+
+def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | None = None) -> TopicEntry:
     """`live`: the brokers the response lists. A leader among them is named; one that is not (fenced,
     stopping, gone) is answered LEADER_NOT_AVAILABLE with leader -1, as Kafka's KRaft metadata cache
     does, and replicas on unlisted brokers are offline_replicas. (Clients index leaders by the listed
@@ -63,7 +116,7 @@ def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | 
     }
 
 
-def broker_entries(broker: Broker) -> list[dict[str, Any]]:
+def broker_entries(broker: Broker) -> list[BrokerEntry]:
     """The live (registered, unfenced) brokers; this broker alone before its registration lands."""
     live = [b for b in broker.image.brokers.values() if not b.fenced]
     if not live:
@@ -74,11 +127,11 @@ def broker_entries(broker: Broker) -> list[dict[str, Any]]:
             for b in sorted(live, key=lambda b: b.broker_id)]
 
 
-def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> dict[str, Any]:
+def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> TopicEntry:
     return {"error_code": error, "name": name, "topic_id": topic_id or ZERO_UUID, "partitions": ()}
 
 
-def handle_metadata(request: Any, ctx: RequestContext) -> Any:
+def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.version
     brokers = broker_entries(broker)
@@ -87,23 +140,21 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
     allow_auto_create = bool(field(request, "allow_auto_topic_creation", True)) and broker.config.get_bool(
         "auto.create.topics.enable"
     )
-    requested = request.topics
-    topics: list[dict[str, Any]] = []
-    if requested is None or (version == 0 and not requested):
+    topics: list[TopicEntry] = []
+    if request.topics is None or (version == 0 and not request.topics):
         image = broker.image
         topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()]
     else:
         # Each topic once, however often the request names it (Kafka takes the names and ids as sets):
         # a repeated name must not repeat a topic of thousands of partitions in the answer.
-        unique: dict[object, Any] = {}
-        for t in requested:
-            name = field(t, "name")
-            unique.setdefault(name if name is not None else ("id", field(t, "topic_id")), t)
+        unique: dict[object, RequestTopic] = {}
+        for t in request.topics:
+            unique.setdefault(t.name if t.name is not None else ("id", field(t, "topic_id")), t)
         requested = list(unique.values())
         to_create: dict[str, None] = {}  # insertion-ordered set (a list's `in` made many names quadratic)
         for t in requested:
-            name = field(t, "name")
-            topic_id = field(t, "topic_id")
+            name = t.name
+            topic_id: uuid.UUID | None = field(t, "topic_id")  # v10+
             if name is None and topic_id is not None and topic_id != ZERO_UUID:
                 found = broker.image.topics_by_id.get(str(topic_id))
                 if found is None:
@@ -125,7 +176,7 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
             creating = set(to_create)  # through the active controller: LEADER_NOT_AVAILABLE until it lands
         image = broker.image
         for t in requested:
-            name = field(t, "name")
+            name = t.name
             if name is None:
                 continue
             found = image.topics_by_name.get(name)
@@ -137,8 +188,9 @@ def handle_metadata(request: Any, ctx: RequestContext) -> Any:
                 topics.append(_error_entry(name, None, ErrorCode.leader_not_available))
             else:
                 topics.append(_error_entry(name, None, ErrorCode.unknown_topic_or_partition))
+    cls: type[MetadataResponse] = response_class(3, version)
     return build(
-        response_class(3, version),
+        cls,
         {
             "throttle_time": 0,
             "brokers": brokers,

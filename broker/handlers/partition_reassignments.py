@@ -10,39 +10,65 @@ decisions are broker.reassignment's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
+from samsa.broker.reassignment import OngoingReassignment, TopicResults
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
+
+if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments.v0 import (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    )
+    from kio.schema.list_partition_reassignments.v0 import (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    )
 
 ALTER_PARTITION_REASSIGNMENTS = ApiSpec(key=45, min_version=0, max_version=0)
 LIST_PARTITION_REASSIGNMENTS = ApiSpec(key=46, min_version=0, max_version=0)
 
 
-async def handle_alter_partition_reassignments(request: Any, ctx: RequestContext) -> Any:
+async def handle_alter_partition_reassignments(request: AlterPartitionReassignmentsRequest,
+                                               ctx: RequestContext) -> AlterPartitionReassignmentsResponse:
     topics = [(str(t.name), [(int(p.partition_index), None if p.replicas is None else [int(b) for b in p.replicas])
                              for p in t.partitions]) for t in request.topics]
     try:
         pending = ctx.broker.controller.reassignments.alter(topics)
     except TooManyRecordsError as e:  # more changes than one operation may write (Kafka's bound)
-        return error_response(45, ctx.version, request, e.error_code, e.message)
-    results = await pending
-    return build(response_class(45, ctx.version), {
+        refused: AlterPartitionReassignmentsResponse = error_response(45, ctx.version, request, e.error_code,
+                                                                      e.message)
+        return refused
+    return _alter_response(ctx, await pending)
+
+
+def _alter_response(ctx: RequestContext, results: list[TopicResults]) -> AlterPartitionReassignmentsResponse:
+    """The one place Alter's answers become the kio response of the request's version."""
+    cls: type[AlterPartitionReassignmentsResponse] = response_class(45, ctx.version)
+    return build(cls, {
         "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "responses": [
             {"name": r.topic, "partitions": [
                 {"partition_index": p.partition_id, "error_code": p.error_code, "error_message": p.error_message}
                 for p in r.partitions]} for r in results]})
 
 
-def handle_list_partition_reassignments(request: Any, ctx: RequestContext) -> Any:
+def handle_list_partition_reassignments(request: ListPartitionReassignmentsRequest,
+                                        ctx: RequestContext) -> ListPartitionReassignmentsResponse:
     topics = None if request.topics is None else [(str(t.name), [int(p) for p in t.partition_indexes])
                                                   for t in request.topics]
-    ongoing = ctx.broker.controller.reassignments.list_ongoing(topics)
-    return build(response_class(46, ctx.version), {
+    return _list_response(ctx, ctx.broker.controller.reassignments.list_ongoing(topics))
+
+
+def _list_response(ctx: RequestContext, ongoing: list[tuple[str, list[OngoingReassignment]]]
+                   ) -> ListPartitionReassignmentsResponse:
+    """The one place List's answers become the kio response of the request's version."""
+    cls: type[ListPartitionReassignmentsResponse] = response_class(46, ctx.version)
+    return build(cls, {
         "throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "topics": [
             {"name": name, "partitions": [
                 {"partition_index": o.partition_id, "replicas": o.replicas, "adding_replicas": o.adding_replicas,

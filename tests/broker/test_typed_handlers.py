@@ -14,17 +14,26 @@ import pytest
 from samsa.broker.client import Connection
 from samsa.broker.context import ApiSpec
 from samsa.broker.handlers import (
+    CONTROLLER_HANDLERS,
+    HANDLERS,
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
+    api_versions,
     create_partitions,
+    create_topics,
     delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
+    describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
+    elect_leaders,
     end_txn,
+    fetch,
     find_coordinator,
     heartbeat,
     init_producer_id,
@@ -33,11 +42,14 @@ from samsa.broker.handlers import (
     list_groups,
     list_offsets,
     list_transactions,
+    metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
+    partition_reassignments,
     produce,
+    quorum,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -73,7 +85,37 @@ TYPED = [
     (offset_commit, "OffsetCommitRequest", "OffsetCommitResponse"),
     (offset_fetch, "OffsetFetchRequest", "OffsetFetchResponse"),
     (add_partitions_to_txn, "AddPartitionsToTxnRequest", "AddPartitionsToTxnResponse"),
+    (metadata, "MetadataRequest", "MetadataResponse"),
+    (fetch, "FetchRequest", "FetchResponse"),
+    (create_topics, "CreateTopicsRequest", "CreateTopicsResponse"),
+    (describe_configs, "DescribeConfigsRequest", "DescribeConfigsResponse"),
+    (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
+    (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
+    (elect_leaders, "ElectLeadersRequest", "ElectLeadersResponse"),
 ]
+
+# Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
+TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
+    (alter_configs, "ALTER_CONFIGS", "AlterConfigsRequest", "AlterConfigsResponse"),
+    (alter_configs, "INCREMENTAL_ALTER_CONFIGS", "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"),
+    (partition_reassignments, "ALTER_PARTITION_REASSIGNMENTS", "AlterPartitionReassignmentsRequest",
+     "AlterPartitionReassignmentsResponse"),
+    (partition_reassignments, "LIST_PARTITION_REASSIGNMENTS", "ListPartitionReassignmentsRequest",
+     "ListPartitionReassignmentsResponse"),
+    (quorum, "RAFT_FETCH", "RaftFetchRequest", "RaftFetchResponse"),
+    (quorum, "VOTE", "VoteRequest", "VoteResponse"),
+    (quorum, "BEGIN_QUORUM_EPOCH", "BeginQuorumEpochRequest", "BeginQuorumEpochResponse"),
+    (quorum, "END_QUORUM_EPOCH", "EndQuorumEpochRequest", "EndQuorumEpochResponse"),
+    (quorum, "FETCH_SNAPSHOT", "FetchSnapshotRequest", "FetchSnapshotResponse"),
+    (quorum, "DESCRIBE_QUORUM", "DescribeQuorumRequest", "DescribeQuorumResponse"),
+    (quorum, "ALTER_PARTITION", "AlterPartitionRequest", "AlterPartitionResponse"),
+    (quorum, "BROKER_REGISTRATION", "BrokerRegistrationRequest", "BrokerRegistrationResponse"),
+    (quorum, "BROKER_HEARTBEAT", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse"),
+    (quorum, "ALLOCATE_PRODUCER_IDS", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse"),
+]
+
+# Every typed API once: (module, its ApiSpec's name, request union, response union).
+_ALL = [(module, "API", request, response) for module, request, response in TYPED] + TYPED_APIS
 
 
 def _members(alias: object) -> set[type]:
@@ -92,9 +134,11 @@ def _type_checking_names(module: ModuleType) -> dict[str, object]:
     return namespace
 
 
-@pytest.mark.parametrize(("module", "request_alias", "response_alias"), TYPED, ids=lambda v: getattr(v, "__name__", v))
-def test_unions_are_the_declared_versions_classes(module: ModuleType, request_alias: str, response_alias: str) -> None:
-    spec: ApiSpec = module.API
+@pytest.mark.parametrize(("module", "spec_name", "request_alias", "response_alias"), _ALL,
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_unions_are_the_declared_versions_classes(module: ModuleType, spec_name: str, request_alias: str,
+                                                  response_alias: str) -> None:
+    spec: ApiSpec = getattr(module, spec_name)
     names = _type_checking_names(module)
     versions = range(spec.min_version, spec.max_version + 1)
     assert _members(names[request_alias]) == {request_class(spec.key, v) for v in versions}
@@ -104,10 +148,20 @@ def test_unions_are_the_declared_versions_classes(module: ModuleType, request_al
 def test_typed_handlers_import_no_kio_schema_at_run_time() -> None:
     """Importing every version's schema at start-up cost ~100 ms of a broker's start: they stay under
     TYPE_CHECKING, and the kio classes load on the first request of each version."""
-    for module, _, _ in TYPED:
+    for module in {m for m, _, _, _ in _ALL}:
         tree = ast.parse(inspect.getsource(module))
         runtime = [n for n in tree.body if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("kio.schema")]
         assert runtime == [], module.__name__
+
+
+def test_every_served_api_is_typed() -> None:
+    """Every handler either listener serves is listed above, and takes and returns its API's kio unions
+    (the annotations are strings: the modules postpone them)."""
+    listed = {(module.__name__, getattr(module, spec_name)) for module, spec_name, _, _ in _ALL}
+    for api in [*HANDLERS.values(), *CONTROLLER_HANDLERS.values()]:
+        assert (api.handler.__module__, api.spec) in listed, (api.handler.__name__, api.spec)
+        annotations = api.handler.__annotations__
+        assert "Any" not in annotations["request"] and "Any" not in annotations["return"], api.handler.__name__
 
 
 def test_delete_topics_answers_by_name_before_v6_and_by_id_in_v6(conn: Connection) -> None:
