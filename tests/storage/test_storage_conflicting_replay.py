@@ -159,21 +159,53 @@ def test_version_1_snapshot_still_loads(log_dir: Path) -> None:
     assert offset == 11 and producers[PID].batches[-1].crc == parse_header(batch(8)).crc
 
 
-def test_log_append_time_retry_is_not_refused(log_dir: Path) -> None:
-    """LogAppendTime restamps the batch (a new CRC); a true retry must still be a duplicate, before and after
-    a rebuild from the log (where only the restamped CRC is there: the checksum is then unknown)."""
+def test_log_append_time_topic_answers_replays_as_kafka(log_dir: Path) -> None:
+    """LogAppendTime restamps the batch (its CRC and max timestamp become the broker's) on every replica, so
+    there is no client checksum to compare: a retry is a duplicate whatever its records, live and after a
+    rebuild from the log."""
     config = LogConfig(message_timestamp_type="LogAppendTime")
     log = open_log(log_dir, config)
     fill(log)
+    entry = log.producer_state(PID)
+    assert entry is not None and all(b.crc == UNKNOWN_CRC for b in entry.batches)
     assert log.append_as_leader(batch(2), leader_epoch=0, now_ms=NOW_MS + 5).duplicate
-    with pytest.raises(StorageError):  # the leader saw the client's CRC: it still refuses other records
-        log.append_as_leader(batch(2, prefix="other"), leader_epoch=0, now_ms=NOW_MS + 5)
+    assert log.append_as_leader(batch(2, prefix="other"), leader_epoch=0, now_ms=NOW_MS + 5).first_offset == 3
     log.close()
     for snap in log_dir.glob("*.snapshot"):
         snap.unlink()
     log = open_log(log_dir, config)
     dup = log.append_as_leader(batch(2), leader_epoch=0, now_ms=NOW_MS + 9)
     assert dup.duplicate and dup.first_offset == 3
+    log.close()
+
+
+def test_retry_re_encoded_with_new_batch_timestamps_is_a_duplicate(log_dir: Path) -> None:
+    """kafkajs stamps Date.now() into a batch's base and max timestamps at every encode (when its messages
+    carry no timestamp), so its retry of the same records has another CRC: still a duplicate, also after a
+    rebuild from the log; other records with the new timestamps are still refused."""
+    log = open_log(log_dir, LogConfig(segment_bytes=300))
+    fill(log)
+    later = NOW_MS + 1234
+    retry = make_batch([b"v2", b"v3"], base_timestamp=later, producer_id=PID, producer_epoch=0, base_sequence=2)
+    assert parse_header(retry).crc != parse_header(batch(2)).crc
+    for attempt in range(2):
+        dup = log.append_as_leader(retry, leader_epoch=0, now_ms=NOW_MS)
+        assert dup.duplicate and dup.first_offset == 3
+        other = make_batch([b"v2", b"X"], base_timestamp=later, producer_id=PID, producer_epoch=0, base_sequence=2)
+        with pytest.raises(StorageError):
+            log.append_as_leader(other, leader_epoch=0, now_ms=NOW_MS)
+        # record timestamps are records: the same values stamped 1 ms apart are other records
+        shifted = make_batch([b"v2", b"v3"], timestamps=[later, later + 1], producer_id=PID, producer_epoch=0,
+                             base_sequence=2)
+        with pytest.raises(StorageError):
+            log.append_as_leader(shifted, leader_epoch=0, now_ms=NOW_MS)
+        # the multi-batch path too
+        assert log.append_as_leader(retry + batch(8), leader_epoch=0, now_ms=NOW_MS).duplicate
+        if attempt == 0:
+            log.close()
+            for snap in log_dir.glob("*.snapshot"):
+                snap.unlink()
+            log = open_log(log_dir, LogConfig(segment_bytes=300))
     log.close()
 
 
