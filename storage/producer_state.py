@@ -273,7 +273,7 @@ class ProducerStateManager:
             entry.batches.append(_new_tuple(BatchMetadata, (  # h.last_sequence, h.last_offset, inline;
                 base_seq, (base_seq + delta) % 0x80000000, h.base_offset, h.base_offset + delta, h.max_timestamp,
                 # a LogAppendTime stamp changes the CRC (follower, recovery): the client's is unknown
-                UNKNOWN_CRC if attributes & TIMESTAMP_TYPE_BIT else h[4], h.base_timestamp)))
+                UNKNOWN_CRC if attributes & TIMESTAMP_TYPE_BIT else h[4], h[7])))  # h[7]: base_timestamp
         if attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
 
