@@ -1,10 +1,15 @@
 """Idempotent producers through a proxy that loses Produce responses: every record lands exactly once,
 in order (issue 5). The proxy drops the reply to every third Produce after the broker appended it, so
 the client retries a batch the log already holds; the broker must answer with the original offset.
+
+Samsa refuses a retried sequence whose records differ (INVALID_RECORD, issue 20), so these also prove
+that no stock client's true retry is taken for a conflicting one: librdkafka, the Java client,
+kafka-python, aiokafka and kafkajs (which re-encodes a retry with new batch timestamps).
 """
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 import uuid
@@ -108,4 +113,64 @@ def test_java_idempotent_producer_exactly_once(proxied_samsa: tuple[SamsaProcess
     )
     assert r.returncode == 0, (r.stdout.decode() + r.stderr.decode())[-3000:]
     assert time.monotonic() - started < 240
+    _check(_read_all(samsa, topic), proxy)
+
+
+@pytest.mark.samsa
+def test_kafka_python_idempotent_producer_exactly_once(proxied_samsa: tuple[SamsaProcess, LossyProxy]) -> None:
+    from kafka import KafkaProducer
+
+    samsa, proxy = proxied_samsa
+    topic = f"idem-{uuid.uuid4().hex[:8]}"
+    _create(samsa, topic)
+    p = KafkaProducer(bootstrap_servers=f"127.0.0.1:{proxy.port}", enable_idempotence=True, acks="all",
+                      linger_ms=2, request_timeout_ms=5000, retry_backoff_ms=50, reconnect_backoff_ms=20,
+                      delivery_timeout_ms=120000)
+    try:
+        futures = []
+        for i in range(COUNT):
+            futures.append(p.send(topic, b"v-%d" % i, partition=0))
+            if i % 20 == 19:
+                p.flush(60)
+        p.flush(120)
+        for f in futures:
+            f.get(timeout=60)  # raises the send's error, if any
+    finally:
+        p.close(10)
+    _check(_read_all(samsa, topic), proxy)
+
+
+@pytest.mark.samsa
+def test_aiokafka_idempotent_producer_exactly_once(proxied_samsa: tuple[SamsaProcess, LossyProxy]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    samsa, proxy = proxied_samsa
+    topic = f"idem-{uuid.uuid4().hex[:8]}"
+    _create(samsa, topic)
+
+    async def produce() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{proxy.port}", enable_idempotence=True,
+                             linger_ms=2, request_timeout_ms=5000, retry_backoff_ms=50)
+        await p.start()
+        try:
+            for start in range(0, COUNT, 20):
+                sent = [await p.send(topic, b"v-%d" % i, partition=0) for i in range(start, min(start + 20, COUNT))]
+                await asyncio.gather(*sent)  # raises the send's error, if any
+        finally:
+            await p.stop()
+
+    asyncio.run(asyncio.wait_for(produce(), 240))
+    _check(_read_all(samsa, topic), proxy)
+
+
+@pytest.mark.samsa
+def test_kafkajs_idempotent_producer_exactly_once(proxied_samsa: tuple[SamsaProcess, LossyProxy]) -> None:
+    if not (HERE / "node" / "node_modules" / "kafkajs").exists():
+        pytest.fail("kafkajs is not installed: run `make compat-deps`")
+    samsa, proxy = proxied_samsa
+    topic = f"idem-{uuid.uuid4().hex[:8]}"
+    _create(samsa, topic)
+    r = subprocess.run(["node", str(HERE / "node" / "idempotent_producer.js"), f"127.0.0.1:{proxy.port}", topic,
+                        str(COUNT)], capture_output=True, timeout=240, check=False)
+    assert r.returncode == 0, (r.stdout.decode() + r.stderr.decode())[-3000:]
     _check(_read_all(samsa, topic), proxy)

@@ -15,6 +15,12 @@ class CorruptRecordError(StorageError):
     error_code = 2  # CORRUPT_MESSAGE
 
 
+class InvalidRecordError(StorageError):
+    """A retried sequence whose records differ from the batch already written under it (producer_state)."""
+
+    error_code = 87  # INVALID_RECORD
+
+
 class OutOfOrderSequenceError(StorageError):
     error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
 

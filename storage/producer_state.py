@@ -1,16 +1,34 @@
 """Idempotent-producer state per producer id, and its `.snapshot` files (Kafka's ProducerStateManager).
 
-Each entry remembers the producer epoch and the last 5 batches (sequence range and offsets), so a
-retried batch is answered with its original offsets and a sequence gap is refused.
+Each entry remembers the producer epoch and the last 5 batches (sequence range, offsets, the batch's
+CRC32C and base timestamp), so a retried batch is answered with its original offsets, a sequence gap is
+refused, and a "retry" that reuses a remembered sequence with different records is refused with
+INVALID_RECORD (stricter than Kafka, which answers it with the original offset: the seeds' "reject
+conflicting bytes for the same sequence").
+
+The batch CRC is the natural checksum: it is already in every header, the produce path has verified it,
+and it covers attributes through the records but not the base offset or partition leader epoch the
+broker rewrites, so the client's batch and the log's copy (leader, follower, recovery replay) carry the
+same value.  Only when the CRCs differ is more work done: a client may re-encode a retry with new batch
+timestamps (kafkajs stamps Date.now() into baseTimestamp/maxTimestamp at every encode when the messages
+carry none), so the retry's CRC is recomputed with the original batch's two timestamps; equal, it is the
+same records (keys, values, headers, timestamp deltas) and a duplicate.  On a LogAppendTime topic the log's
+copy is restamped (its CRC and max timestamp are the broker's), so there the checksum is unknown (-1) on
+every replica and a duplicate is answered as Kafka does.
 
 Snapshot file `<20-digit offset>.snapshot` — our own checksummed format (Kafka's keeps only the last
-batch per producer; we keep all 5 so retries stay recognisable across restarts).  Big-endian:
+batch per producer; we keep all 5 so retries stay recognisable across restarts; Kafka's tools do not
+read either version).  Big-endian:
 
-    magic b"SMPS" | version i16 = 1 | crc u32 (CRC32C of everything after it)
+    magic b"SMPS" | version i16 = 2 | crc u32 (CRC32C of everything after it)
     offset i64 (state reflects the log below this offset) | producer count i32
     per producer: producer_id i64, producer_epoch i16, last_timestamp i64, coordinator_epoch i32,
                   current_txn_first_offset i64 (-1: none), batch count i8,
-                  per batch: first_seq i32, last_seq i32, first_offset i64, last_offset i64, timestamp i64
+                  per batch: first_seq i32, last_seq i32, first_offset i64, last_offset i64, timestamp i64,
+                             batch_crc i64 (the batch's CRC32C; -1: unknown), base_timestamp i64
+
+Version 1 (written before the checksums) is the same without batch_crc and base_timestamp; it still
+loads, its batches with an unknown checksum.
 """
 
 from __future__ import annotations
@@ -22,19 +40,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from samsa.kproto.batch import CONTROL_BIT, NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_BIT, BatchHeader
+from samsa.kproto.batch import (
+    CONTROL_BIT,
+    NO_PRODUCER_EPOCH,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+)
 from samsa.kproto.checksum import crc32c
-from samsa.storage.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from samsa.storage.errors import InvalidProducerEpochError, InvalidRecordError, OutOfOrderSequenceError
 from samsa.storage.file_io import FileIO
 
 NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOT_SUFFIX = ".snapshot"
 _MAGIC = b"SMPS"
-_VERSION = 1
+_VERSION = 2
 _PREFIX = struct.Struct(">4shI")
 _BODY_HEAD = struct.Struct(">qi")
 _PRODUCER = struct.Struct(">qhqiqb")
-_BATCH = struct.Struct(">iiqqq")
+_BATCH_BY_VERSION = {1: struct.Struct(">iiqqq"), 2: struct.Struct(">iiqqqqq")}
+_BATCH = _BATCH_BY_VERSION[_VERSION]
+_TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp
+# Positions in a batch v2: the CRC covers [_CRC_START, end), the batch timestamps [_TIMESTAMPS_START, _TIMESTAMPS_END).
+_CRC_START, _TIMESTAMPS_START, _TIMESTAMPS_END = 21, 27, 43
+UNKNOWN_CRC = -1
 _INT32_MAX = 0x7FFFFFFF
 _new_tuple = tuple.__new__
 
@@ -52,6 +82,33 @@ class BatchMetadata(NamedTuple):
     first_offset: int
     last_offset: int
     timestamp_ms: int
+    crc: int = UNKNOWN_CRC  # the batch's CRC32C; UNKNOWN_CRC: not known (LogAppendTime, version 1 snapshot)
+    base_timestamp_ms: int = -1
+
+
+def restamped_crc(records: bytes | bytearray | memoryview, position: int, h: BatchHeader, base_timestamp_ms: int,
+                  max_timestamp_ms: int) -> int:
+    """The CRC the batch `h` at `position` of `records` would have with these batch timestamps."""
+    view = memoryview(records)[position : position + h.size_bytes]
+    crc = crc32c(view[_CRC_START:_TIMESTAMPS_START])
+    crc = crc32c(_TIMESTAMPS.pack(base_timestamp_ms, max_timestamp_ms), crc)
+    return int(crc32c(view[_TIMESTAMPS_END:], crc))
+
+
+def replayed(producer_id: int, h: BatchHeader, original: BatchMetadata,
+             records: bytes | bytearray | memoryview | None, position: int) -> BatchMetadata:
+    """`original` if `h` (at `position` of `records`, when given) holds the same records; InvalidRecordError
+    if not.  Unknown checksums are not compared (Kafka's answer)."""
+    if original.crc == UNKNOWN_CRC or original.crc == h.crc:
+        return original
+    if records is not None and restamped_crc(records, position, h, original.base_timestamp_ms,
+                                             original.timestamp_ms) == original.crc:
+        return original  # the same records, re-encoded with new batch timestamps
+    raise InvalidRecordError(
+        f"producer {producer_id} epoch {h.producer_epoch}: sequence {original.first_seq}..{original.last_seq} "
+        f"was written at offset {original.first_offset} with different records (CRC {original.crc:#010x}, "
+        f"this batch {h.crc:#010x}); a retry must resend the same records"
+    )
 
 
 @dataclass(slots=True)
@@ -96,17 +153,22 @@ class ProducerStateManager:
 
     # -- leader validation --------------------------------------------------------------------------------
 
-    def check_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+    def check_duplicate(self, header: BatchHeader, records: bytes | bytearray | memoryview | None = None,
+                        position: int = 0) -> BatchMetadata | None:
+        """The original batch if `header` (the batch at `position` of `records`) is a retry of it; raises
+        InvalidRecordError if the retry's records differ from the original's (see `replayed`)."""
         if header.producer_id < 0 or header.base_sequence == NO_SEQUENCE or header.is_control:
             return None
         entry = self.producers.get(header.producer_id)
         if entry is None:
             return None
-        return entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
+        dup = entry.find_duplicate(header.producer_epoch, header.base_sequence, header.last_sequence)
+        return None if dup is None else replayed(header.producer_id, header, dup, records, position)
 
-    def check_append(self, h: BatchHeader) -> BatchMetadata | None:
+    def check_append(self, h: BatchHeader, records: bytes | bytearray | None = None) -> BatchMetadata | None:
         """check_duplicate(h), then validate((h,)) if it is not a duplicate, in one go for the leader's
-        single-batch append: the original batch if h is a retry, None if h may be appended; raises
+        single-batch append (`records`: the batch's bytes): the original batch if h is a retry, None if h may
+        be appended; raises InvalidRecordError for a retry with different records (see check_duplicate), and
         InvalidProducerEpochError / OutOfOrderSequenceError like validate().  Changes nothing."""
         pid = h.producer_id
         if pid < 0:
@@ -126,7 +188,7 @@ class ProducerStateManager:
             last_seq = (base_seq + h.last_offset_delta) % 0x80000000
             for b in entry.batches:
                 if b.first_seq == base_seq and b.last_seq == last_seq:
-                    return b
+                    return b if b.crc == h[4] else replayed(pid, h, b, records, 0)  # (h[4]: h.crc)
         if epoch < cur_epoch:
             raise InvalidProducerEpochError(f"producer {pid}: epoch {epoch} is older than current epoch {cur_epoch}")
         if no_seq:
@@ -184,7 +246,10 @@ class ProducerStateManager:
     # -- updates ------------------------------------------------------------------------------------------
 
     def update(self, h: BatchHeader) -> None:
-        """Apply a batch that is now in the log (leader, follower or recovery replay)."""
+        """Apply a batch that is now in the log (leader, follower or recovery replay).
+
+        The leader passes the header as the client sent it (h.crc the client's CRC) with the offsets and
+        epoch as written; followers and recovery pass the log's header."""
         pid = h.producer_id
         if pid < 0:
             return
@@ -205,8 +270,10 @@ class ProducerStateManager:
         base_seq = h.base_sequence
         if base_seq != NO_SEQUENCE:
             delta = h.last_offset_delta
-            entry.batches.append(_new_tuple(BatchMetadata, (  # h.last_sequence, h.last_offset, inline
-                base_seq, (base_seq + delta) % 0x80000000, h.base_offset, h.base_offset + delta, h.max_timestamp)))
+            entry.batches.append(_new_tuple(BatchMetadata, (  # h.last_sequence, h.last_offset, inline;
+                base_seq, (base_seq + delta) % 0x80000000, h.base_offset, h.base_offset + delta, h.max_timestamp,
+                # a LogAppendTime stamp changes the CRC (follower, recovery): the client's is unknown
+                UNKNOWN_CRC if attributes & TIMESTAMP_TYPE_BIT else h[4], h[7])))  # h[7]: base_timestamp
         if attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
 
@@ -233,8 +300,7 @@ class ProducerStateManager:
             txn = -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
             parts.append(_PRODUCER.pack(e.producer_id, e.producer_epoch, e.last_timestamp_ms,
                                         e.coordinator_epoch, txn, len(e.batches)))
-            parts.extend(_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp_ms)
-                         for b in e.batches)
+            parts.extend(_BATCH.pack(*b) for b in e.batches)
         body = b"".join(parts)
         return _PREFIX.pack(_MAGIC, _VERSION, crc32c(body)) + body
 
@@ -242,7 +308,8 @@ class ProducerStateManager:
     def decode_snapshot(data: bytes) -> tuple[int, dict[int, ProducerStateEntry]]:
         try:
             magic, version, crc = _PREFIX.unpack_from(data, 0)
-            if magic != _MAGIC or version != _VERSION:
+            batch_struct = _BATCH_BY_VERSION.get(version)
+            if magic != _MAGIC or batch_struct is None:
                 raise CorruptSnapshotError("bad magic or version")
             body = memoryview(data)[_PREFIX.size :]
             if crc32c(body) != crc:
@@ -255,9 +322,9 @@ class ProducerStateManager:
                 pos += _PRODUCER.size
                 entry = ProducerStateEntry(pid, epoch, last_timestamp_ms=ts, coordinator_epoch=coord,
                                            current_txn_first_offset=None if txn < 0 else txn)
-                for _ in range(nbatches):
-                    entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
-                    pos += _BATCH.size
+                for _ in range(nbatches):  # (a version 1 batch has no crc: BatchMetadata's default)
+                    entry.batches.append(BatchMetadata(*batch_struct.unpack_from(body, pos)))
+                    pos += batch_struct.size
                 producers[pid] = entry
             if pos != len(body):
                 raise CorruptSnapshotError("trailing bytes")

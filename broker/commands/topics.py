@@ -8,12 +8,17 @@ from typing import Any
 
 from samsa.broker.commands import configs
 from samsa.broker.commands.client import RETRIABLE, Retry, RoutingClient
+from samsa.broker.commands.consume import EARLIEST, LATEST, READ_UNCOMMITTED, Consumer, list_offsets
 from samsa.broker.commands.errors import CliError, KafkaError, guarded
 from samsa.broker.commands.output import add_output_option, emit, records
 from samsa.broker.commands.settings import add_connection_options, settings_from_args
 
 ADMIN_TIMEOUT_MS = 30000
 NOT_CONTROLLER = 41
+# add-partitions reads each partition's newest records, at most this many, to tell whether the topic's
+# records carry keys; and gives up reading after this many fetch rounds (it then decides on what it saw).
+KEY_SAMPLE_RECORDS = 100
+KEY_SAMPLE_FETCHES = 10
 
 
 def _given(args: argparse.Namespace) -> list[str]:
@@ -120,12 +125,45 @@ def cmd_delete(client: RoutingClient, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def keyed_partitions(client: RoutingClient, topic: str, partitions: list[int]) -> list[int]:
+    """The partitions whose newest records (the batches holding their last KEY_SAMPLE_RECORDS offsets) include
+    a record with a non-null key.  Newest, because they show how producers write the topic today."""
+    start = list_offsets(client, topic, partitions, EARLIEST)
+    end = list_offsets(client, topic, partitions, LATEST)
+    positions = {p: max(start[p], end[p] - KEY_SAMPLE_RECORDS) for p in partitions if end[p] > start[p]}
+    keyed: set[int] = set()
+    if not positions:
+        return []
+    consumer = Consumer(client, topic, positions, READ_UNCOMMITTED)
+    for _ in range(KEY_SAMPLE_FETCHES):
+        for partition, record, _next in consumer.poll(0):
+            if record is not None and record.key is not None:  # (control records are filtered out by poll)
+                keyed.add(partition)
+        for partition in keyed:
+            consumer.states.pop(partition, None)  # one key is enough
+        if not consumer.states or consumer.at_end():
+            break
+    return sorted(keyed)
+
+
 def cmd_add_partitions(client: RoutingClient, args: argparse.Namespace) -> int:
     (name,) = _names(args)[:1]
     if args.total is None and args.num is None:
         raise CliError("add-partitions needs --num N (partitions to add) or --total N (the new count)")
     current = len(client.topic(name, refresh=True).partitions)
     total = args.total if args.total is not None else current + args.num
+    if total > current and not args.force:
+        # The seeds: expansion is "a routing transition with ordering consequences, not a harmless capacity
+        # toggle". The default partitioners map a key to murmur2(key) % partitions, so with more partitions
+        # most keys move, and a consumer can read a key's new records before its older ones. Kafka's
+        # kafka-topics.sh only prints a warning; the wire API (CreatePartitions) stays as Kafka's.
+        keyed = keyed_partitions(client, name, list(range(current)))
+        if keyed:
+            raise CliError(
+                f"topic {name!r} holds records with keys (partitions {','.join(map(str, keyed))}): going from "
+                f"{current} to {total} partitions changes which partition each key maps to, so a key's new "
+                "records may be read before its older ones; stop the producers of those keys, let consumers "
+                "drain the topic, then rerun with --force")
     values = {"topics": [{"name": name, "count": total, "assignments": None}], "timeout": ADMIN_TIMEOUT_MS,
               "validate_only": False}
     (r,) = _admin(client, 37, values, "results")
@@ -194,6 +232,8 @@ def add_commands(sub: Any, one_line: Any) -> None:
     how = p.add_mutually_exclusive_group()
     how.add_argument("--num", "-n", type=int, help="partitions to add (rpk topic add-partitions -n)")
     how.add_argument("--total", type=int, help="the new total (kafka-topics.sh --alter --partitions)")
+    p.add_argument("--force", action="store_true",
+                   help="grow a topic whose records carry keys (their key -> partition mapping changes)")
     p = action("alter-config", "set or delete topic configs")
     p.add_argument("--set", "-s", action="append", metavar="KEY=VALUE")
     p.add_argument("--delete", "-d", action="append", metavar="KEY")

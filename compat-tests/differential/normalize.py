@@ -168,6 +168,11 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
         ("retry*/log_append_time", "Produce v9, a duplicate of an earlier batch (same producer, sequence) on a "
                                    "CreateTime topic: Kafka answers log_append_time = the original batch's max "
                                    "timestamp (a quirk: -1 would be right for CreateTime); Samsa -1. Harmless"),
+        ("conflicting_replay*", "Produce of a remembered (producer, epoch, sequence) with other records: Kafka "
+                                "answers NONE and the original batch's offset (the records sent are silently "
+                                "dropped); Samsa INVALID_RECORD (87) with a message naming the producer, "
+                                "sequence and original offset. Deliberate (the seeds: reject conflicting bytes "
+                                "for the same sequence); README 'Behaviour that differs'"),
     ],
 }
 

@@ -855,15 +855,19 @@ def idempotent_producer(ctx: Ctx) -> Any:
     out["init_producer_id"] = {"error": err(r), "producer_id": r.producer_id, "epoch": r.producer_epoch}
     pid, epoch = r.producer_id, r.producer_epoch
 
-    def send(name: str, n: int, seq: int, *, producer_id: int = pid, producer_epoch: int = epoch) -> None:
-        b = encode_batch([(None, b"%s-%d" % (name.encode(), i), ()) for i in range(n)], timestamp_ms=ctx.t0,
+    def send(name: str, n: int, seq: int, *, producer_id: int = pid, producer_epoch: int = epoch,
+             records_of: str | None = None) -> None:
+        """`records_of`: resend the records of that earlier send (a true retry: the same bytes)."""
+        values = (records_of or name).encode()
+        b = encode_batch([(None, b"%s-%d" % (values, i), ()) for i in range(n)], timestamp_ms=ctx.t0,
                          producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=seq)
         out[name] = _produce_outcome(ctx.produce(c, t, 0, b))
 
     send("first_seq0", 3, 0)
-    send("retry_seq0", 3, 0)  # the same batch again: its original offset, nothing appended
+    send("retry_seq0", 3, 0, records_of="first_seq0")  # the same batch again: its original offset, nothing appended
     send("next_seq3", 2, 3)
-    send("retry_older_seq0", 3, 0)  # still among the last 5 batches
+    send("retry_older_seq0", 3, 0, records_of="first_seq0")  # still among the last 5 batches
+    send("conflicting_replay_seq3", 2, 3)  # sequence 3 again with other records (Samsa refuses it, issue 20)
     send("gap_seq10", 1, 10)
     send("overlap_seq4", 2, 4)
     send("bumped_epoch_seq0", 1, 0, producer_epoch=epoch + 1)

@@ -27,8 +27,13 @@ def produce(conn: Connection, topic: str, batch: bytes) -> Any:
     return r.responses[0].partition_responses[0]
 
 
+T0_MS = int(time.time() * 1000)
+
+
 def batch(pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
-    return encode_batch([(None, v, ()) for v in values], timestamp_ms=int(time.time() * 1000),
+    # One timestamp for the module, so a retry made by calling this again is byte for byte the same batch, as a
+    # client's retry is: a retry with other bytes is refused (tests/broker/test_conflicting_replay.py).
+    return encode_batch([(None, v, ()) for v in values], timestamp_ms=T0_MS,
                         producer_id=pid, producer_epoch=epoch, base_sequence=seq)
 
 
