@@ -99,9 +99,9 @@ class CommitBounds:
         if unsure:
             ends = await self._ask_leaders(unsure)
             for tp, offset in unsure.items():
-                end = ends.get(tp)
-                if end is not None and offset > end:
-                    past[tp] = end
+                leader_end = ends.get(tp)
+                if leader_end is not None and offset > leader_end:
+                    past[tp] = leader_end
         return past
 
     def _learn(self, tp: TopicPartition, end: int) -> None:
