@@ -12,7 +12,10 @@ import pytest
 
 from samsa.broker.client import Connection
 
-GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0", "--override", "group.min.session.timeout.ms=1000")
+# These tests are about the group protocol (generations, members, states) and commit positions on empty
+# topics: the refusal of commits past the log end is tested in test_commit_bounds.py.
+GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0", "--override", "group.min.session.timeout.ms=1000",
+              "--override", "samsa.offset.commit.past.log.end.enable=true")
 SESSION_MS = 30000  # no test here relies on expiry; long sessions keep slow machines from flaking
 
 
