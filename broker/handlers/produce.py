@@ -162,6 +162,9 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
+    if not info.duplicate:  # BrokerTopicMetrics BytesInPerSec / MessagesInPerSec (topic_metrics.py)
+        ctx.broker.request_metrics.topics.record_append(partition.topic, len(validated.records),
+                                                        info.last_offset - info.first_offset + 1)
     result = PartitionResult(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
         # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
@@ -298,7 +301,10 @@ def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> 
         for index, outcome in partitions:
             if isinstance(outcome, AwaitingReplication):
                 waits.append(outcome)
-            elif outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
+                outcomes.append((index, outcome))
+                continue
+            _count_answer(ctx, name, outcome.error)
+            if outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
                 leader = _current_leader(ctx, name, index)
                 if leader is not None:
                     outcome = dataclasses.replace(outcome, current_leader=leader)
@@ -315,7 +321,16 @@ def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> 
 async def _respond_after_replication(ctx: RequestContext, request: ProduceRequest, waits: list[AwaitingReplication],
                                      results: _Results, leaders: set[int]) -> ProduceResponse:
     done = await _await_replication(ctx, waits, ms(request.timeout))
+    for wait in waits:
+        _count_answer(ctx, wait.partition.topic, done[id(wait)].error)
     return _response(ctx, results, done, leaders)
+
+
+def _count_answer(ctx: RequestContext, topic: str, error: ErrorCode) -> None:
+    """Kafka's RequestMetrics ErrorsPerSec (per partition) and Total/FailedProduceRequestsPerSec."""
+    metrics = ctx.broker.request_metrics
+    metrics.count_error(API.key, error)
+    metrics.topics.record_produce(topic, error != ErrorCode.none)
 
 
 def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionResult],
