@@ -192,7 +192,8 @@ def test_deleted_topics_lose_their_series_but_not_the_totals(broker: Broker) -> 
     create(broker, "gone")
     produce(broker, "gone", 0, batch(4, 10))
     assert value(scrape(broker), MESSAGES_IN, topic="gone") == 4
-    (result,) = broker.controller.delete_topics(["gone"]).result()
+    ((_name, _id, error),) = broker.controller.delete_topics(["gone"]).result()
+    assert error == ErrorCode.none
     samples = scrape(broker)
     assert ("kafka_server_brokertopicmetrics_messagesin_total", (("topic", "gone"),)) not in samples
     assert value(samples, MESSAGES_IN, topic="") == 4
@@ -301,3 +302,30 @@ def test_phases_are_recorded_per_request_with_the_wait_as_remote_time() -> None:
     assert phases[2][3] >= wait_s * 0.8  # the Fetch-like request's wait is its remote time
     # The request read with the waiting one sat in the buffer while the connection was muted: queue time.
     assert phases[3][1] >= wait_s * 0.8
+
+
+def test_isr_changes_this_leader_asked_for_are_counted_once_committed(broker: Broker) -> None:
+    """The leader's AlterPartition outcome arrives as a new partition image (ReplicaManager._update): a
+    committed shrink or expansion it asked for counts once; a change it did not ask for does not."""
+    import dataclasses
+
+    create(broker, "isr")
+    replicas = broker.replica_manager
+    p = replicas.get_partition("isr", 0)
+    assert p is not None
+    image = broker.image.topics_by_name["isr"].partitions[0]
+    node = broker.node_id
+    wide = dataclasses.replace(image, replicas=(node, 99), isr=(node, 99))
+    replicas._update(p, wide)  # a two-replica partition, both in sync
+    p.pending_isr = (node,)  # the leader asked to drop the lagging follower
+    narrow = dataclasses.replace(wide, isr=(node,), partition_epoch=wide.partition_epoch + 1)
+    replicas._update(p, narrow)
+    replicas._update(p, narrow)  # the same image again: nothing new
+    p.pending_isr = (99, node)  # it caught up: the leader asked to add it back (any order)
+    replicas._update(p, dataclasses.replace(narrow, isr=(node, 99), partition_epoch=narrow.partition_epoch + 1))
+    # The controller shrinks the ISR on its own (a fenced follower): not this leader's AlterPartition.
+    p.pending_isr = None
+    replicas._update(p, dataclasses.replace(narrow, partition_epoch=narrow.partition_epoch + 2))
+    samples = scrape(broker)
+    assert value(samples, "kafka_server_replicamanager_isrshrinks_total") == 1
+    assert value(samples, "kafka_server_replicamanager_isrexpands_total") == 1
