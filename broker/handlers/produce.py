@@ -328,9 +328,7 @@ async def _respond_after_replication(ctx: RequestContext, request: ProduceReques
 
 def _count_answer(ctx: RequestContext, topic: str, error: ErrorCode) -> None:
     """Kafka's RequestMetrics ErrorsPerSec (per partition) and Total/FailedProduceRequestsPerSec."""
-    metrics = ctx.broker.request_metrics
-    metrics.count_error(API.key, error)
-    metrics.topics.record_produce(topic, error != ErrorCode.none)
+    ctx.broker.request_metrics.count_produce(topic, error)
 
 
 def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionResult],

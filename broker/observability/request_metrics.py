@@ -22,6 +22,7 @@ The phases are timed by the connection (broker/connection.py), as Kafka's Reques
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -43,10 +44,15 @@ PHASES = (
 )
 
 
+_BUCKET_COUNT = len(BUCKETS_S) + 1  # the last one is +Inf
+
+
 class RequestMetrics:
     def __init__(self) -> None:
         self._total: dict[int, Histogram] = {}  # api key -> total time
-        self._phases: dict[int, tuple[Histogram, Histogram, Histogram, Histogram]] = {}
+        # api key -> (bucket counts of the four phases one after the other, the four sums): flat lists, as
+        # this runs for every request
+        self._phases: dict[int, tuple[list[int], list[float]]] = {}
         self.errors: dict[tuple[int, int], int] = {}  # (api key, error code) -> responses or partitions
         self.topics = BrokerTopicMetrics()
 
@@ -59,11 +65,24 @@ class RequestMetrics:
     def record_phases(self, api_key: int, queue_s: float, local_s: float, remote_s: float, send_s: float) -> None:
         phases = self._phases.get(api_key)
         if phases is None:
-            phases = self._phases[api_key] = (Histogram(), Histogram(), Histogram(), Histogram())
-        phases[0].observe(queue_s)
-        phases[1].observe(local_s)
-        phases[2].observe(remote_s)
-        phases[3].observe(send_s)
+            phases = self._phases[api_key] = ([0] * (4 * _BUCKET_COUNT), [0.0] * 4)
+        counts, sums = phases
+        counts[bisect_left(BUCKETS_S, queue_s)] += 1
+        counts[_BUCKET_COUNT + bisect_left(BUCKETS_S, local_s)] += 1
+        # (most requests wait for nothing: remote time 0 needs no search)
+        counts[2 * _BUCKET_COUNT + (bisect_left(BUCKETS_S, remote_s) if remote_s else 0)] += 1
+        counts[3 * _BUCKET_COUNT + bisect_left(BUCKETS_S, send_s)] += 1
+        sums[0] += queue_s
+        sums[1] += local_s
+        sums[2] += remote_s
+        sums[3] += send_s
+
+    def count_produce(self, topic: str, error_code: int) -> None:
+        """A partition of a Produce request answered: ErrorsPerSec and Total/FailedProduceRequestsPerSec."""
+        key = (0, error_code)
+        errors = self.errors
+        errors[key] = errors.get(key, 0) + 1
+        self.topics.record_produce(topic, error_code != 0)
 
     def count_error(self, api_key: int, error_code: int) -> None:
         """One error code answered (Kafka's ErrorsPerSec counts NONE too: per partition for Produce and
@@ -96,7 +115,11 @@ class RequestMetrics:
                   for suffix, doc in PHASES]
         for api_key in sorted(self._phases):
             name = _api_name(api_key, API_NAMES)
-            for family, histogram in zip(phases, self._phases[api_key], strict=True):
+            counts, sums = self._phases[api_key]
+            for i, family in enumerate(phases):
+                histogram = Histogram()
+                histogram.counts = counts[i * _BUCKET_COUNT:(i + 1) * _BUCKET_COUNT]
+                histogram.sum_s = sums[i]
                 histogram.add_to(family, [name])
         yield from phases
         errors = CounterMetricFamily(

@@ -38,62 +38,77 @@ TOPIC_COUNTERS = (
 
 
 class BrokerTopicMetrics:
-    """Per-topic counters (one dict per figure) and their all-topics totals."""
+    """Per-topic counters (one list per topic, in TOPIC_COUNTERS' order) and their all-topics totals.
+
+    One dict lookup per partition and plain list increments: this runs for every partition of every Produce
+    and Fetch."""
 
     __slots__ = ("by_topic", "replication_bytes_out", "totals")
 
     def __init__(self) -> None:
-        # one dict per TOPIC_COUNTERS entry, in that order: topic -> count
-        self.by_topic: tuple[dict[str, int], ...] = tuple({} for _ in TOPIC_COUNTERS)
+        self.by_topic: dict[str, list[int]] = {}
         self.totals = [0] * len(TOPIC_COUNTERS)
         self.replication_bytes_out = 0
 
-    def _add(self, index: int, topic: str, amount: int) -> None:
-        counts = self.by_topic[index]
-        counts[topic] = counts.get(topic, 0) + amount
-        self.totals[index] += amount
+    def _topic(self, topic: str) -> list[int]:
+        counts = self.by_topic[topic] = [0] * len(TOPIC_COUNTERS)
+        return counts
 
     def record_append(self, topic: str, size_bytes: int, records: int) -> None:
         """A leader appended a producer's batch."""
-        self._add(0, topic, size_bytes)
-        self._add(1, topic, records)
+        counts = self.by_topic.get(topic) or self._topic(topic)
+        totals = self.totals
+        counts[0] += size_bytes
+        counts[1] += records
+        totals[0] += size_bytes
+        totals[1] += records
 
     def record_produce(self, topic: str, failed: bool) -> None:
         """A partition of a Produce request was answered."""
-        self._add(3, topic, 1)
+        counts = self.by_topic.get(topic) or self._topic(topic)
+        totals = self.totals
+        counts[3] += 1
+        totals[3] += 1
         if failed:
-            self._add(4, topic, 1)
+            counts[4] += 1
+            totals[4] += 1
 
     def record_fetch(self, topic: str, failed: bool, size_bytes: int) -> None:
         """A partition of a consumer's Fetch response, with `size_bytes` of records."""
-        self._add(5, topic, 1)
+        counts = self.by_topic.get(topic) or self._topic(topic)
+        totals = self.totals
+        counts[2] += size_bytes
+        totals[2] += size_bytes
+        counts[5] += 1
+        totals[5] += 1
         if failed:
-            self._add(6, topic, 1)
-        if size_bytes:
-            self._add(2, topic, size_bytes)
+            counts[6] += 1
+            totals[6] += 1
 
     def value(self, counter: str, topic: str | None = None) -> int:
         """One figure, for one topic or (None) all topics: `counter` as in TOPIC_COUNTERS ("bytesin")."""
         index = next(i for i, (name, _) in enumerate(TOPIC_COUNTERS) if name == counter)
-        return self.totals[index] if topic is None else self.by_topic[index].get(topic, 0)
+        if topic is None:
+            return self.totals[index]
+        counts = self.by_topic.get(topic)
+        return 0 if counts is None else counts[index]
 
     def forget_topics_except(self, live: Collection[str]) -> None:
         """Drop the series of deleted topics (Kafka removes a deleted topic's metrics); totals stay."""
-        for counts in self.by_topic:
-            for topic in [t for t in counts if t not in live]:
-                del counts[topic]
+        for topic in [t for t in self.by_topic if t not in live]:
+            del self.by_topic[topic]
 
     def families(self, per_topic: bool) -> Iterator[CounterMetricFamily]:
         """Each counter with the all-topics figure as the series without a topic (the JMX exporter's shape of
         Kafka's BrokerTopicMetrics), and one series per topic unless per_topic is off."""
         from prometheus_client.core import CounterMetricFamily
 
-        for (name, doc), counts, total in zip(TOPIC_COUNTERS, self.by_topic, self.totals, strict=True):
+        topics = sorted(self.by_topic.items()) if per_topic else []
+        for index, (name, doc) in enumerate(TOPIC_COUNTERS):
             family = CounterMetricFamily(PREFIX + name, doc + " topic=\"\": all topics.", labels=("topic",))
-            family.add_metric([""], float(total))
-            if per_topic:
-                for topic in sorted(counts):
-                    family.add_metric([topic], float(counts[topic]))
+            family.add_metric([""], float(self.totals[index]))
+            for topic, counts in topics:
+                family.add_metric([topic], float(counts[index]))
             yield family
         replication = CounterMetricFamily(PREFIX + "replicationbytesout",
                                           "Record bytes sent to followers (Kafka's ReplicationBytesOutPerSec).")
