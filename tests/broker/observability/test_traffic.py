@@ -8,6 +8,7 @@ import asyncio
 import logging
 import struct
 import time
+import uuid
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,17 @@ def test_bytes_out_advance_after_a_consume_and_not_for_a_follower(broker: Broker
     after = scrape(broker)
     assert value(after, BYTES_OUT, topic="out") - value(before, BYTES_OUT, topic="out") == len(records)
     assert value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total", topic="out") == 1
+    # v13+ names the topic by id: counted under its name all the same.
+    topic_id = uuid.UUID(broker.image.topics_by_name["out"].topic_id)
+    r = call(broker, 1, 13, {
+        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": (), "rack_id": "",
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                          "partition_max_bytes": 1 << 20}]}]})
+    assert len(r.responses[0].partitions[0].records) == len(records)
+    after = scrape(broker)
+    assert value(after, BYTES_OUT, topic="out") - value(before, BYTES_OUT, topic="out") == 2 * len(records)
+    assert value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total", topic="out") == 2
     # An empty read sends nothing and counts no bytes.
     fetch(broker, "out", 0, 20)
     assert value(scrape(broker), BYTES_OUT, topic="out") == value(after, BYTES_OUT, topic="out")
