@@ -136,8 +136,9 @@ def _leader(ctx: RequestContext, topic: str, index: int, records: bytes | None
 
 
 def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch | ValidationFailure, acks: int,
-            transactional_id: str | None) -> PartitionOutcome:
-    """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append."""
+            transactional_id: str | None, request_bytes: int) -> PartitionOutcome:
+    """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append.
+    `request_bytes`: the size of the producer's batch (what BytesInPerSec counts, as in Kafka)."""
     log_start = partition.log.log_start_offset
     if isinstance(validated, ValidationFailure):
         return _failure(validated, log_start)
@@ -163,7 +164,7 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
     if not info.duplicate:  # BrokerTopicMetrics BytesInPerSec / MessagesInPerSec (topic_metrics.py)
-        ctx.broker.request_metrics.topics.record_append(partition.topic, len(validated.records),
+        ctx.broker.request_metrics.topics.record_append(partition.topic, request_bytes,
                                                         info.last_offset - info.first_offset + 1)
     result = PartitionResult(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
@@ -180,7 +181,7 @@ def _produce_partition(ctx: RequestContext, topic: str, index: int, records: byt
         return found
     partition, data = found
     validated = validate_batch(data, _validator_config(ctx, partition), ctx.now_ms)
-    return _append(ctx, partition, validated, acks, transactional_id)
+    return _append(ctx, partition, validated, acks, transactional_id, len(data))
 
 
 async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: int, records: bytes | None,
@@ -198,7 +199,7 @@ async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: in
     found = _leader(ctx, topic, index, records)
     if isinstance(found, PartitionResult):
         return found
-    return _append(ctx, found[0], validated, acks, transactional_id)
+    return _append(ctx, found[0], validated, acks, transactional_id, len(data))
 
 
 def _validation_executor() -> ThreadPoolExecutor:

@@ -3,10 +3,11 @@ integers on the request path (a few dict updates per partition) and turned into 
 scrape time.
 
 What is counted, as Kafka's ReplicaManager and KafkaApis count it:
-- bytes in / messages in: a batch appended by a leader for a Produce request: its size as appended to the
-  log (the producer's batch, or the batch written again when the topic's compression differs) and its
-  records (last offset - first offset + 1). An idempotent retry answered from producer state appends
-  nothing and counts nothing; followers' appends and the coordinators' own writes are not client traffic.
+- bytes in / messages in: a batch appended by a leader for a Produce request: the size of the producer's
+  batch as it came in the request (Kafka's records.sizeInBytes: what the log holds, unless the topic's
+  compression.type made the broker write it again) and its records (last offset - first offset + 1). An
+  idempotent retry answered from producer state appends nothing and counts nothing; followers' appends
+  and the coordinators' own writes are not client traffic.
 - bytes out: the record bytes of each partition in a consumer's Fetch response as sent (after a long poll,
   the final read only). A follower's fetch counts in replication bytes out instead, with no topic, as
   Kafka's updateBytesOut does for isFromFollower.

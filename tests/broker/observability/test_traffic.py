@@ -42,8 +42,9 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
     b.close()
 
 
-def create(broker: Broker, topic: str, partitions: int = 1) -> None:
-    (result,) = broker.controller.create_topics([TopicSpec(topic, partitions, 1)], validate_only=False).result()
+def create(broker: Broker, topic: str, partitions: int = 1, configs: dict[str, str | None] | None = None) -> None:
+    (result,) = broker.controller.create_topics([TopicSpec(topic, partitions, 1, configs=configs or {})],
+                                                validate_only=False).result()
     assert result.error_code == ErrorCode.none
 
 
@@ -96,7 +97,7 @@ ERRORS = "kafka_network_requestmetrics_errors_total"
 
 def test_bytes_and_records_in_count_the_batches_appended(broker: Broker) -> None:
     """N records of S bytes in batches: messages in advances by N, bytes in by the batches' sizes (Kafka's
-    BytesInPerSec counts the record batch bytes appended: S per record plus the batch and record framing)."""
+    BytesInPerSec counts the producers' record batch bytes: S per record plus the batch and record framing)."""
     create(broker, "in", 2)
     create(broker, "other")
     before = scrape(broker)
@@ -116,6 +117,19 @@ def test_bytes_and_records_in_count_the_batches_appended(broker: Broker) -> None
     # The all-topics series (no topic label) includes them.
     assert value(after, BYTES_IN, topic="") - value(before, BYTES_IN, topic="") == appended
     assert value(after, "kafka_server_brokertopicmetrics_totalproducerequests_total", topic="in") == 3
+
+
+def test_bytes_in_are_the_producers_batch_even_when_the_broker_recompresses_it(broker: Broker) -> None:
+    """As Kafka (records.sizeInBytes of the request): the batch as it came, not as compression.type rewrote it."""
+    create(broker, "gz", configs={"compression.type": "gzip"})
+    records = encode_batch([(None, b"a" * 1000, ()) for _ in range(10)], timestamp_ms=T0_MS)  # uncompressed
+    r = produce(broker, "gz", 0, records)
+    assert r.responses[0].partition_responses[0].error_code == ErrorCode.none
+    samples = scrape(broker)
+    assert value(samples, BYTES_IN, topic="gz") == len(records)
+    assert value(samples, MESSAGES_IN, topic="gz") == 10
+    logged = sum(p.log.size_bytes for p in broker.replica_manager.partitions() if p.topic == "gz")
+    assert 0 < logged < len(records)  # what the log holds is the gzip'd batch
 
 
 def test_an_idempotent_retry_appends_and_counts_nothing(broker: Broker) -> None:
