@@ -18,7 +18,6 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -34,7 +33,12 @@ from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.observability import ObservabilityHandle, start_observability
 from samsa.broker.observability.request_log import REQUEST_LOG_KEY, log_request
-from samsa.broker.observability.response_metrics import observe_response
+from samsa.broker.observability.response_metrics import (
+    FETCH_KEY,
+    PRODUCE_KEY,
+    count_top_level_error,
+    observe_fetch,
+)
 from samsa.broker.reassignment import TICK_INTERVAL_S
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
@@ -75,9 +79,9 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
     ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
                          controller_plane=controller_plane)
     forwarded = header.api_key in FORWARDED_APIS
-    source = _Source(started, connection or client_host, listener)
+    source = connection or client_host, listener  # for the request log
     if forwarded and not broker.is_active_controller and not controller_plane:
-        return _timed(broker, header, source, _forward_or_handle(broker, api.handler, header, request, ctx))
+        return _timed(broker, header, started, source, _forward_or_handle(broker, api.handler, header, request, ctx))
     try:
         result = api.handler(request, ctx)
     except NotControllerError as e:
@@ -85,40 +89,39 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
             raise
         result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     if inspect.isawaitable(result):
-        return _timed(broker, header, source, _respond_when_done(header, request, result, forwarded))
+        return _timed(broker, header, started, source, _respond_when_done(header, request, result, forwarded))
     response = None if result is None else encode_response_parts(header, result)
-    _answered(broker, header, request, result, source)
+    _answered(broker, header, request, result, started, source)
     return response
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    started_s: float  # perf_counter() at the frame's decode
-    connection: str
-    listener: str
-
-
-def _answered(broker: Broker, header: RequestHeader, request: Any, result: Any, source: _Source) -> None:
-    """A request's answer is there: its error codes and traffic counted, its total time recorded, and the
-    request log's line written when samsa.request.log.enable is set."""
+def _answered(broker: Broker, header: RequestHeader, request: Any, result: Any, started: float,
+              source: tuple[str, str]) -> None:
+    """A request's answer is there: its error codes and traffic counted (Produce counts its own), its total
+    time since `started` recorded, and the request log's line written when samsa.request.log.enable is set
+    (`source`: the connection's address and listener)."""
     metrics = broker.request_metrics
-    if result is not None:
-        observe_response(metrics, header.api_key, request, result, broker.image.topics_by_id)
-    seconds = time.perf_counter() - source.started_s
-    metrics.record(header.api_key, seconds)
+    api_key = header.api_key
+    if result is not None and api_key != PRODUCE_KEY:
+        if api_key == FETCH_KEY:
+            observe_fetch(metrics, request, result, broker.image.topics_by_id)
+        else:
+            count_top_level_error(metrics, api_key, result)
+    seconds = time.perf_counter() - started
+    metrics.record(api_key, seconds)
     if broker.config.get_bool(REQUEST_LOG_KEY):
-        log_request(header, source.connection, source.listener, seconds, result)
+        log_request(header, source[0], source[1], seconds, result)
 
 
-async def _timed(broker: Broker, header: RequestHeader, source: _Source,
+async def _timed(broker: Broker, header: RequestHeader, started: float, source: tuple[str, str],
                  answer: Coroutine[Any, Any, tuple[Any, Any, Response]]) -> Response:
     """A waiting request's answer, counted once it is there (its total time includes the wait)."""
     try:
         request, result, response = await answer
     except BaseException:
-        broker.request_metrics.record(header.api_key, time.perf_counter() - source.started_s)
+        broker.request_metrics.record(header.api_key, time.perf_counter() - started)
         raise
-    _answered(broker, header, request, result, source)
+    _answered(broker, header, request, result, started, source)
     return response
 
 

@@ -19,15 +19,11 @@ PRODUCE_KEY = 0
 FETCH_KEY = 1
 
 
-def observe_response(metrics: RequestMetrics, api_key: int, request: Any, response: Any,
-                     topics_by_id: Mapping[str, Any]) -> None:
-    """Count what `response` (the kio response of `request`) answered; Produce counts itself."""
-    if api_key == FETCH_KEY:
-        _observe_fetch(metrics, request, response, topics_by_id)
-    elif api_key != PRODUCE_KEY:
-        code = getattr(response, "error_code", None)
-        if code is not None:
-            metrics.count_error(api_key, int(code))
+def count_top_level_error(metrics: RequestMetrics, api_key: int, response: Any) -> None:
+    """ErrorsPerSec of an API whose response has one top-level error code (none counted otherwise)."""
+    code = getattr(response, "error_code", None)
+    if code is not None:
+        metrics.count_error(api_key, int(code))
 
 
 def fetch_replica_id(request: Any) -> int:
@@ -38,7 +34,8 @@ def fetch_replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", -1))
 
 
-def _observe_fetch(metrics: RequestMetrics, request: Any, response: Any, topics_by_id: Mapping[str, Any]) -> None:
+def observe_fetch(metrics: RequestMetrics, request: Any, response: Any, topics_by_id: Mapping[str, Any]) -> None:
+    """ErrorsPerSec per partition (and a top-level error), bytes out per topic or replication bytes out."""
     top = int(response.error_code)
     if top:
         metrics.count_error(FETCH_KEY, top)
