@@ -169,7 +169,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     # Observability (broker/observability): the HTTP listener of /metrics and /health/*, off unless set.
     "samsa.metrics.listen": K(STRING, "", "HOST:PORT of the /metrics and /health HTTP listener, off if empty (Samsa)",
                               HostPort()),
-    "samsa.metrics.per.partition.enable": K(BOOLEAN, "true", "export per-partition series in /metrics (Samsa)"),
+    "samsa.metrics.per.partition.enable": K(BOOLEAN, "true",
+                                            "export per-partition and per-topic series in /metrics (Samsa)"),
     "samsa.metrics.per.group.enable": K(BOOLEAN, "true", "export per-group, per-partition lag series (Samsa)"),
     # One INFO line per request on logger samsa.request (broker/observability/request_log.py); Kafka's
     # kafka.request.logger, which is off (WARN) unless its log4j level is lowered.
