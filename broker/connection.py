@@ -120,7 +120,11 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._client_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else self._client_host
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            host = self._client_host
+            self.peer = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"  # IPv6 in brackets
+        else:
+            self.peer = self._client_host
         if self._quotas is not None:
             if not self._quotas.try_accept(self._client_host, int(time.time() * 1000)):
                 self._closed = True
