@@ -3,6 +3,8 @@ the metrics listener on (scraped every second) vs off, in one run on the same ma
 
     .venv/bin/python -m bench.metrics [--partitions 10000] [--records 1000000] [--rounds 6] [--smoke]
 
+The figures are printed and written to bench/results/metrics-<UTC timestamp>.json (--smoke: not written).
+
 Throughput rounds alternate which broker goes first (off/on, then on/off) and the medians are compared:
 this machine is shared, so single runs vary by more than the effect being measured.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
 import statistics
 import sys
@@ -26,11 +29,13 @@ from bench.machine import cpu_seconds, describe
 from samsa.broker.launcher import ServeOptions, free_ports, start_serve
 
 REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
 SCRAPE_COST_SAMPLES = 200
 TOPIC_PARTITIONS = 100  # per topic: 10,000 partitions are 100 topics of 100
 
 
-def scrape_time(partitions: int, tmp: Path) -> None:
+def scrape_time(partitions: int, tmp: Path) -> dict[str, Any]:
+    """The scrape's figures: per series selection, its time in one go and as /metrics serves it."""
     from samsa.broker.broker import Broker
     from samsa.broker.config import BrokerConfig
     from samsa.broker.controller import TopicSpec
@@ -41,6 +46,7 @@ def scrape_time(partitions: int, tmp: Path) -> None:
     from samsa.kproto.records import encode_batch
 
     broker = Broker(BrokerConfig(overrides={"offsets.topic.num.partitions": "1"}, data_dir=tmp / "scrape"))
+    figures: dict[str, Any] = {}
     try:
         t0 = time.perf_counter()
         per_topic = min(partitions, TOPIC_PARTITIONS)
@@ -59,6 +65,7 @@ def scrape_time(partitions: int, tmp: Path) -> None:
                 offsets[(name, p)] = OffsetAndMetadata(1, -1, "", now)  # one record unread everywhere
         broker.groups.coordinator.commit_offsets("bench-group", "", offsets, now)
         hosted = sum(1 for _ in broker.replica_manager.partitions())
+        figures.update(partitions_hosted=hosted, committed_offsets=len(offsets))
         print(f"scrape: {hosted} partitions hosted, one group with {len(offsets)} committed offsets "
               f"(set up in {time.perf_counter() - t0:.1f} s)")
         for label, options in (("all series", MetricsOptions()),
@@ -74,8 +81,11 @@ def scrape_time(partitions: int, tmp: Path) -> None:
             print(f"scrape ({label}): in one go: median {statistics.median(times) * 1000:.0f} ms, "
                   f"{size / 1e6:.1f} MB of text; as /metrics serves it: {total * 1000:.0f} ms in all, the loop "
                   f"held at most {held * 1000:.1f} ms at a time")
+            figures[label] = {"in_one_go_median_ms": statistics.median(times) * 1000, "text_bytes": size,
+                              "served_ms": total * 1000, "loop_held_max_ms": held * 1000}
     finally:
         broker.close()
+    return figures
 
 
 async def _served_scrape(server: Any) -> tuple[float, float]:
@@ -135,9 +145,9 @@ class Served:
         self.served.stop(20)
 
 
-def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path) -> None:
+def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path) -> dict[str, Any]:
     """Wall-clock records/s, and records per broker CPU-second (less sensitive to other load on a shared
-    machine: the broker's own CPU time is what metrics could add to)."""
+    machine: the broker's own CPU time is what metrics could add to); returns the medians and ratios."""
     rates: dict[tuple[bool, str], list[float]] = {}
     per_cpu: dict[tuple[bool, str], list[float]] = {}
     scrape_cpu_ms: list[float] = []
@@ -173,11 +183,17 @@ def throughput(records: int, size: int, partitions: int, rounds: int, tmp: Path)
                   f"({per_cpu[(metrics, 'consume')][-1]:,.0f} per CPU-s)" + (f", {scrapes} scrapes" if metrics else ""))
     print(f"broker CPU per /metrics request (idle, {SCRAPE_COST_SAMPLES} in a row): median "
           f"{statistics.median(scrape_cpu_ms):.2f} ms")
+    figures: dict[str, Any] = {"records": records, "record_bytes": size, "partitions": partitions, "rounds": rounds,
+                               "scrape_cpu_ms_median": statistics.median(scrape_cpu_ms), "target_ratio": 0.97}
     for what in ("produce", "consume"):
         on, off = statistics.median(rates[(True, what)]), statistics.median(rates[(False, what)])
         con, coff = statistics.median(per_cpu[(True, what)]), statistics.median(per_cpu[(False, what)])
         print(f"{what}: metrics on/off, medians of {rounds}: {on:,.0f} / {off:,.0f} records/s = {on / off:.3f}; "
               f"{con:,.0f} / {coff:,.0f} records per broker CPU-second = {con / coff:.3f} (target >= 0.97)")
+        figures[what] = {"on_records_per_s": on, "off_records_per_s": off, "ratio": on / off,
+                         "on_records_per_cpu_s": con, "off_records_per_cpu_s": coff, "cpu_ratio": con / coff,
+                         "rounds_records_per_s": {"on": rates[(True, what)], "off": rates[(False, what)]}}
+    return figures
 
 
 def main(argv: list[str]) -> int:
@@ -188,16 +204,30 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--skip-scrape", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
-    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes to check the benchmark runs")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="where to write the figures (default bench/results/metrics-<UTC timestamp>.json; "
+                             "with --smoke, nowhere unless given)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.partitions, args.records, args.rounds = 200, 2000, 1
-    print(f"machine: {describe()}")
+    machine = describe()
+    print(f"machine: {machine}")
+    started = time.gmtime()
+    results: dict[str, Any] = {"machine": machine, "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),
+                               "smoke": args.smoke}
     with tempfile.TemporaryDirectory(prefix="samsa-bench-metrics-") as tmp:
         if not args.skip_scrape:
-            scrape_time(args.partitions, Path(tmp))
+            results["scrape"] = {"partitions": args.partitions, **scrape_time(args.partitions, Path(tmp))}
         if not args.skip_throughput:
-            throughput(args.records, args.size, 4, args.rounds, Path(tmp))
+            results["throughput"] = throughput(args.records, args.size, 4, args.rounds, Path(tmp))
+    out = args.output
+    if out is None and not args.smoke:
+        out = RESULTS / f"metrics-{time.strftime('%Y%m%dT%H%M%SZ', started)}.json"
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"figures written to {out}")
     return 0
 
 

@@ -172,8 +172,13 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     # Observability (broker/observability): the HTTP listener of /metrics and /health/*, off unless set.
     "samsa.metrics.listen": K(STRING, "", "HOST:PORT of the /metrics and /health HTTP listener, off if empty (Samsa)",
                               HostPort()),
-    "samsa.metrics.per.partition.enable": K(BOOLEAN, "true", "export per-partition series in /metrics (Samsa)"),
+    "samsa.metrics.per.partition.enable": K(BOOLEAN, "true",
+                                            "export per-partition and per-topic series in /metrics (Samsa)"),
     "samsa.metrics.per.group.enable": K(BOOLEAN, "true", "export per-group, per-partition lag series (Samsa)"),
+    # One INFO line per request on logger samsa.request (broker/observability/request_log.py); Kafka's
+    # kafka.request.logger, which is off (WARN) unless its log4j level is lowered.
+    "samsa.request.log.enable": K(BOOLEAN, "false", "log every request on logger samsa.request (Samsa)",
+                                  dynamic=True),
     # Connection and memory bounds (broker/connection_quotas.py, the Fetch handler), Kafka's names and defaults.
     "fetch.max.bytes": K(INT, "57671680", "the most a consumer Fetch response holds, whatever it asks", at_least(1024)),
     "replica.fetch.max.bytes": K(INT, "1048576", "the most a follower asks of one partition per fetch", at_least(0)),

@@ -39,7 +39,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import cast
+from typing import Protocol, cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
 from samsa.kproto.errors import ProtocolError
@@ -66,6 +66,15 @@ Response = bytes | list[Buffer] | None
 # or an awaitable of it when the request must wait. Raises ProtocolError for a request that breaks
 # the protocol; the connection is then closed.
 Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
+# One answered request's phases (api key, then seconds in the request queue, local, remote, response send).
+_Timing = tuple[int, float, float, float, float]
+
+
+class PhaseRecorder(Protocol):
+    """Where the connection reports each request's phases (observability.request_metrics.RequestMetrics)."""
+
+    def record_phases(self, api_key: int, queue_s: float, local_s: float, remote_s: float, send_s: float
+                      ) -> None: ...
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -73,8 +82,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
-                 connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT") -> None:
+                 connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT",
+                 request_metrics: PhaseRecorder | None = None) -> None:
         self.listener = listener  # the listener's name, as Kafka's socket-server metrics label it
+        self.peer = "unknown"  # host:port of the client (the request log names it)
         self._dispatch = dispatch
         self._max_frame_bytes = max_frame_bytes  # socket.request.max.bytes, after the first valid request
         self._registry = registry
@@ -96,6 +107,11 @@ class KafkaConnection(asyncio.Protocol):
         self._eof = False  # the client shut down its side; close once what it sent is answered
         self._closed = False
         self._sending: deque[Part] = deque()  # a response with FileRecords parts still going out
+        # Request phases (RequestMetrics' docstring says what each one covers), timed when a recorder is given.
+        self._phases = request_metrics
+        self._received_s = 0.0  # perf_counter() of the last read: a frame in the buffer arrived by then
+        self._waiting_timing: tuple[int, float, float, float] | None = None  # key, queue, local, handed back at
+        self._sending_timings: list[_Timing] = []  # responses behind a FileRecords slice still going out
 
     # --- asyncio.Protocol callbacks ------------------------------------------------------------
 
@@ -104,6 +120,11 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self._client_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            host = self._client_host
+            self.peer = f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"  # IPv6 in brackets
+        else:
+            self.peer = self._client_host
         if self._quotas is not None:
             if not self._quotas.try_accept(self._client_host, int(time.time() * 1000)):
                 self._closed = True
@@ -122,6 +143,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_active_s = time.monotonic()
+        self._received_s = time.perf_counter()
         self._reader.feed(data)
         self._process()
 
@@ -188,6 +210,10 @@ class KafkaConnection(asyncio.Protocol):
         out: list[Part] = []
         out_bytes = 0
         queue = self._queue
+        phases = self._phases
+        timed: list[_Timing] | None = [] if phases is not None else None
+        begun = done = 0.0
+        api_key = -1
         while self._waiting is None and not self._write_paused and not self._closed and not self._sending:
             try:
                 # (the attributes, not RequestQueue.full / bytes_bounded: this runs for every frame)
@@ -197,24 +223,33 @@ class KafkaConnection(asyncio.Protocol):
                 payload = self._reader.next_frame()
                 if payload is None:
                     break
+                if phases is not None:
+                    begun = time.perf_counter()
                 answer = self._dispatch(payload, self._client_host)
             except ProtocolError as e:
                 # What was answered before the broken frame still goes out, as if sent one by one.
-                self._flush(out)
+                self._flush(out, timed)
                 self._close_for(e)
                 return
             except Exception:
-                self._flush(out)
+                self._flush(out, timed)
                 logger.exception("internal error handling a request from %s; closing the connection",
                                  self._client_host)
                 self.close()
                 return
+            if phases is not None:
+                done = time.perf_counter()
+                api_key = payload[0] << 8 | payload[1]  # the header's first field (it was parsed: >= 2 bytes)
             if answer is None or isinstance(answer, (bytes, list)):
                 self._reader.max_frame_bytes = self._max_frame_bytes
                 if self._reserved_bytes:
                     self._release_queue()
                 if answer is None:
+                    if phases is not None:
+                        phases.record_phases(api_key, begun - self._received_s, done - begun, 0.0, 0.0)
                     continue
+                if timed is not None:
+                    timed.append((api_key, begun - self._received_s, done - begun, 0.0, done))
                 if isinstance(answer, bytes):
                     out.append(answer)
                     out_bytes += len(answer)
@@ -222,10 +257,13 @@ class KafkaConnection(asyncio.Protocol):
                     out.extend(answer)
                     out_bytes += sum(len(part) for part in answer)
                 if out_bytes >= WRITE_BATCH_BYTES:
-                    self._flush(out)
+                    self._flush(out, timed)
                     out = []
                     out_bytes = 0
+                    timed = [] if phases is not None else None
                 continue
+            if phases is not None:
+                self._waiting_timing = (api_key, begun - self._received_s, done - begun, done)
             # It has to wait: mute the connection until it is answered.
             if queue is not None:
                 queue.acquire_request()  # a slot was free, or _admit would have stopped us
@@ -234,7 +272,7 @@ class KafkaConnection(asyncio.Protocol):
             waiting = asyncio.ensure_future(answer)
             self._waiting = waiting
             waiting.add_done_callback(self._answered)
-        self._flush(out)
+        self._flush(out, timed)
         if self._eof and self._waiting is None and not self._write_paused and not self._sending:
             self.close()
 
@@ -289,6 +327,7 @@ class KafkaConnection(asyncio.Protocol):
         if waiting is not self._waiting:
             return  # cancelled by close() or connection_lost()
         self._waiting = None
+        timing, self._waiting_timing = self._waiting_timing, None
         self._release_queue()
         if waiting.cancelled():
             self.close()
@@ -304,15 +343,24 @@ class KafkaConnection(asyncio.Protocol):
             return
         answer = waiting.result()
         self._reader.max_frame_bytes = self._max_frame_bytes
+        timed: list[_Timing] | None = None
+        if timing is not None and self._phases is not None:
+            now = time.perf_counter()
+            api_key, queue_s, local_s, handed_back_s = timing
+            if answer is None:
+                self._phases.record_phases(api_key, queue_s, local_s, now - handed_back_s, 0.0)
+            else:
+                timed = [(api_key, queue_s, local_s, now - handed_back_s, now)]
         if answer is not None:
-            self._flush([answer] if isinstance(answer, bytes) else list[Part](answer))
+            self._flush([answer] if isinstance(answer, bytes) else list[Part](answer), timed)
         if not self._write_paused and not self._sending:
             self._resume_reading()
         self._process()
 
     # --- writing -------------------------------------------------------------------------------
 
-    def _flush(self, out: list[Part]) -> None:
+    def _flush(self, out: list[Part], timed: list[_Timing] | None = None) -> None:
+        """Write `out`; `timed` holds the phases of the responses in it, their send time still to come."""
         if not out:
             return
         transport = self._transport
@@ -328,12 +376,25 @@ class KafkaConnection(asyncio.Protocol):
                 # is empty, and the next chunk is read.
                 transport.set_write_buffer_limits(high=0, low=0)
             self._sending.extend(out)
+            if timed:
+                self._sending_timings.extend(timed)
             self._pump()
             return
         if len(out) == 1:
             transport.write(cast(Buffer, out[0]))
         else:
             transport.writelines(cast(list[Buffer], out))
+        if timed:
+            self._record_sent(timed)
+
+    def _record_sent(self, timed: list[_Timing]) -> None:
+        """The responses' last bytes are with the transport: their phases are complete."""
+        phases = self._phases
+        if phases is None:
+            return
+        now = time.perf_counter()
+        for api_key, queue_s, local_s, remote_s, handed_s in timed:
+            phases.record_phases(api_key, queue_s, local_s, remote_s, now - handed_s)
 
     def _pump(self) -> None:
         """Send the queued parts until the socket is full (resume_writing calls again) or all are sent.
@@ -373,6 +434,9 @@ class KafkaConnection(asyncio.Protocol):
                 return
         self._last_active_s = time.monotonic()
         transport.set_write_buffer_limits()  # the transport's defaults again
+        if self._sending_timings:
+            timed, self._sending_timings = self._sending_timings, []
+            self._record_sent(timed)
 
     def _slice_cut_short(self, part: FileRecords) -> None:
         # The segment was truncated under the slice: the frame's announced size cannot be honoured.

@@ -285,6 +285,9 @@ class ReplicaManager:
         self.on_partitions_created: Callable[[], None] | None = None
         # new and deleted logs, at once or in steps (a change of thousands must not hold the loop)
         self._pacer = LogPacer(self._create_one, self._detach_one, self._finish_deletes, self._after_step)
+        # Kafka's ReplicaManager IsrShrinksPerSec / IsrExpandsPerSec: this leader's ISR changes committed.
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     def get_partition(self, topic: str, partition_id: int) -> Partition | None:
         return self._partitions.get((topic, partition_id))
@@ -405,6 +408,14 @@ class ReplicaManager:
     def _update(self, existing: Partition, p: PartitionImage) -> None:
         node = self._node_id
         new_term = p.leader != existing.leader_id or p.leader_epoch != existing.leader_epoch
+        pending = existing.pending_isr
+        if (not new_term and p.leader == node and pending is not None and set(pending) == set(p.isr)
+                and set(p.isr) != set(existing.isr)):
+            # The AlterPartition this leader asked for was committed (Kafka counts at its success).
+            if len(p.isr) < len(existing.isr):
+                self.isr_shrinks += 1
+            else:
+                self.isr_expands += 1
         existing.leader_id = p.leader
         existing.leader_epoch = p.leader_epoch
         existing.replicas = p.replicas

@@ -32,7 +32,13 @@ from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.observability import ObservabilityHandle, start_observability
-from samsa.broker.observability.request_metrics import RequestMetrics
+from samsa.broker.observability.request_log import REQUEST_LOG_KEY, log_request
+from samsa.broker.observability.response_metrics import (
+    FETCH_KEY,
+    PRODUCE_KEY,
+    count_top_level_error,
+    observe_fetch,
+)
 from samsa.broker.reassignment import TICK_INTERVAL_S
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
@@ -53,10 +59,11 @@ LISTEN_BACKLOG = 65536
 ISR_CHECK_INTERVAL_S = 0.5
 
 
-def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controller_plane: bool = False
-                   ) -> Response | Coroutine[Any, Any, Response]:
+def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controller_plane: bool = False,
+                   connection: str = "", listener: str = "PLAINTEXT") -> Response | Coroutine[Any, Any, Response]:
     """Answer one request frame: the response frame (None for acks=0), or a coroutine that answers it
-    when the request has to wait. Raises ProtocolError for a request we cannot take."""
+    when the request has to wait. Raises ProtocolError for a request we cannot take. `connection` and
+    `listener` name where it came from in the request log."""
     started = time.perf_counter()
     header = parse_request_header(payload)
     api = (CONTROLLER_HANDLERS if controller_plane else HANDLERS).get(header.api_key)
@@ -72,9 +79,9 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
     ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
                          controller_plane=controller_plane)
     forwarded = header.api_key in FORWARDED_APIS
-    metrics = broker.request_metrics
+    source = connection or client_host, listener  # for the request log
     if forwarded and not broker.is_active_controller and not controller_plane:
-        return _timed(metrics, header.api_key, started, _forward_or_handle(broker, api.handler, header, request, ctx))
+        return _timed(broker, header, started, source, _forward_or_handle(broker, api.handler, header, request, ctx))
     try:
         result = api.handler(request, ctx)
     except NotControllerError as e:
@@ -82,34 +89,56 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
             raise
         result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
     if inspect.isawaitable(result):
-        return _timed(metrics, header.api_key, started, _respond_when_done(header, request, result, forwarded))
+        return _timed(broker, header, started, source, _respond_when_done(header, request, result, forwarded))
     response = None if result is None else encode_response_parts(header, result)
-    metrics.record(header.api_key, time.perf_counter() - started)
+    _answered(broker, header, request, result, started, source)
     return response
 
 
-async def _timed(metrics: RequestMetrics, api_key: int, started: float,
-                 answer: Coroutine[Any, Any, Response]) -> Response:
-    """A waiting request's answer, its total time recorded once it is there (the wait included)."""
+def _answered(broker: Broker, header: RequestHeader, request: Any, result: Any, started: float,
+              source: tuple[str, str]) -> None:
+    """A request's answer is there: its error codes and traffic counted (Produce counts its own), its total
+    time since `started` recorded, and the request log's line written when samsa.request.log.enable is set
+    (`source`: the connection's address and listener)."""
+    metrics = broker.request_metrics
+    api_key = header.api_key
+    if result is not None and api_key != PRODUCE_KEY:
+        if api_key == FETCH_KEY:
+            observe_fetch(metrics, request, result, broker.image.topics_by_id)
+        else:
+            count_top_level_error(metrics, api_key, result)
+    seconds = time.perf_counter() - started
+    metrics.record(api_key, seconds)
+    if broker.config.get_bool(REQUEST_LOG_KEY):
+        log_request(header, source[0], source[1], seconds, result)
+
+
+async def _timed(broker: Broker, header: RequestHeader, started: float, source: tuple[str, str],
+                 answer: Coroutine[Any, Any, tuple[Any, Any, Response]]) -> Response:
+    """A waiting request's answer, counted once it is there (its total time includes the wait)."""
     try:
-        return await answer
-    finally:
-        metrics.record(api_key, time.perf_counter() - started)
+        request, result, response = await answer
+    except BaseException:
+        broker.request_metrics.record(header.api_key, time.perf_counter() - started)
+        raise
+    _answered(broker, header, request, result, started, source)
+    return response
 
 
 async def _respond_when_done(header: RequestHeader, request: Any, pending: Awaitable[Any], forwarded: bool
-                             ) -> Response:
+                             ) -> tuple[Any, Any, Response]:
+    """(request, result, response frame) once the handler's wait is over."""
     try:
         result = await pending
     except NotControllerError as e:
         if not forwarded:
             raise
         result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
-    return None if result is None else encode_response_parts(header, result)
+    return request, result, None if result is None else encode_response_parts(header, result)
 
 
 async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header: RequestHeader, request: Any,
-                             ctx: RequestContext) -> Response:
+                             ctx: RequestContext) -> tuple[Any, Any, Response]:
     """KIP-590: a request for the active controller, relayed to it (or handled here if that is us now)."""
     result = await forward(broker, header.api_key, header.api_version, request)
     if result is None:
@@ -119,7 +148,7 @@ async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header
                 result = await result
         except NotControllerError as e:
             result = error_response(header.api_key, header.api_version, request, e.error_code, str(e))
-    return None if result is None else encode_response_parts(header, result)
+    return request, result, None if result is None else encode_response_parts(header, result)
 
 
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -174,15 +203,25 @@ async def serve(
     max_idle_ms = idle_ms if idle_ms >= 0 else None  # Kafka: -1 never closes an idle connection
 
     def connection_factory(controller_plane: bool) -> Callable[[], KafkaConnection]:
-        def dispatch(payload: bytes, client_host: str) -> Response | Coroutine[Any, Any, Response]:
-            return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane)
+        def make() -> KafkaConnection:
+            connection: KafkaConnection
 
-        if controller_plane:
-            return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                           connections_max_idle_ms=max_idle_ms, listener=CONTROLLER_LISTENER)
-        return lambda: KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                       quotas=quotas, request_queue=request_queue,
-                                       connections_max_idle_ms=max_idle_ms)
+            def dispatch(payload: bytes, client_host: str) -> Response | Coroutine[Any, Any, Response]:
+                return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane,
+                                      connection=connection.peer, listener=connection.listener)
+
+            if controller_plane:
+                connection = KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                                             connections_max_idle_ms=max_idle_ms, listener=CONTROLLER_LISTENER,
+                                             request_metrics=broker.request_metrics)
+            else:
+                connection = KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                                             quotas=quotas, request_queue=request_queue,
+                                             connections_max_idle_ms=max_idle_ms,
+                                             request_metrics=broker.request_metrics)
+            return connection
+
+        return make
 
     def fence_expired() -> None:
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)

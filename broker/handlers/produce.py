@@ -136,8 +136,9 @@ def _leader(ctx: RequestContext, topic: str, index: int, records: bytes | None
 
 
 def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch | ValidationFailure, acks: int,
-            transactional_id: str | None) -> PartitionOutcome:
-    """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append."""
+            transactional_id: str | None, request_bytes: int) -> PartitionOutcome:
+    """After LogValidator: the broker's own checks (transaction, min.insync.replicas), then the append.
+    `request_bytes`: the size of the producer's batch (what BytesInPerSec counts, as in Kafka)."""
     log_start = partition.log.log_start_offset
     if isinstance(validated, ValidationFailure):
         return _failure(validated, log_start)
@@ -162,6 +163,9 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
+    if not info.duplicate:  # BrokerTopicMetrics BytesInPerSec / MessagesInPerSec (topic_metrics.py)
+        ctx.broker.request_metrics.topics.record_append(partition.topic, request_bytes,
+                                                        info.last_offset - info.first_offset + 1)
     result = PartitionResult(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
         # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
@@ -177,7 +181,7 @@ def _produce_partition(ctx: RequestContext, topic: str, index: int, records: byt
         return found
     partition, data = found
     validated = validate_batch(data, _validator_config(ctx, partition), ctx.now_ms)
-    return _append(ctx, partition, validated, acks, transactional_id)
+    return _append(ctx, partition, validated, acks, transactional_id, len(data))
 
 
 async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: int, records: bytes | None,
@@ -195,7 +199,7 @@ async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: in
     found = _leader(ctx, topic, index, records)
     if isinstance(found, PartitionResult):
         return found
-    return _append(ctx, found[0], validated, acks, transactional_id)
+    return _append(ctx, found[0], validated, acks, transactional_id, len(data))
 
 
 def _validation_executor() -> ThreadPoolExecutor:
@@ -298,7 +302,10 @@ def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> 
         for index, outcome in partitions:
             if isinstance(outcome, AwaitingReplication):
                 waits.append(outcome)
-            elif outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
+                outcomes.append((index, outcome))
+                continue
+            _count_answer(ctx, name, outcome.error)
+            if outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
                 leader = _current_leader(ctx, name, index)
                 if leader is not None:
                     outcome = dataclasses.replace(outcome, current_leader=leader)
@@ -315,7 +322,14 @@ def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> 
 async def _respond_after_replication(ctx: RequestContext, request: ProduceRequest, waits: list[AwaitingReplication],
                                      results: _Results, leaders: set[int]) -> ProduceResponse:
     done = await _await_replication(ctx, waits, ms(request.timeout))
+    for wait in waits:
+        _count_answer(ctx, wait.partition.topic, done[id(wait)].error)
     return _response(ctx, results, done, leaders)
+
+
+def _count_answer(ctx: RequestContext, topic: str, error: ErrorCode) -> None:
+    """Kafka's RequestMetrics ErrorsPerSec (per partition) and Total/FailedProduceRequestsPerSec."""
+    ctx.broker.request_metrics.count_produce(topic, error)
 
 
 def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionResult],

@@ -59,6 +59,7 @@ from samsa.broker.metadata.records import (
     encode_records,
 )
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.observability.histogram import Histogram
 from samsa.kproto.errors import ErrorCode
 from samsa.raft import codec
 from samsa.raft.core import RaftCore
@@ -139,10 +140,10 @@ def halt_process(error: BaseException) -> None:
 
 
 class _PendingWrite:
-    __slots__ = ("epoch", "error", "future", "offset")
+    __slots__ = ("epoch", "error", "future", "offset", "proposed_s")
 
     def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
+        self.epoch, self.proposed_s = epoch, time.perf_counter()
         self.offset: int | None = None
         self.error: NotControllerError | None = None
         self.future: asyncio.Future[int] | None = None
@@ -204,6 +205,7 @@ class MetadataQuorum:
                              snapshot=snapshot, entries=entries)
         # offset of the last entry of a write -> the write, until its commit (or loss)
         self._waiting: dict[int, _PendingWrite] = {}
+        self.commit_latency = Histogram()  # raft-metrics commit-latency: a write's propose to its commit
         self._inbound: dict[int, asyncio.Future[Any]] = {}
         self._next_inbound_cid = 1 << 40  # the core's own correlation ids count up from 0
         self._clients: dict[int, NodeClient] = {}
@@ -454,6 +456,7 @@ class MetadataQuorum:
             waiting = self._waiting.pop(entry.offset, None)
             if waiting is not None:
                 if waiting.epoch == entry.epoch:
+                    self.commit_latency.observe(time.perf_counter() - waiting.proposed_s)
                     waiting.succeed(entry.offset)
                 else:
                     waiting.fail(NotControllerError(self.leader_id, "the write was lost in a leader change"))

@@ -28,6 +28,7 @@ from samsa.broker.group.state import GroupState
 from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.broker.observability.lag import partition_lag
 from samsa.broker.observability.series import Family, SeriesFamily, labels_text
+from samsa.broker.observability.traffic import TrafficCollector
 from samsa.kproto.batch import CorruptBatchError
 from samsa.storage.errors import StorageError
 
@@ -326,4 +327,5 @@ def broker_collectors(broker: ObservabilityBroker, clock: Clock = wall_clock_ms,
                       options: MetricsOptions | None = None) -> list[SteppedCollector]:
     opts = options if options is not None else MetricsOptions.from_broker(broker)
     return [ReplicaCollector(broker, opts), ClusterCollector(broker), DiskCollector(broker),
-            GroupCollector(broker, opts, clock), RequestCollector(broker)]
+            GroupCollector(broker, opts, clock), RequestCollector(broker),
+            TrafficCollector(broker, opts.per_partition)]

@@ -143,3 +143,8 @@ def test_request_metrics_count_what_was_asked(processes: list[launcher.ServeProc
     assert after[("kafka_network_requestmetrics_totaltime_seconds_count", "Produce")] >= 25
     assert after[("kafka_network_requestmetrics_totaltime_seconds_sum", "Produce")] > 0
     assert after[("kafka_network_requestmetrics_requests_total", "CreateTopics")] == 1
+    # The connection timed each Produce's phases (answered at once: no remote time).
+    for phase in ("requestqueuetime", "localtime", "remotetime", "responsesendtime"):
+        assert after[(f"kafka_network_requestmetrics_{phase}_seconds_count", "Produce")] >= 25
+    assert after[("kafka_network_requestmetrics_remotetime_seconds_sum", "Produce")] == 0
+    assert after[("kafka_network_requestmetrics_errors_total", "Produce")] >= 25  # error="NONE", per partition
