@@ -12,14 +12,14 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from samsa.broker.observability.series import Family
 
 if TYPE_CHECKING:
-    from samsa.broker.broker import Broker
+    from samsa.broker.observability.observed_broker import ObservabilityBroker
 
 
 class TrafficCollector:
     """A SteppedCollector (collectors.py). Per-topic series follow samsa.metrics.per.partition.enable (`per_topic`):
     they are off with the per-partition ones (a broker with very many partitions may have very many topics)."""
 
-    def __init__(self, broker: Broker, per_topic: bool) -> None:
+    def __init__(self, broker: ObservabilityBroker, per_topic: bool) -> None:
         self._broker = broker
         self._per_topic = per_topic
 
