@@ -5,6 +5,9 @@ only when the transaction commits (an abort drops them).  v2 adds committed_lead
 generation_id, member_id and group_instance_id (KIP-447: the commit is fenced like a consumer's
 OffsetCommit when they are given) and is flexible; v4 only allows TRANSACTION_ABORTABLE.  v5
 (transactions V2: the group is added implicitly) is not advertised.
+
+Stricter than Kafka (the seeds): an offset past the partition's log end gets OFFSET_OUT_OF_RANGE
+(broker/commit_bounds.py; `samsa.offset.commit.past.log.end.enable` turns it off).
 """
 
 from __future__ import annotations
@@ -30,11 +33,16 @@ API = ApiSpec(key=28, min_version=0, max_version=4)
 NO_GENERATION = -1
 
 
-def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: RequestContext) -> TxnOffsetCommitResponse:
+async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: RequestContext) -> TxnOffsetCommitResponse:
     broker = ctx.broker
     groups = broker.groups
     group_id = request.group_id
     error = groups.coordinator_error(group_id)
+    past_end: dict[tuple[str, int], int] = {}
+    if error == ErrorCode.none:
+        # Before the checks below, which then stay in one step of the event loop with the commit.
+        past_end = await broker.commit_bounds.past_log_end(
+            {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
@@ -52,6 +60,8 @@ def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: RequestContex
                 errors[tp] = error
             elif known is None or p.partition_index not in known.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif tp in past_end:
+                errors[tp] = ErrorCode.offset_out_of_range  # never an administrative reset: a producer's commit
             else:
                 offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
                                                 p.committed_metadata or "", ctx.now_ms, None)

@@ -133,3 +133,26 @@ def test_the_config_gives_kafkas_behaviour_back(samsa: Any) -> None:
             assert _committed(conn, group, topic) == RECORDS + 10
     finally:
         c.close()
+
+
+def test_a_transactional_commit_past_the_end_is_refused(samsa: Any) -> None:
+    topic, group = _topic_with_records(samsa), f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": samsa.bootstrap, "group.id": group, "enable.auto.commit": False})
+    producer = Producer({"bootstrap.servers": samsa.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        with pytest.raises(KafkaException) as refused:
+            producer.send_offsets_to_transaction([CTopicPartition(topic, 0, 1000)],
+                                                 consumer.consumer_group_metadata(), 30)
+        assert "OFFSET_OUT_OF_RANGE" in str(refused.value) or "out of range" in str(refused.value).lower(), \
+            refused.value
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([CTopicPartition(topic, 0, RECORDS)], consumer.consumer_group_metadata(),
+                                             30)
+        producer.commit_transaction(30)
+        with samsa.connect() as conn:
+            assert _committed(conn, group, topic) == RECORDS
+    finally:
+        consumer.close()
