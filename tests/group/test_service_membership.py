@@ -11,9 +11,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from samsa.broker.broker import Broker
 from samsa.broker.group.classic_group import JoinResult
-from samsa.broker.group.coordinator import JoinRequest
+from samsa.broker.group.coordinator import JoinRequest, OffsetAndMetadata
+from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.group.state import GroupState
 from samsa.broker.handlers.join_group import handle_join_group
 from samsa.broker.handlers.leave_group import handle_leave_group
@@ -182,3 +185,31 @@ def test_expired_offsets_stay_until_their_tombstones_are_written(tmp_path: Path)
     assert fetched(broker) == -1 and broker.groups.coordinator.list_groups() == []
     broker.close()
 
+
+def test_txn_offset_commit_is_refused_below_min_insync_replicas(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """TxnOffsetCommit writes with acks=-1 as OffsetCommit does: refused before writing when the ISR is
+    under min.insync.replicas, answered COORDINATOR_NOT_AVAILABLE (Kafka's GroupCoordinatorService
+    normalizes NOT_ENOUGH_REPLICAS so); a storage error is NOT_COORDINATOR."""
+    broker = start(tmp_path)
+    group_partition = (OFFSETS_TOPIC, broker.groups.partition_for(G))
+    r = broker.txn.init_producer_id("tx", 60_000, -1, -1, now_ms())
+    assert broker.txn.add_partitions("tx", r.producer_id, 0, [group_partition], now_ms()) == ErrorCode.none
+    partition = broker.replica_manager.get_partition(*group_partition)
+    assert partition is not None
+    end = partition.log.log_end_offset
+    offsets = {("t", 0): OffsetAndMetadata(7, -1, "", now_ms(), None)}
+    real_config = broker.topic_config
+    with monkeypatch.context() as patch:
+        patch.setattr(broker, "topic_config", lambda topic: {**real_config(topic), "min.insync.replicas": "2"}
+                      if topic == OFFSETS_TOPIC else real_config(topic))
+        assert broker.txn.txn_offset_commit("tx", G, r.producer_id, 0, offsets) == ErrorCode.coordinator_not_available
+    assert partition.log.log_end_offset == end  # nothing was written
+    assert broker.txn.pending_offsets == {}
+    disk_full(broker, True)
+    assert broker.txn.txn_offset_commit("tx", G, r.producer_id, 0, offsets) == ErrorCode.not_coordinator
+    assert broker.txn.pending_offsets == {}
+    disk_full(broker, False)
+    assert broker.txn.txn_offset_commit("tx", G, r.producer_id, 0, offsets) == ErrorCode.none
+    assert partition.log.log_end_offset > end
+    broker.close()
