@@ -341,6 +341,12 @@ class Group:
             results.append((member_id, instance_id, ErrorCode.none))
         return results, leaving, pending_left
 
+    def may_replace_static_member(self, member_id: str, group_instance_id: str | None) -> bool:
+        """Whether a JoinGroup may replace a static member of this Stable group, the one join that writes
+        a record (KIP-345: the instance comes back without its member id)."""
+        return (not member_id and group_instance_id is not None and self.state is GroupState.STABLE
+                and group_instance_id in self.static_members)
+
     def replace_static_member(self, group_instance_id: str, member: Member) -> None:
         """Kafka's ClassicGroup.replaceStaticMember (KIP-345): `member` takes the old member's place
         (assignment, leadership, pending sync) and the old member id is fenced."""
