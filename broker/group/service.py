@@ -38,7 +38,7 @@ import anyio
 
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
-from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
+from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
     CorruptRecordError,
     GroupMetadataKey,
@@ -122,6 +122,9 @@ class GroupService:
         self.commit_timeout_ms = config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
         # group id -> a timer's GroupMetadata record the log refused, appended again on the next tick.
         self._unstored: dict[str, GroupRecord] = {}
+        # partition -> (end offset of an append, its groups' offsets before it), oldest first, until the
+        # high watermark passes it: OffsetFetch answers the offsets as of the high watermark.
+        self._unreplicated: dict[int, list[tuple[int, offset_manager.GroupSnapshot]]] = {}
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -211,9 +214,36 @@ class GroupService:
         if before is not None:
             failed = {index for index, error in errors.items() if error != ErrorCode.none}
             for group in before.groups:
-                if self.partition_for(group.group_id) in failed:
+                index = self.partition_for(group.group_id)
+                if index in failed:
                     offset_manager.revert(self.coordinator.groups, group)
+                elif index in appended:
+                    self._unreplicated.setdefault(index, []).append((appended[index][1], group))
+            for index in appended:
+                self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        """A group's offsets as of its partition's high watermark (what OffsetFetch answers): a change
+        appended but not yet on every in-sync replica is not shown, as Kafka 4's coordinator reads its
+        timeline data structures at the last committed offset. A leader that dies before replicating it
+        leaves a new leader whose log lacks it, so no client saw an offset that is then lost."""
+        index = self.partition_for(group_id)
+        for _end_offset, before in self._committed_entries(index):
+            if before.group_id == group_id:
+                return dict(before.offsets)  # the oldest change not yet committed: what was there before it
+        return self.coordinator.committed_offsets(group_id)
+
+    def _committed_entries(self, index: int) -> list[tuple[int, offset_manager.GroupSnapshot]]:
+        entries = self._unreplicated.get(index)
+        if not entries:
+            return []
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+        high_watermark = partition.log.high_watermark if partition is not None else 0
+        entries[:] = [e for e in entries if e[0] > high_watermark]
+        if not entries:
+            del self._unreplicated[index]
+        return entries
 
     def _append_partition(self, index: int, group_records: list[GroupRecord], now: int) -> ErrorCode:
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
@@ -284,6 +314,8 @@ class GroupService:
         if lost:
             # A timer write still to retry belongs to the new leader now: it replays the log and decides.
             self._unstored = {g: r for g, r in self._unstored.items() if self.partition_for(g) not in lost}
+            for index in lost:
+                self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from samsa.broker.broker import Broker
@@ -20,6 +21,7 @@ from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.group.state import GroupState
 from samsa.broker.handlers.join_group import handle_join_group
 from samsa.broker.handlers.leave_group import handle_leave_group
+from samsa.broker.replica_manager import Partition
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
@@ -212,4 +214,41 @@ def test_txn_offset_commit_is_refused_below_min_insync_replicas(tmp_path: Path,
     disk_full(broker, False)
     assert broker.txn.txn_offset_commit("tx", G, r.producer_id, 0, offsets) == ErrorCode.none
     assert partition.log.log_end_offset > end
+    broker.close()
+
+
+def test_offset_fetch_answers_a_commit_only_once_the_high_watermark_passes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka 4's coordinator reads at the last committed offset: a commit appended but not yet on every
+    in-sync replica is not answered (its leader could die and the next leader's log lack it)."""
+    broker = start(tmp_path)
+    assert run(lambda: commit(broker, 5)) == ErrorCode.none
+    partition = broker.replica_manager.get_partition(OFFSETS_TOPIC, broker.groups.partition_for(G))
+    assert partition is not None
+    real_advance = Partition.maybe_advance_high_watermark
+    real_wait = Partition.wait_replicated
+    monkeypatch.setattr(Partition, "maybe_advance_high_watermark", lambda self: False)  # a follower lags
+    gate = anyio.Event()
+
+    async def held(self: Partition, end_offset: int, leader_epoch: int, min_isr: int, timeout_s: float) -> ErrorCode:
+        await gate.wait()
+        return await real_wait(self, end_offset, leader_epoch, min_isr, timeout_s)
+
+    monkeypatch.setattr(Partition, "wait_replicated", held)
+
+    async def scenario() -> list[object]:
+        seen: list[object] = []
+        async with anyio.create_task_group() as tg:
+            async def one() -> None:
+                seen.append(await commit(broker, 9))
+            tg.start_soon(one)
+            await anyio.wait_all_tasks_blocked()
+            seen.append(fetched(broker))  # appended, above the high watermark: not answered yet
+            seen.append(broker.groups.coordinator.committed_offsets(G)[("t", 0)].offset)  # but it is the latest
+            assert real_advance(partition)  # the follower caught up
+            seen.append(fetched(broker))
+            gate.set()
+        return seen
+
+    assert run(scenario) == [5, 9, 9, ErrorCode.none]
     broker.close()
