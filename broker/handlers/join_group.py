@@ -84,7 +84,7 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
     pending = groups.coordinator.join_group(join, ctx.now_ms)
     persisted = (await groups.persist_replicated_by_partition(before)).get(groups.partition_for(group_id),
                                                                           ErrorCode.none)
-    if persisted != ErrorCode.none:
+    if replacing and persisted != ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
         return _response(ctx, JoinResult(persisted, "") if group is None else group.join_error(persisted))
     result = await groups.wait(pending, lambda: JoinResult(ErrorCode.rebalance_in_progress, member_id))
