@@ -8,7 +8,7 @@ its description) lives here; the coordinator (`coordinator.py`) drives the rebal
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from samsa.broker.group.consumer_protocol import subscribed_topics
@@ -115,6 +115,10 @@ class GroupRecord:
     group_id: str
     key: bytes
     value: bytes | None
+    # Written by a timer (a session expired, a join deadline passed) rather than for a request: no
+    # client is there to be answered an error, so a failed write is retried (Kafka's CoordinatorTimer
+    # reschedules a failed timer write) instead of reverted.
+    by_timer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +172,29 @@ class Member:
     @property
     def awaiting_sync(self) -> bool:
         return self.sync_waiter is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """Who is in a group and where its rebalance stands, taken before a JoinGroup or LeaveGroup whose
+    record may not be written: `Group.restore` puts it back (Kafka 4 reverts a failed static-member
+    replacement, and its CoordinatorRuntime reverts any failed request write)."""
+
+    state: GroupState
+    previous_state: GroupState
+    state_timestamp_ms: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    members: tuple[Member, ...]  # copies: a change mutates the member objects (assignment, waiters)
+    static_members: dict[str, str]
+    pending_members: dict[str, int]
+    pending_sync_members: frozenset[str]
+    join_deadline_ms: int | None
+    initial_delay_remaining_ms: int | None
+    new_member_added: bool
+    sync_deadline_ms: int | None
 
 
 @dataclass(eq=False, slots=True)
@@ -275,6 +302,14 @@ class Group:
         if self.leader_id == member.member_id:
             self.leader_id = next(iter(self.members), None)
 
+    def remove_pending_sync_members(self) -> None:
+        """Members that never sent SyncGroup after the join phase are gone (Kafka's pending sync timeout)."""
+        for member_id in list(self.pending_sync_members):
+            late = self.members.get(member_id)
+            if late is not None:
+                self.remove_member(late, ErrorCode.unknown_member_id)
+        self.pending_sync_members.clear()
+
     def leaving_members(self, members: list[tuple[str, str | None]]
                         ) -> tuple[list[tuple[str, str | None, ErrorCode]], list[Member], bool]:
         """LeaveGroup's (member_id, group_instance_id) pairs resolved against the group: the answer for
@@ -305,6 +340,12 @@ class Group:
                 leaving.append(member)
             results.append((member_id, instance_id, ErrorCode.none))
         return results, leaving, pending_left
+
+    def may_replace_static_member(self, member_id: str, group_instance_id: str | None) -> bool:
+        """Whether a JoinGroup may replace a static member of this Stable group, the one join that writes
+        a record (KIP-345: the instance comes back without its member id)."""
+        return (not member_id and group_instance_id is not None and self.state is GroupState.STABLE
+                and group_instance_id in self.static_members)
 
     def replace_static_member(self, group_instance_id: str, member: Member) -> None:
         """Kafka's ClassicGroup.replaceStaticMember (KIP-345): `member` takes the old member's place
@@ -337,6 +378,35 @@ class Group:
                 return True
         return False
 
+    def membership(self) -> Membership:
+        return Membership(self.state, self.previous_state, self.state_timestamp_ms, self.generation_id,
+                          self.protocol_type, self.protocol_name, self.leader_id,
+                          tuple(replace(m) for m in self.members.values()), dict(self.static_members),
+                          dict(self.pending_members), frozenset(self.pending_sync_members), self.join_deadline_ms,
+                          self.initial_delay_remaining_ms, self.new_member_added, self.sync_deadline_ms)
+
+    def restore(self, before: Membership) -> None:
+        """Put back what `membership` took. A waiter answered since (the change fenced or removed its
+        member) stays answered: its client was told, so the restored member no longer waits."""
+        self.state, self.previous_state = before.state, before.previous_state
+        self.state_timestamp_ms, self.generation_id = before.state_timestamp_ms, before.generation_id
+        self.protocol_type, self.protocol_name, self.leader_id = before.protocol_type, before.protocol_name, \
+            before.leader_id
+        self.members = {}
+        for copy in before.members:
+            member = replace(copy)
+            if member.join_waiter is not None and member.join_waiter.done:
+                member.join_waiter = None
+            if member.sync_waiter is not None and member.sync_waiter.done:
+                member.sync_waiter = None
+            self.members[member.member_id] = member
+        self.static_members = dict(before.static_members)
+        self.pending_members = dict(before.pending_members)
+        self.pending_sync_members = set(before.pending_sync_members)
+        self.join_deadline_ms, self.sync_deadline_ms = before.join_deadline_ms, before.sync_deadline_ms
+        self.initial_delay_remaining_ms = before.initial_delay_remaining_ms
+        self.new_member_added = before.new_member_added
+
     def set_assignment(self, assignment: dict[str, bytes]) -> None:
         for member in self.members.values():
             member.assignment = assignment.get(member.member_id, b"")
@@ -363,6 +433,11 @@ class Group:
                             for m in self.members.values())
         return JoinResult(ErrorCode.none, member.member_id, self.generation_id, self.protocol_type,
                           self.protocol_name, self.leader_id or "", skip_assignment, members)
+
+    def join_error(self, error: ErrorCode) -> JoinResult:
+        """A JoinGroup whose write failed: the error, no member id, and the group as it is (Kafka answers
+        a failed static-member replacement so)."""
+        return JoinResult(error, "", self.generation_id, self.protocol_type, self.protocol_name, self.leader_id or "")
 
     def metadata_record(self, assignment: dict[str, bytes] | None = None) -> GroupRecord:
         """The group's GroupMetadata record (Kafka: GroupCoordinatorRecordHelpers.newGroupMetadataRecord)."""

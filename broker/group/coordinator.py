@@ -22,7 +22,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.classic_group import (
@@ -36,22 +36,14 @@ from samsa.broker.group.classic_group import (
     Pending,
     SyncResult,
 )
+from samsa.broker.group.offsets import OffsetExpiry
 from samsa.broker.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitValue, encode_key
 from samsa.broker.group.state import GroupEvent, GroupState, can_handle
 from samsa.broker.observability.rebalance import RebalanceMetrics
 from samsa.kproto.errors import ErrorCode
 
-__all__ = [
-    "GroupConfig",
-    "GroupCoordinator",
-    "GroupDescription",
-    "GroupRecord",
-    "JoinRequest",
-    "JoinResult",
-    "OffsetAndMetadata",
-    "Pending",
-    "SyncResult",
-]
+__all__ = ["GroupConfig", "GroupCoordinator", "GroupDescription", "GroupRecord", "JoinRequest", "JoinResult",
+           "OffsetAndMetadata", "OffsetExpiry", "Pending", "SyncResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -466,10 +458,22 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             self._fire_timers(group, now_ms)
 
+    def fire_timers(self, group_id: str, now_ms: int) -> None:
+        """The due timers of one group, before a request's own change (so that change can be reverted
+        alone, leaving the timers' effects, whose records are retried, in place)."""
+        group = self._live_group(group_id)
+        if group is not None:
+            self._fire_timers(group, now_ms)
+
     def _fire_timers(self, group: Group, now_ms: int) -> None:
         """The due timers of one group.  Every request for a group fires them first, so what a request
         sees does not depend on how often the shell ticks (a heartbeat arriving just after another
         member's session expired already gets REBALANCE_IN_PROGRESS, as with Kafka's exact timers)."""
+        written = len(self._records)
+        self._fire_due_timers(group, now_ms)
+        self._records[written:] = [replace(r, by_timer=True) for r in self._records[written:]]
+
+    def _fire_due_timers(self, group: Group, now_ms: int) -> None:
         if group.state is not GroupState.DEAD:
             for member_id, deadline in list(group.pending_members.items()):
                 if now_ms >= deadline:
@@ -486,12 +490,7 @@ class GroupCoordinator:
             if group.sync_deadline_ms is not None and now_ms >= group.sync_deadline_ms:
                 group.sync_deadline_ms = None
                 if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) and group.pending_sync_members:
-                    # Members that never sent SyncGroup after the join phase are gone (Kafka's pending sync).
-                    for member_id in list(group.pending_sync_members):
-                        late = group.members.get(member_id)
-                        if late is not None:
-                            group.remove_member(late, ErrorCode.unknown_member_id)
-                    group.pending_sync_members.clear()
+                    group.remove_pending_sync_members()
                     self._prepare_rebalance(group, now_ms, "members did not sync in time")
 
     def next_deadline_ms(self) -> int | None:
@@ -533,17 +532,15 @@ class GroupCoordinator:
         self._maybe_delete_empty_group(group, now_ms)
         return ErrorCode.none, errors
 
-    def expire_offsets(self, now_ms: int) -> int:
-        """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets); returns how many."""
-        expired = 0
-        for group in list(self.groups.values()):
-            if group.state is GroupState.DEAD:
-                continue
-            records = offset_manager.expire_offsets(group, now_ms, self.config.offsets_retention_ms)
-            self._records.extend(records)
-            expired += len(records)
-            self._maybe_delete_empty_group(group, now_ms)
-        return expired
+    def expire_offsets(self, now_ms: int) -> list[OffsetExpiry]:
+        """Offsets past offsets.retention.ms and the groups they leave empty: their tombstones are queued,
+        and the shell removes them with `apply_expiry` once those are written (Kafka's cleanupExpiredOffsets)."""
+        expiries, records = offset_manager.plan_expiry(self.groups, now_ms, self.config.offsets_retention_ms)
+        self._records.extend(records)
+        return expiries
+
+    def apply_expiry(self, expiry: OffsetExpiry, now_ms: int) -> None:
+        offset_manager.apply_expiry(self.groups, expiry, now_ms)
 
     def _maybe_delete_empty_group(self, group: Group, now_ms: int) -> None:
         if group.state is GroupState.EMPTY and not group.offsets:
@@ -582,12 +579,10 @@ class GroupCoordinator:
     def load_offset(self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None,
                     now_ms: int) -> None:
         """Replay one offset commit record (None: tombstone) from `__consumer_offsets`."""
-        if value is None:
-            group = self.groups.get(group_id)
-            if group is not None:
-                group.offsets.pop((topic, partition), None)
-            return
-        offset_manager.replay_offset(self._get_or_create(group_id, now_ms), (topic, partition), value)
+        if value is not None:
+            offset_manager.replay_offset(self._get_or_create(group_id, now_ms), (topic, partition), value)
+        elif group_id in self.groups:
+            self.groups[group_id].offsets.pop((topic, partition), None)
 
     def load_group(self, group_id: str, value: GroupMetadataValue | None, now_ms: int) -> None:
         """Replay one group metadata record (None: tombstone, the group was deleted)."""

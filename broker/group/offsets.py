@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from samsa.broker.group.classic_group import Group, GroupRecord, OffsetAndMetadata
-from samsa.broker.group.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_offset_commit_value
-from samsa.broker.group.state import GroupState
+from samsa.broker.group.classic_group import Group, GroupRecord, Membership, OffsetAndMetadata
+from samsa.broker.group.records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_key,
+    encode_offset_commit_value,
+)
+from samsa.broker.group.state import GroupEvent, GroupState
 from samsa.kproto.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
@@ -87,8 +93,10 @@ def delete_all_offsets(group: Group) -> list[GroupRecord]:
     return records
 
 
-def expire_offsets(group: Group, now_ms: int, retention_ms: int) -> list[GroupRecord]:
-    """Drop offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets): their tombstones."""
+def expiring_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+    """The offsets past offsets.retention.ms (Kafka's cleanupExpiredOffsets). Nothing is removed here:
+    the timer removes them once their tombstones are written (`expire`), so an offset the log still
+    holds is still answered, and the next expiry run tries again."""
     # Kafka's ClassicGroup.offsetExpirationCondition: an empty consumer group counts from when it
     # became empty; a simple group, or a stable group's unsubscribed topics, from the commit.
     since_empty = False
@@ -101,15 +109,53 @@ def expire_offsets(group: Group, now_ms: int, retention_ms: int) -> list[GroupRe
         candidates = [tp for tp in group.offsets if tp[0] not in topics]
     else:
         return []
-    records: list[GroupRecord] = []
+    expiring: list[TopicPartition] = []
     for tp in candidates:
         o = group.offsets[tp]
         base_ms = group.state_timestamp_ms if since_empty else o.commit_timestamp_ms
         due = now_ms >= o.expire_timestamp_ms if o.expire_timestamp_ms is not None else now_ms - base_ms >= retention_ms
         if due:
-            del group.offsets[tp]
-            records.append(offset_tombstone(group.group_id, tp))
-    return records
+            expiring.append(tp)
+    return expiring
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetExpiry:
+    """What one expiry run removes from a group once its tombstones are written."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...]
+    delete_group: bool  # the group is Empty and loses its last offsets: its metadata goes too
+
+
+def plan_expiry(groups: dict[str, Group], now_ms: int,
+                retention_ms: int) -> tuple[list[OffsetExpiry], list[GroupRecord]]:
+    """Every group's expiring offsets, and the tombstones to write before `apply_expiry` removes them."""
+    expiries: list[OffsetExpiry] = []
+    records: list[GroupRecord] = []
+    for group in groups.values():
+        if group.state is GroupState.DEAD:
+            continue
+        expiring = expiring_offsets(group, now_ms, retention_ms)
+        records.extend(offset_tombstone(group.group_id, tp) for tp in expiring)
+        delete = group.state is GroupState.EMPTY and len(expiring) == len(group.offsets)
+        if delete:
+            records.append(GroupRecord(group.group_id, encode_key(GroupMetadataKey(group.group_id)), None))
+        if expiring or delete:
+            expiries.append(OffsetExpiry(group.group_id, tuple(expiring), delete))
+    return expiries, records
+
+
+def apply_expiry(groups: dict[str, Group], expiry: OffsetExpiry, now_ms: int) -> None:
+    """Remove what `plan_expiry` planned, now that its tombstones are in the log."""
+    group = groups.get(expiry.group_id)
+    if group is None or group.state is GroupState.DEAD:
+        return
+    for tp in expiry.partitions:
+        group.offsets.pop(tp, None)
+    if expiry.delete_group and group.state is GroupState.EMPTY and not group.offsets:
+        group.transition(GroupEvent.DELETED, now_ms)
+        del groups[group.group_id]
 
 
 def replay_offset(group: Group, tp: TopicPartition, value: OffsetCommitValue) -> None:
@@ -131,14 +177,15 @@ class GroupSnapshot:
     state: GroupState
     previous_state: GroupState
     state_timestamp_ms: int
+    membership: Membership | None = None  # JoinGroup/LeaveGroup: the members and the rebalance too
 
 
-def snapshot(groups: dict[str, Group], group_id: str) -> GroupSnapshot:
+def snapshot(groups: dict[str, Group], group_id: str, membership: bool = False) -> GroupSnapshot:
     group = groups.get(group_id)
     if group is None:
         return GroupSnapshot(group_id, None, {}, GroupState.DEAD, GroupState.DEAD, -1)
     return GroupSnapshot(group_id, group, dict(group.offsets), group.state, group.previous_state,
-                         group.state_timestamp_ms)
+                         group.state_timestamp_ms, group.membership() if membership else None)
 
 
 def revert(groups: dict[str, Group], before: GroupSnapshot) -> None:
@@ -154,3 +201,5 @@ def revert(groups: dict[str, Group], before: GroupSnapshot) -> None:
     group.state = before.state
     group.previous_state = before.previous_state
     group.state_timestamp_ms = before.state_timestamp_ms
+    if before.membership is not None:
+        group.restore(before.membership)

@@ -18,6 +18,12 @@ or the ISR was already below min.insync.replicas, which Kafka checks before it a
 the `snapshot` taken before it, as Kafka 4's CoordinatorRuntime reverts a failed write.  A change that
 was appended but not replicated in time stays, as in Kafka: this leader's log holds it, and a retry
 of the client's request writes the same thing again.
+
+A timer's write (a session expired and the group is now Empty) has no client to answer: its failed
+GroupMetadata record is kept and appended again on the next tick until the log has it or a newer one
+supersedes it, as Kafka's CoordinatorTimer reschedules a failed timer write.  Offset expiry removes
+offsets (and the group they leave empty) only once their tombstones are written, so a failed run
+leaves memory as the log is and the next run tries again.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import anyio
 
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
-from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, Pending
+from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
     CorruptRecordError,
     GroupMetadataKey,
@@ -60,6 +66,8 @@ if TYPE_CHECKING:
     from samsa.broker.replica_manager import Partition
 
 logger = logging.getLogger(__name__)
+
+_GROUP_METADATA_KEY_TYPE = encode_key(GroupMetadataKey(""))[:2]
 
 T = TypeVar("T")
 
@@ -112,6 +120,11 @@ class GroupService:
         self.retention_check_interval_ms = config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
         self.commit_timeout_ms = config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
+        # group id -> a timer's GroupMetadata record the log refused, appended again on the next tick.
+        self._unstored: dict[str, GroupRecord] = {}
+        # partition -> (end offset of an append, its groups' offsets before it), oldest first, until the
+        # high watermark passes it: OffsetFetch answers the offsets as of the high watermark.
+        self._unreplicated: dict[int, list[tuple[int, offset_manager.GroupSnapshot]]] = {}
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -128,10 +141,17 @@ class GroupService:
 
     # --- persistence --------------------------------------------------------------------------
 
-    def snapshot(self, group_ids: list[str]) -> Snapshot:
+    def snapshot(self, group_ids: list[str], membership: bool = False) -> Snapshot:
         """The groups as they are now, as the log holds them: taken right before a change, in the same
-        step of the event loop as the change and its append."""
-        return Snapshot([offset_manager.snapshot(self.coordinator.groups, g) for g in group_ids])
+        step of the event loop as the change and its append. `membership`: the change may add, replace
+        or remove members (JoinGroup, LeaveGroup), so they are put back too."""
+        return Snapshot([offset_manager.snapshot(self.coordinator.groups, g, membership) for g in group_ids])
+
+    def fire_timers(self, group_id: str, now: int) -> None:
+        """Fire a group's due timers and write what they produced (retried if it fails), so that a request's
+        snapshot taken next holds only the request's own change."""
+        self.coordinator.fire_timers(group_id, now)
+        self.persist()
 
     def persist(self) -> ErrorCode:
         """Append what the coordinator produced; an error means the last change may not be durable."""
@@ -162,14 +182,19 @@ class GroupService:
                 errors[index] = ErrorCode.coordinator_not_available
         return errors
 
-    def _append(self, before: Snapshot | None) -> tuple[dict[int, ErrorCode], dict[int, tuple[Partition, int, int]]]:
-        """Append the coordinator's records: the error of each partition written to, and (partition, end
-        offset, leader epoch) of each append that was made. The groups of `before` in a partition whose
-        append was not made are reverted."""
+    def _append(self, before: Snapshot | None, retry_unstored: bool = False
+                ) -> tuple[dict[int, ErrorCode], dict[int, tuple[Partition, int, int]]]:
+        """Append the coordinator's records (and, on the timer's tick, the timer writes that failed before):
+        the error of each partition written to, and (partition, end offset, leader epoch) of each append
+        that was made. The groups of `before` in a partition whose append was not made are reverted; the
+        timer writes in it are kept for the next tick."""
         errors: dict[int, ErrorCode] = {}
         appended: dict[int, tuple[Partition, int, int]] = {}
         by_partition: dict[int, list[GroupRecord]] = {}
-        for record in self.coordinator.drain_records():
+        records = self.coordinator.drain_records()
+        if retry_unstored:  # older than anything drained: they go first
+            records[:0], self._unstored = list(self._unstored.values()), {}
+        for record in records:
             by_partition.setdefault(self.partition_for(record.group_id), []).append(record)
         now = now_ms()
         for index, group_records in by_partition.items():
@@ -178,25 +203,56 @@ class GroupService:
                 partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
                 assert partition is not None
                 appended[index] = (partition, partition.log.log_end_offset, partition.leader_epoch)
+        for index, group_records in by_partition.items():
+            for record in group_records:
+                if not _is_group_metadata(record):
+                    continue
+                if errors[index] == ErrorCode.none:
+                    self._unstored.pop(record.group_id, None)  # written, or superseded by a newer record
+                elif record.by_timer and record.value is not None:
+                    self._unstored[record.group_id] = record
         if before is not None:
             failed = {index for index, error in errors.items() if error != ErrorCode.none}
             for group in before.groups:
-                if self.partition_for(group.group_id) in failed:
+                index = self.partition_for(group.group_id)
+                if index in failed:
                     offset_manager.revert(self.coordinator.groups, group)
+                elif index in appended:
+                    self._unreplicated.setdefault(index, []).append((appended[index][1], group))
+            for index in appended:
+                self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        """A group's offsets as of its partition's high watermark (what OffsetFetch answers): a change
+        appended but not yet on every in-sync replica is not shown, as Kafka 4's coordinator reads its
+        timeline data structures at the last committed offset. A leader that dies before replicating it
+        leaves a new leader whose log lacks it, so no client saw an offset that is then lost."""
+        index = self.partition_for(group_id)
+        for _end_offset, before in self._committed_entries(index):
+            if before.group_id == group_id:
+                return dict(before.offsets)  # the oldest change not yet committed: what was there before it
+        return self.coordinator.committed_offsets(group_id)
+
+    def _committed_entries(self, index: int) -> list[tuple[int, offset_manager.GroupSnapshot]]:
+        entries = self._unreplicated.get(index)
+        if not entries:
+            return []
+        partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
+        high_watermark = partition.log.high_watermark if partition is not None else 0
+        entries[:] = [e for e in entries if e[0] > high_watermark]
+        if not entries:
+            del self._unreplicated[index]
+        return entries
 
     def _append_partition(self, index: int, group_records: list[GroupRecord], now: int) -> ErrorCode:
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
         if partition is None:
             logger.error("cannot store %d group records: %s-%d is missing", len(group_records), OFFSETS_TOPIC, index)
             return ErrorCode.coordinator_not_available
-        # The coordinators write with acks=-1, so Kafka refuses the append before writing anything when the
-        # ISR is below min.insync.replicas (NOT_ENOUGH_REPLICAS, which they answer as COORDINATOR_NOT_AVAILABLE).
-        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas", "1"))
-        if len(partition.isr) < min_isr:
-            logger.warning("not storing %d group records: %s-%d has %d in-sync replicas, fewer than %d",
-                           len(group_records), OFFSETS_TOPIC, index, len(partition.isr), min_isr)
-            return ErrorCode.coordinator_not_available
+        refused = self.min_isr_error(partition, len(group_records))
+        if refused != ErrorCode.none:
+            return refused
         try:
             partition.append_as_leader(encode_batch([(r.key, r.value) for r in group_records], now), now)
         except KafkaStorageError as e:
@@ -207,6 +263,29 @@ class GroupService:
             logger.error("appending group records to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
             return ErrorCode.coordinator_not_available
         return ErrorCode.none
+
+    def min_isr_error(self, partition: Partition, record_count: int) -> ErrorCode:
+        """The coordinators write with acks=-1, so Kafka refuses the append before writing anything when the
+        ISR is below min.insync.replicas (NOT_ENOUGH_REPLICAS, which GroupCoordinatorService answers as
+        COORDINATOR_NOT_AVAILABLE, for OffsetCommit and TxnOffsetCommit alike)."""
+        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas", "1"))
+        if len(partition.isr) >= min_isr:
+            return ErrorCode.none
+        logger.warning("not storing %d group records: %s-%d has %d in-sync replicas, fewer than %d", record_count,
+                       OFFSETS_TOPIC, partition.partition_id, len(partition.isr), min_isr)
+        return ErrorCode.coordinator_not_available
+
+    def expire_offsets(self, now: int) -> int:
+        """Write the tombstones of expired offsets (and of the groups they leave empty), then remove what
+        was written: a partition that refused them keeps its offsets until the next run."""
+        expiries = self.coordinator.expire_offsets(now)
+        errors, _appended = self._append(None, retry_unstored=True)
+        expired = 0
+        for expiry in expiries:
+            if errors.get(self.partition_for(expiry.group_id), ErrorCode.none) == ErrorCode.none:
+                self.coordinator.apply_expiry(expiry, now)
+                expired += len(expiry.partitions)
+        return expired
 
     def append_audit(self, group_id: str, key: ResetAuditKey, value: bytes) -> None:
         """Queue an offset-reset audit record for __consumer_offsets (`samsa groups history` reads it back
@@ -233,6 +312,10 @@ class GroupService:
         leadership replays the log rather than trusting state another coordinator has moved on from."""
         lost = self.topic.take_lost()
         if lost:
+            # A timer write still to retry belongs to the new leader now: it replays the log and decides.
+            self._unstored = {g: r for g, r in self._unstored.items() if self.partition_for(g) not in lost}
+            for index in lost:
+                self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
@@ -282,15 +365,38 @@ class GroupService:
             await anyio.sleep(TICK_INTERVAL_S)
             try:
                 now = now_ms()
-                self.coordinator.tick(now)
-                if now - last_expiry >= self.retention_check_interval_ms:
+                expire = now - last_expiry >= self.retention_check_interval_ms
+                if expire:
                     last_expiry = now
-                    expired = self.coordinator.expire_offsets(now)
-                    if expired:
-                        logger.info("expired %d committed offsets", expired)
-                self.persist()
+                self.on_tick(now, expire)
             except Exception:
                 logger.exception("group coordinator timer failed")
+
+    def on_tick(self, now: int, expire_offsets: bool = False) -> None:
+        """One tick of the timer: fire every due timer, expire offsets when it is time, and write what
+        they produced together with the timer writes that failed before."""
+        self.coordinator.tick(now)
+        if expire_offsets:
+            expired = self.expire_offsets(now)
+            if expired:
+                logger.info("expired %d committed offsets", expired)
+        self._append(None, retry_unstored=True)
+
+def coordinator_append_error(error: ErrorCode) -> ErrorCode:
+    """What a coordinator answers for an append that failed with `error` (Kafka's
+    GroupCoordinatorService.normalizeException): the client finds the coordinator again and retries."""
+    if error in (ErrorCode.unknown_topic_or_partition, ErrorCode.not_enough_replicas, ErrorCode.request_timed_out):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large, ErrorCode.invalid_fetch_size):
+        return ErrorCode.unknown_server_error
+    return error
+
+
+def _is_group_metadata(record: GroupRecord) -> bool:
+    """A GroupMetadata record or tombstone (its key's first two bytes are its type)."""
+    return record.key[:2] == _GROUP_METADATA_KEY_TYPE
 
 
 def _first_error(errors: Iterable[ErrorCode]) -> ErrorCode:

@@ -72,7 +72,20 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
         supports_skip_assignment=ctx.version >= 9,
         reason=field(request, "reason"),
     )
+    # Only a static member replacing another in a Stable group writes a record here (Kafka's
+    # classicGroupJoinExistingStaticMember). Its write is the request's: not written, the replacement is
+    # reverted (the old member id is the instance's again) and the client is answered the error with no
+    # member id, as Kafka does; so the timers' own writes go first, outside the snapshot.
+    # (The snapshot copies every member, so it is taken only for that case, not for each join of a rebalance.)
+    groups.fire_timers(group_id, ctx.now_ms)
+    group = groups.coordinator.groups.get(group_id)
+    replacing = group is not None and group.may_replace_static_member(join.member_id, join.group_instance_id)
+    before = groups.snapshot([group_id], membership=True) if replacing else None
     pending = groups.coordinator.join_group(join, ctx.now_ms)
-    groups.persist()
+    persisted = (await groups.persist_replicated_by_partition(before)).get(groups.partition_for(group_id),
+                                                                          ErrorCode.none)
+    if replacing and persisted != ErrorCode.none:
+        group = groups.coordinator.groups.get(group_id)
+        return _response(ctx, JoinResult(persisted, "") if group is None else group.join_error(persisted))
     result = await groups.wait(pending, lambda: JoinResult(ErrorCode.rebalance_in_progress, member_id))
     return _response(ctx, result)

@@ -35,10 +35,21 @@ async def handle_leave_group(request: LeaveGroupRequest, ctx: RequestContext) ->
     error = groups.coordinator_error(request.group_id)
     results: list[tuple[str, str | None, ErrorCode]] = []
     if error == ErrorCode.none:
+        # The group's last members leaving write its Empty record. That write is the request's: not
+        # written, the members are put back and the client is answered the error alone (Kafka 4's
+        # CoordinatorRuntime fails the whole write and answers the normalized error, no member results);
+        # they stay until they leave again or their sessions expire. The timers' writes go first,
+        # outside the snapshot, and are retried on their own.
+        # (Only a request naming as many members as the group has can empty it; the snapshot copies every
+        # member, so the others take none.)
+        groups.fire_timers(request.group_id, ctx.now_ms)
+        group = groups.coordinator.groups.get(request.group_id)
+        emptying = group is not None and len(members) >= len(group.members)
+        before = groups.snapshot([request.group_id], membership=True) if emptying else None
         error, results = groups.coordinator.leave_group(request.group_id, members, ctx.now_ms)
-        persisted = await groups.persist_replicated()
+        persisted = await groups.persist_replicated(before)
         if persisted != ErrorCode.none:
-            error = persisted
+            error, results = persisted, []
     if ctx.version < 3:
         if error == ErrorCode.none and results:
             error = results[0][2]

@@ -34,7 +34,7 @@ def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, 
     error = groups.coordinator_error(group_id)
     if error != ErrorCode.none:
         return error, []
-    committed = groups.coordinator.committed_offsets(group_id)
+    committed = groups.committed_offsets(group_id)  # as of the high watermark
     wanted: dict[str, list[int]] = {}
     if topics is None:
         for topic, partition in sorted(committed):

@@ -36,6 +36,7 @@ from samsa.broker.group.records import (
     encode_offset_commit_value,
 )
 from samsa.broker.group.records import encode_key as encode_group_key
+from samsa.broker.group.service import coordinator_append_error
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
     InternalTopic,
@@ -420,6 +421,11 @@ class TxnService:
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
         if partition is None:
             return ErrorCode.coordinator_not_available
+        # Written with acks=-1 like a consumer's commit: refused before anything is written when the ISR is
+        # under min.insync.replicas (Kafka answers NOT_ENOUGH_REPLICAS as COORDINATOR_NOT_AVAILABLE).
+        refused = groups.min_isr_error(partition, len(offsets))
+        if refused != ErrorCode.none:
+            return refused
         records = [(encode_group_key(OffsetCommitKey(group_id, t, p)),
                     encode_offset_commit_value(OffsetCommitValue(o.offset, o.leader_epoch, o.metadata,
                                                                  o.commit_timestamp_ms, o.expire_timestamp_ms)), ())
@@ -430,7 +436,8 @@ class TxnService:
         try:
             partition.append_as_leader(bytearray(batch), now)
         except StorageError as e:
-            return ErrorCode(e.error_code)
+            logger.error("appending transactional offsets to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
+            return coordinator_append_error(ErrorCode(e.error_code))
         self.pending_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
         return ErrorCode.none
 
