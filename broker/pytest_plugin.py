@@ -150,7 +150,7 @@ def samsa_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 @pytest.fixture(scope="session")
 def samsa_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SamsaCluster]:
     """An N-node Samsa cluster for the whole session; every node lists every broker before it is handed out."""
-    from samsa.broker import cluster_cli
+    from samsa.broker.cli import cluster as cluster_cli
 
     directory = tmp_path_factory.mktemp("samsa-cluster")
     nodes = int(request.config.getini("samsa_cluster_nodes"))

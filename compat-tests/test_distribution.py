@@ -79,7 +79,7 @@ def test_wheel_installs_one_top_level_package_and_serves(tmp_path: Path) -> None
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         roots = {n.split("/")[0] for n in names}
-        assert "samsa/kproto/records.py" in z.namelist() and "samsa/broker/cli.py" in z.namelist()
+        assert "samsa/kproto/records.py" in z.namelist() and "samsa/broker/cli/__init__.py" in z.namelist()
     assert {r for r in roots if not r.endswith(".dist-info")} == {"samsa"}
     # every package of the four folders is in the wheel (pyproject lists them by hand)
     for folder in ("kproto", "storage", "raft", "broker"):
@@ -87,7 +87,8 @@ def test_wheel_installs_one_top_level_package_and_serves(tmp_path: Path) -> None
             assert f"samsa/{init.relative_to(REPO)}" in names, f"{init.parent} is missing from the wheel"
     with tarfile.open(sdist) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
-    assert {"pyproject.toml", "kproto/records.py", "storage/log.py", "raft/core.py", "broker/cli.py"} <= members
+    assert {"pyproject.toml", "kproto/records.py", "storage/log.py", "raft/core.py",
+            "broker/cli/__init__.py"} <= members
 
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)

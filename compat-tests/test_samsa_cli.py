@@ -77,7 +77,7 @@ def test_json_lines_round_trip_key_value_headers_timestamp(broker: Target) -> No
 
 
 def test_produce_partition_flag_puts_every_record_there(broker: Target) -> None:
-    from samsa.broker.commands.produce import partition_for_key
+    from samsa.broker.cli.commands.produce import partition_for_key
 
     topic = new_topic(broker, 3)
     keys = [f"key{i}" for i in range(12)]

@@ -169,7 +169,7 @@ def kafka_nodes() -> Iterator[list[Node]]:
 @contextlib.contextmanager
 def samsa_nodes() -> Iterator[list[Node]]:
     """Three combined nodes started the way `samsa cluster up` starts them (broker.cluster_cli)."""
-    from samsa.broker import cluster_cli
+    from samsa.broker.cli import cluster as cluster_cli
 
     with tempfile.TemporaryDirectory(prefix="samsa-quorum-bench-") as tmp:
         plan = cluster_cli.plan_cluster(Path(tmp), 3, log_level="WARNING")

@@ -116,7 +116,7 @@ def kafka_nodes(overrides: dict[str, str]) -> Iterator[Cluster]:
 @contextlib.contextmanager
 def samsa_nodes(overrides: dict[str, str]) -> Iterator[Cluster]:
     """Three combined nodes started the way `samsa cluster up` starts them (broker.cluster_cli)."""
-    from samsa.broker import cluster_cli
+    from samsa.broker.cli import cluster as cluster_cli
 
     with tempfile.TemporaryDirectory(prefix="samsa-replication-bench-") as tmp:
         plan = cluster_cli.plan_cluster(Path(tmp), 3, log_level="WARNING",

@@ -12,5 +12,5 @@
 
 Handlers live in broker/handlers/{find_coordinator,join_group,sync_group,heartbeat,leave_group,
 offset_commit,offset_fetch,describe_groups,list_groups,delete_groups,offset_delete}.py; the
-`samsa groups` commands in broker/commands/groups.py.
+`samsa groups` commands in broker/cli/commands/groups.py.
 """

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from samsa.broker.commands import client as routing
-from samsa.broker.commands.consume import Formatter, OffsetSpec, PartitionState, parse_offset, visible
-from samsa.broker.commands.errors import CliError, KafkaError, guarded, kafka_error_text
-from samsa.broker.commands.produce import LineParser, parse_json_line, partition_for_key, template_pattern
-from samsa.broker.commands.settings import Settings, parse_servers
+from samsa.broker.cli.commands import client as routing
+from samsa.broker.cli.commands.consume import Formatter, OffsetSpec, PartitionState, parse_offset, visible
+from samsa.broker.cli.commands.errors import CliError, KafkaError, guarded, kafka_error_text
+from samsa.broker.cli.commands.produce import LineParser, parse_json_line, partition_for_key, template_pattern
+from samsa.broker.cli.commands.settings import Settings, parse_servers
 from samsa.kproto.records import ControlType, Header, Record, decode_batches, encode_batch, encode_control_record
 
 
@@ -207,7 +207,7 @@ def test_retrying_gives_up_at_the_timeout_with_the_last_error_by_name(monkeypatc
 
 
 def test_range_assignor_and_consumer_protocol_bytes() -> None:
-    from samsa.broker.commands.membership import assignment, range_assign, subscription
+    from samsa.broker.cli.commands.membership import assignment, range_assign, subscription
     from samsa.broker.group.consumer_protocol import assigned_partitions, subscribed_topics
 
     # Kafka's RangeAssignor: 3 partitions over 2 members: the first in member-id order gets one more
@@ -223,7 +223,7 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_line_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from samsa.broker.commands import progress
+    from samsa.broker.cli.commands import progress
 
     clock = [100.0]
     monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])

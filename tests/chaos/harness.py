@@ -60,7 +60,7 @@ from kafka import errors as kp_errors
 
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
 from chaos.netns import NetworkLab, NetworkLabUnavailable
-from samsa.broker import cluster_cli
+from samsa.broker.cli import cluster as cluster_cli
 from samsa.broker.client import Connection, KafkaClientError
 from samsa.kproto.errors import ErrorCode
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from samsa.broker import cluster_cli
+from samsa.broker.cli import cluster as cluster_cli
 
 SUBNET = "10.99.0"  # inside the lab's own namespaces only
 CLIENT_HOST = f"{SUBNET}.100"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from samsa.broker import cluster_cli
+from samsa.broker.cli import cluster as cluster_cli
 from samsa.broker.client import Connection, KafkaClientError
 from samsa.kproto.errors import ErrorCode
 

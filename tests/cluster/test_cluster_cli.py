@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.broker import cluster_cli
+from samsa.broker.cli import cluster as cluster_cli
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,11 +17,11 @@ import socket
 from dataclasses import replace
 from typing import Any
 
-from samsa.broker.commands.client import RoutingClient
-from samsa.broker.commands.consume import EARLIEST, LATEST, OFFSET_FETCH_MAX_VERSION, list_offsets
-from samsa.broker.commands.errors import CliError, KafkaError, check, guarded
-from samsa.broker.commands.output import add_output_option, emit, records
-from samsa.broker.commands.settings import add_connection_options, settings_from_args
+from samsa.broker.cli.commands.client import RoutingClient
+from samsa.broker.cli.commands.consume import EARLIEST, LATEST, OFFSET_FETCH_MAX_VERSION, list_offsets
+from samsa.broker.cli.commands.errors import CliError, KafkaError, check, guarded
+from samsa.broker.cli.commands.output import add_output_option, emit, records
+from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 
 OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_ID_NOT_FOUND = 69
@@ -187,7 +187,7 @@ def cmd_reset_offsets(client: RoutingClient, args: argparse.Namespace) -> int:
 
 
 def _audit_records(client: RoutingClient, group: str) -> list[dict[str, Any]]:
-    from samsa.broker.commands.consume import Consumer
+    from samsa.broker.cli.commands.consume import Consumer
     from samsa.broker.group.records import RESET_AUDIT_KEY, ResetAuditKey, decode_audit_value, decode_key
 
     partition = partition_for_group(group, len(_partitions(client, OFFSETS_TOPIC)))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from samsa.broker.commands import configs
-from samsa.broker.commands.client import RoutingClient
-from samsa.broker.commands.errors import CliError, guarded
-from samsa.broker.commands.output import add_output_option, emit
-from samsa.broker.commands.settings import add_connection_options, settings_from_args
+from samsa.broker.cli.commands import configs
+from samsa.broker.cli.commands.client import RoutingClient
+from samsa.broker.cli.commands.errors import CliError, guarded
+from samsa.broker.cli.commands.output import add_output_option, emit
+from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 
 
 def _broker(client: RoutingClient, args: argparse.Namespace) -> int:

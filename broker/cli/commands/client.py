@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from samsa.broker.cli.commands.errors import CliError, KafkaError, describe_os_error
+from samsa.broker.cli.commands.settings import Settings
 from samsa.broker.client import Connection, KafkaClientError
-from samsa.broker.commands.errors import CliError, KafkaError, describe_os_error
-from samsa.broker.commands.settings import Settings
 
 T = TypeVar("T")
 

@@ -1,5 +1,5 @@
 """`samsa cluster up|down`: a local N-voter Samsa cluster on loopback, one `samsa serve` process per node.
-(`samsa cluster info|health`, for any cluster, are client commands: broker/commands/cluster_info.py.)
+(`samsa cluster info|health`, for any cluster, are client commands: broker/cli/commands/cluster_info.py.)
 
     samsa cluster up --nodes 3 --dir ./samsa-cluster     # prints 127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3
     samsa cluster down --dir ./samsa-cluster
@@ -338,7 +338,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    # info and health are added to this parser by samsa.broker.commands (they are client commands, with
+    # info and health are added to this parser by samsa.broker.cli.commands (they are client commands, with
     # --bootstrap-server); the help names all four, as `samsa --help` lists only this line.
     summary = ("info, health: any cluster's brokers, controller, quorum and partitions; up, down: a local "
                "multi-node cluster (one process per node)")

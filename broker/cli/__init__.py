@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if not serving:
         # The client commands' modules are left out of a broker's start-up (about 15 ms of imports).
-        from samsa.broker import commands
+        from samsa.broker.cli import commands
 
         commands.add_commands(sub, parser)  # topics, produce, consume, groups, config, cluster up|down|info|health
     args = parser.parse_args(argv)

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from samsa.broker.commands.client import RETRIABLE, Retry, RoutingClient
-from samsa.broker.commands.errors import CliError, KafkaError, guarded
-from samsa.broker.commands.progress import Progress
-from samsa.broker.commands.settings import add_connection_options, settings_from_args
+from samsa.broker.cli.commands.client import RETRIABLE, Retry, RoutingClient
+from samsa.broker.cli.commands.errors import CliError, KafkaError, guarded
+from samsa.broker.cli.commands.progress import Progress
+from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 from samsa.kproto.records import Header, Record, encode_batch
 
 BATCH_SIZE_BYTES = 16384  # Kafka's batch.size

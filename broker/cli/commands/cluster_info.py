@@ -11,10 +11,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from samsa.broker.commands.client import ClusterView, RoutingClient
-from samsa.broker.commands.errors import guarded
-from samsa.broker.commands.output import emit, records, table
-from samsa.broker.commands.settings import settings_from_args
+from samsa.broker.cli.commands.client import ClusterView, RoutingClient
+from samsa.broker.cli.commands.errors import guarded
+from samsa.broker.cli.commands.output import emit, records, table
+from samsa.broker.cli.commands.settings import settings_from_args
 
 METADATA_TOPIC = "__cluster_metadata"
 READY_TIMEOUT_S = 3.0
@@ -106,7 +106,7 @@ def ready_of(host: str, port: int, timeout_s: float = READY_TIMEOUT_S) -> dict[s
 def node_readiness(directory: str | None, view: ClusterView) -> dict[int, dict[str, Any]] | None:
     """Each node's readiness, when `directory` holds the cluster.json of the cluster `view` describes (one of
     its brokers is at an address the file names) and its nodes serve /health; None otherwise."""
-    from samsa.broker.cluster_cli import ClusterError, read_state
+    from samsa.broker.cli.cluster import ClusterError, read_state
 
     if directory is None:
         return None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from samsa.broker.commands.client import RoutingClient
-from samsa.broker.commands.errors import CliError, check
+from samsa.broker.cli.commands.client import RoutingClient
+from samsa.broker.cli.commands.errors import CliError, check
 
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 SET, DELETE = 0, 1  # AlterConfigOp.OpType

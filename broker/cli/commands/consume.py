@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from samsa.broker.commands.client import RETRIABLE, Retry, RoutingClient
-from samsa.broker.commands.errors import CliError, KafkaError, check, guarded
-from samsa.broker.commands.membership import GroupMember
-from samsa.broker.commands.progress import Progress
-from samsa.broker.commands.settings import add_connection_options, settings_from_args
+from samsa.broker.cli.commands.client import RETRIABLE, Retry, RoutingClient
+from samsa.broker.cli.commands.errors import CliError, KafkaError, check, guarded
+from samsa.broker.cli.commands.membership import GroupMember
+from samsa.broker.cli.commands.progress import Progress
+from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 from samsa.kproto.records import ControlType, Record, decode_batches, decode_control_record
 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps

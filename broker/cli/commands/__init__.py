@@ -7,8 +7,8 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from samsa.broker.commands.output import add_output_option
-from samsa.broker.commands.settings import add_connection_options
+from samsa.broker.cli.commands.output import add_output_option
+from samsa.broker.cli.commands.settings import add_connection_options
 
 
 class _OneLineErrors:
@@ -29,8 +29,8 @@ def one_line(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 def _add_cluster_views(sub: Any) -> None:
     """`samsa cluster info|health` beside cluster_cli's `up|down`, on the same parser."""
-    from samsa.broker import cluster_cli
-    from samsa.broker.commands.cluster_info import cmd_cluster_view
+    from samsa.broker.cli import cluster as cluster_cli
+    from samsa.broker.cli.commands.cluster_info import cmd_cluster_view
 
     cluster_cli.add_commands(sub)
     cluster: argparse.ArgumentParser = sub.choices["cluster"]
@@ -54,7 +54,7 @@ def _add_cluster_views(sub: Any) -> None:
 
 def add_commands(sub: Any, top: argparse.ArgumentParser | None = None) -> None:
     """Register the client commands on `samsa`'s subparsers; `top` (the `samsa` parser) gets one-line errors too."""
-    from samsa.broker.commands import config_cmd, consume, groups, produce, topics
+    from samsa.broker.cli.commands import config_cmd, consume, groups, produce, topics
 
     topics.add_commands(sub, one_line)
     produce.add_commands(sub, one_line)

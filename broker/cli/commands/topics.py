@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from samsa.broker.commands import configs
-from samsa.broker.commands.client import RETRIABLE, Retry, RoutingClient
-from samsa.broker.commands.consume import EARLIEST, LATEST, READ_UNCOMMITTED, Consumer, list_offsets
-from samsa.broker.commands.errors import CliError, KafkaError, guarded
-from samsa.broker.commands.output import add_output_option, emit, records
-from samsa.broker.commands.settings import add_connection_options, settings_from_args
+from samsa.broker.cli.commands import configs
+from samsa.broker.cli.commands.client import RETRIABLE, Retry, RoutingClient
+from samsa.broker.cli.commands.consume import EARLIEST, LATEST, READ_UNCOMMITTED, Consumer, list_offsets
+from samsa.broker.cli.commands.errors import CliError, KafkaError, guarded
+from samsa.broker.cli.commands.output import add_output_option, emit, records
+from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 
 ADMIN_TIMEOUT_MS = 30000
 NOT_CONTROLLER = 41

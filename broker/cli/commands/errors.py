@@ -11,8 +11,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from samsa.broker.cli.commands.kafka_errors import KAFKA_ERRORS
 from samsa.broker.client import KafkaClientError
-from samsa.broker.commands.kafka_errors import KAFKA_ERRORS
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130

@@ -8,8 +8,8 @@ import struct
 import time
 from typing import Any
 
-from samsa.broker.commands.client import RoutingClient
-from samsa.broker.commands.errors import CliError, KafkaError, check
+from samsa.broker.cli.commands.client import RoutingClient
+from samsa.broker.cli.commands.errors import CliError, KafkaError, check
 from samsa.broker.group.consumer_protocol import assigned_partitions, subscribed_topics
 
 SESSION_TIMEOUT_MS = 45000  # session.timeout.ms

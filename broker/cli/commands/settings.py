@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from samsa.broker.commands.errors import CliError
+from samsa.broker.cli.commands.errors import CliError
 
 DEFAULT_PORT = 9092  # Kafka's default listener port, as kafka-*.sh and rpk assume
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
