@@ -36,7 +36,7 @@ def fetch_replica_id(request: Any) -> int:
 
 def observe_fetch(metrics: RequestMetrics, request: Any, response: Any, topics_by_id: Mapping[str, Any]) -> None:
     """ErrorsPerSec per partition (and a top-level error), bytes out per topic or replication bytes out."""
-    top = int(response.error_code)
+    top = int(getattr(response, "error_code", 0))  # v7+ (fetch sessions); v4-v6 have none
     if top:
         metrics.count_error(FETCH_KEY, top)
     topics = metrics.topics

@@ -67,8 +67,9 @@ def produce(broker: Broker, topic: str, partition: int, records: bytes, acks: in
         {"name": topic, "partition_data": [{"index": partition, "records": records}]}]})
 
 
-def fetch(broker: Broker, topic: str, partition: int, offset: int, replica_id: int = -1) -> Any:
-    return call(broker, 1, FETCH_VERSION, {
+def fetch(broker: Broker, topic: str, partition: int, offset: int, replica_id: int = -1,
+          version: int = FETCH_VERSION) -> Any:
+    return call(broker, 1, version, {
         "replica_id": replica_id, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
         "session_id": 0, "session_epoch": -1, "forgotten_topics_data": (), "rack_id": "",
         "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": offset,
@@ -177,6 +178,18 @@ def test_bytes_out_advance_after_a_consume_and_not_for_a_follower(broker: Broker
     later = scrape(broker)
     assert value(later, BYTES_OUT, topic="out") == value(after, BYTES_OUT, topic="out")
     assert value(later, "kafka_server_brokertopicmetrics_replicationbytesout_total") == replicated
+
+
+def test_bytes_out_at_every_fetch_version_that_names_topics(broker: Broker) -> None:
+    """v4-v6 answer without a top-level error code (v7 added it with fetch sessions): counted all the same."""
+    create(broker, "versions")
+    records = batch(3, 16)
+    produce(broker, "versions", 0, records)
+    before = value(scrape(broker), BYTES_OUT, topic="versions")
+    for version in range(4, 13):
+        r = fetch(broker, "versions", 0, 0, version=version)
+        assert len(r.responses[0].partitions[0].records) == len(records), version
+    assert value(scrape(broker), BYTES_OUT, topic="versions") - before == 9 * len(records)
 
 
 def test_error_codes_per_api(broker: Broker) -> None:
