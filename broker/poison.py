@@ -261,7 +261,7 @@ def _get(record: Any, name: str) -> Any:
 
 def _client_of(consumer: object) -> str:
     modules = [c.__module__ for c in type(consumer).__mro__]
-    if any(m.startswith("confluent_kafka") for m in modules):
+    if any(m.startswith("confluent_kafka") or m == "cimpl" for m in modules):  # its C classes say "cimpl"
         return "confluent-kafka"
     if any(m == "kafka" or m.startswith("kafka.") for m in modules):
         return "kafka-python"
@@ -308,6 +308,10 @@ class PoisonGuard:
     quarantined: list[Skipped] = field(default_factory=list)
     _client: RoutingClient | None = None
 
+    def __post_init__(self) -> None:
+        if self.commit is None:  # fail at construction, not at the first poison record
+            self.commit = commit_with(self.consumer)
+
     def process(self, record: R, handler: Callable[[R], T]) -> T | None:
         """handler(record), retried; None when the record was quarantined."""
         delays = self.policy.delays_ms()
@@ -336,7 +340,8 @@ class PoisonGuard:
                                      offset=offset, reason=reason, operator=self.operator,
                                      quarantine_topic=self.quarantine_topic, isolation=READ_UNCOMMITTED,
                                      exact=True)
-        (self.commit or commit_with(self.consumer))(topic, partition, skipped.next_offset, skipped.metadata)
+        assert self.commit is not None  # set in __post_init__
+        self.commit(topic, partition, skipped.next_offset, skipped.metadata)
         self.quarantined.append(skipped)
 
     def close(self) -> None:

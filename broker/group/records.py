@@ -165,7 +165,8 @@ def decode_skip_metadata(metadata: str | None) -> dict[str, Any] | None:
     if not metadata or not metadata.startswith(SKIP_METADATA_PREFIX):
         return None
     try:
-        value = json.loads(metadata[len(SKIP_METADATA_PREFIX):])
+        # confluent-kafka (Python) sends a TopicPartition's metadata with its C string's terminating NUL
+        value = json.loads(metadata[len(SKIP_METADATA_PREFIX):].rstrip("\x00"))
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
