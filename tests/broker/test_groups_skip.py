@@ -177,3 +177,50 @@ def test_skip_on_an_empty_group_copies_commits_and_audits(broker: Any) -> None:
     text = groups_cli(broker, "history", "billing").stdout
     assert "skip  by samsa-groups/" in text and "2 record(s) 4-5 copied to orders.quarantine  operator: alice" in text
     assert "reset  by" in text and "orders-0: 7 -> 2" in text
+
+
+def test_count_is_records_not_offsets_across_a_transaction_marker(broker: Any) -> None:
+    """Offsets have gaps: a committed transaction's marker takes an offset but is no record, so --count 2
+    from offset 3 skips the records at 3 and 5 and commits 6."""
+    now = int(time.time() * 1000)
+    with broker.connect() as conn:
+        setup(conn, "events", [Record(i, now, b"k%d" % i, b"v%d" % i) for i in range(3)])
+        for _ in range(200):  # the transaction state topic is made by the first FindCoordinator
+            if conn.request(10, {"key": "tx", "key_type": 1}, version=3).error_code.value == 0:
+                break
+            time.sleep(0.05)
+        pid = conn.request(22, {"transactional_id": "tx", "transaction_timeout": 60000, "producer_id": -1,
+                                "producer_epoch": -1}, version=5)
+        assert pid.error_code.value == 0
+        added = conn.request(24, {"v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": pid.producer_id,
+                                  "v3_and_below_producer_epoch": pid.producer_epoch,
+                                  "v3_and_below_topics": [{"name": "events", "partitions": [0]}]}, version=3)
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code.value == 0
+        txn = encode_batch([(b"k3", b"v3", ())], timestamp_ms=now, producer_id=pid.producer_id,
+                           producer_epoch=pid.producer_epoch, base_sequence=0, is_transactional=True)
+        p = conn.request(0, {"transactional_id": "tx", "acks": -1, "timeout": 30000, "topic_data": [
+            {"name": "events", "partition_data": [{"index": 0, "records": txn}]}]})
+        assert p.responses[0].partition_responses[0].error_code.value == 0
+        end = conn.request(26, {"transactional_id": "tx", "producer_id": pid.producer_id,
+                                "producer_epoch": pid.producer_epoch, "committed": True}, version=3)
+        assert end.error_code.value == 0
+        after = encode_batch([(b"k%d" % i, b"v%d" % i, ()) for i in (5, 6, 7)], timestamp_ms=now)
+        for _ in range(200):  # the marker at 4 is written as the transaction completes
+            r = conn.request(2, {"replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": "events", "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+            if r.topics[0].partitions[0].offset == 5:
+                break
+            time.sleep(0.05)
+        p = conn.request(0, {"acks": -1, "timeout": 30000, "topic_data": [
+            {"name": "events", "partition_data": [{"index": 0, "records": after}]}]})
+        assert p.responses[0].partition_responses[0].base_offset == 5
+
+    skipped = groups_cli(broker, "skip", "--group", "audit", "--topic", "events", "--partition", "0", "--offset", "3",
+                         "--count", "2", "--reason", "bad batch")
+    assert skipped.returncode == 0, skipped.stderr
+    assert "(offsets 3-5)" in skipped.stdout
+    with broker.connect() as conn:
+        assert committed(conn, "audit", "events") == 6
+        copies = fetch_all(conn, "events.quarantine")
+        assert [(c.value, dict((h.key, h.value) for h in c.headers)["samsa.quarantine.source.offset"])
+                for c in copies] == [(b"v3", b"3"), (b"v5", b"5")]
