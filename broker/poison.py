@@ -305,8 +305,8 @@ class PoisonGuard:
     operator: str | None = None
     commit: Callable[[str, int, int, str], None] | None = None  # default: through the consumer (commit_with)
     sleep: Callable[[float], None] = time.sleep
-    quarantined: list[Skipped] = field(default_factory=list)
-    _client: RoutingClient | None = None
+    quarantined: list[Skipped] = field(default_factory=list, init=False)  # what this guard skipped, in order
+    _client: RoutingClient | None = field(default=None, init=False, repr=False)  # opened at the first skip
 
     def __post_init__(self) -> None:
         if self.commit is None:  # fail at construction, not at the first poison record
