@@ -26,6 +26,10 @@ above the types Kafka uses; Kafka's loader skips record types it does not know. 
 unique per record, so compaction never merges two audit records; the value is version 0 followed
 by a JSON object (who, when, what, from, to, why).  Choosing the offsets topic over a file in the
 data directory keeps the audit trail with the offsets it explains (and replicated with them later).
+
+A poison-record skip (`samsa groups skip`, `samsa.broker.poison`) commits the offset after the skipped
+records with a commit metadata string `samsa-skip:{json}` (count, first and last skipped offsets,
+quarantine topic, reason, operator); the broker audits such a commit like a reset, with kind "skip".
 """
 
 from __future__ import annotations
@@ -147,6 +151,25 @@ def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
                 _I32.pack(m.rebalance_timeout_ms), _I32.pack(m.session_timeout_ms), _bytes(m.subscription),
                 _bytes(m.assignment)]
     return b"".join(out)
+
+
+SKIP_METADATA_PREFIX = "samsa-skip:"
+
+
+def encode_skip_metadata(skip: dict[str, Any]) -> str:
+    return SKIP_METADATA_PREFIX + json.dumps(skip, sort_keys=True, separators=(",", ":"))
+
+
+def decode_skip_metadata(metadata: str | None) -> dict[str, Any] | None:
+    """The skip descriptor a commit's metadata carries, or None (any other metadata, or not a JSON object)."""
+    if not metadata or not metadata.startswith(SKIP_METADATA_PREFIX):
+        return None
+    try:
+        # confluent-kafka (Python) sends a TopicPartition's metadata with its C string's terminating NUL
+        value = json.loads(metadata[len(SKIP_METADATA_PREFIX):].rstrip("\x00"))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def encode_audit_value(audit: dict[str, Any]) -> bytes:

@@ -7,7 +7,9 @@ unknown group with GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
 
 A commit with generation -1 and no member id to an empty consumer group is how admin tools reset
 offsets; Samsa writes an audit record (who, when, what moved from where to where, why: the commit
-metadata string, which `samsa groups reset-offsets --reason` fills) next to the offsets.
+metadata string, which `samsa groups reset-offsets --reason` fills) next to the offsets. A commit whose
+metadata is a poison-record skip descriptor (`samsa-skip:{...}`, from `samsa groups skip` as an admin or
+from `samsa.broker.poison` inside the member that owns the partition) is audited too, with kind "skip".
 
 Stricter than Kafka (the seeds): any other commit of an offset past the partition's log end is refused
 with OFFSET_OUT_OF_RANGE (broker/commit_bounds.py; `samsa.offset.commit.past.log.end.enable` turns it off).
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from samsa.broker.commit_bounds import is_administrative_reset
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
-from samsa.broker.group.records import ResetAuditKey, encode_audit_value
+from samsa.broker.group.records import ResetAuditKey, decode_skip_metadata, encode_audit_value
 from samsa.broker.group.state import GroupState
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
@@ -46,6 +48,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_RETENTION = -1
 
 
+def _skip(offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[str, object] | None:
+    return next((d for d in map(decode_skip_metadata, (o.metadata for o in offsets.values())) if d), None)
+
+
 def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
     groups = ctx.broker.groups
     before = groups.coordinator.committed_offsets(group_id)
@@ -62,6 +68,9 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
         "why": "; ".join(reasons),
         "changes": changes,
     }
+    skip = _skip(offsets)
+    if skip is not None:
+        audit.update({**skip, "kind": "skip", "why": str(skip.get("reason", ""))})
     key = ResetAuditKey(group_id, ctx.now_ms, uuid.uuid4().hex)
     groups.append_audit(group_id, key, encode_audit_value(audit))
 
@@ -109,7 +118,7 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
         before = groups.snapshot([group_id])
         group = groups.coordinator.groups.get(group_id)
         if (generation < 0 and not member_id and group is not None and group.protocol_type
-                and group.state is GroupState.EMPTY):
+                and group.state is GroupState.EMPTY) or _skip(offsets) is not None:
             _audit(ctx, group_id, offsets)
         errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
         # Answered once the commit is on every in-sync replica (Kafka writes offsets with acks=-1).

@@ -1,10 +1,17 @@
-"""`samsa groups list|describe|delete|reset-offsets|history`: consumer groups, each request sent to the
+"""`samsa groups list|describe|delete|reset-offsets|skip|history`: consumer groups, each request sent to the
 group's coordinator (FindCoordinator), `list` to every broker (as Kafka's AdminClient.listConsumerGroups).
 
 reset-offsets refuses to touch a group with members (like kafka-consumer-groups.sh), and commits
 with generation -1 and the --reason as each partition's commit metadata; the broker turns such a
 commit into an audit record in `__consumer_offsets` (who, when, what moved from where to where,
 why), which `history` reads back (a Samsa feature: other brokers have no audit records).
+
+skip moves a group past poison records: it copies them to a quarantine topic (samsa.broker.poison) and
+commits the offset after the last one with generation -1 and a `samsa-skip:{...}` metadata, which the
+broker audits with kind "skip". It needs the group empty: the broker, like Kafka's
+ClassicGroup.validateOffsetCommit, refuses a generation -1 commit while the group has members
+(UNKNOWN_MEMBER_ID), and a live member would fetch from its own position and commit over it anyway;
+inside a running consumer, samsa.broker.poison.PoisonGuard skips as the member instead.
 """
 
 from __future__ import annotations
@@ -186,6 +193,45 @@ def cmd_reset_offsets(client: RoutingClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_skip(client: RoutingClient, args: argparse.Namespace) -> int:
+    from samsa.broker.poison import check_reason, default_operator, quarantine_records
+
+    check_reason(args.reason or "")
+    if args.count < 1:
+        raise CliError(f"--count {args.count}: at least one record")
+    d = _describe(client, args.group)
+    if d.error_code.value not in (0, GROUP_ID_NOT_FOUND):
+        check(d.error_code, f"group {args.group!r}")
+    where = f"{args.topic}-{args.partition}"
+    if d.group_state not in ("Empty", "Dead") or d.members:
+        committed = _committed(client, args.group).get((args.topic, args.partition))
+        if committed != args.offset:
+            raise CliError(f"group {args.group} is {d.group_state} and its committed offset of {where} is "
+                           f"{'none' if committed is None else committed}, not {args.offset}: skip only passes a "
+                           "record the group is stuck at")
+        raise CliError(f"group {args.group} is {d.group_state} with {len(d.members)} member(s): the broker takes an "
+                       "administrative commit only from an empty group (and a live member would commit over it); "
+                       "stop its consumers and skip again, or skip inside the consumer with samsa.broker.poison")
+    skipped = quarantine_records(client, group=args.group, topic=args.topic, partition=args.partition,
+                                 offset=args.offset, count=args.count, reason=args.reason,
+                                 operator=args.operator or default_operator(), quarantine_topic=args.quarantine)
+
+    def first_error(r: Any) -> int:
+        return next((p.error_code.value for t in r.topics for p in t.partitions if p.error_code.value), 0)
+
+    r = client.group_request(args.group, 8, {
+        "group_id": args.group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": args.topic, "partitions": [
+            {"partition_index": args.partition, "committed_offset": skipped.next_offset, "committed_leader_epoch": -1,
+             "committed_metadata": skipped.metadata}]}]}, error_of=first_error)
+    code = first_error(r)
+    if code:
+        raise KafkaError(code, f"commit to group {args.group!r} (the copies are in {skipped.quarantine_topic})")
+    print(f"Skipped {skipped.count} record(s) of {where} (offsets {skipped.first_offset}-{skipped.last_offset}) for "
+          f"group {args.group}: copied to {skipped.quarantine_topic}, committed offset {skipped.next_offset}.")
+    return 0
+
+
 def _audit_records(client: RoutingClient, group: str) -> list[dict[str, Any]]:
     from samsa.broker.cli.commands.consume import Consumer
     from samsa.broker.group.records import RESET_AUDIT_KEY, ResetAuditKey, decode_audit_value, decode_key
@@ -221,13 +267,17 @@ def partition_for_group(group: str, partitions: int) -> int:
 def cmd_history(client: RoutingClient, args: argparse.Namespace) -> int:
     audit = _audit_records(client, args.group)
     if not audit:
-        print(f"No offset resets recorded for group {args.group}.")
+        print(f"No offset resets or skips recorded for group {args.group}.")
         return 0
     for a in audit:
         if args.json or args.output == "json":
             print(json.dumps(a, sort_keys=True))
             continue
-        print(f"{a.get('when')}  by {a.get('who')}  why: {a.get('why') or '-'}")
+        kind = a.get("kind", "reset")
+        print(f"{a.get('when')}  {kind}  by {a.get('who')}  why: {a.get('why') or '-'}")
+        if kind == "skip":
+            print(f"    {a.get('count')} record(s) {a.get('first')}-{a.get('last')} copied to {a.get('quarantine')}"
+                  f"  operator: {a.get('operator')}")
         for c in a.get("changes", ()):
             start = "-" if c.get("from") is None else c["from"]
             print(f"    {c['topic']}-{c['partition']}: {start} -> {c['to']}")
@@ -235,7 +285,7 @@ def cmd_history(client: RoutingClient, args: argparse.Namespace) -> int:
 
 
 ACTIONS = {"list": cmd_list, "describe": cmd_describe, "delete": cmd_delete, "reset-offsets": cmd_reset_offsets,
-           "history": cmd_history}
+           "skip": cmd_skip, "history": cmd_history}
 
 
 @guarded
@@ -245,7 +295,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
         if not args.group:
             raise CliError("history needs a group: samsa groups history GROUP")
     settings = settings_from_args(args)
-    if args.groups_command == "reset-offsets":
+    if args.groups_command in ("reset-offsets", "skip"):
         settings = replace(settings, client_id=f"samsa-groups/{getpass.getuser()}@{socket.gethostname()}")
     with RoutingClient(settings) as client:
         return ACTIONS[args.groups_command](client, args)
@@ -253,7 +303,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any, one_line: Any) -> None:
     groups = one_line(sub.add_parser("groups", help="list, describe, delete consumer groups; reset offsets; "
-                                     "audit history"))
+                                     "skip poison records; audit history"))
     actions = groups.add_subparsers(dest="groups_command", required=True)
 
     def action(name: str, help_: str, group: bool = True) -> argparse.ArgumentParser:
@@ -282,7 +332,16 @@ def add_commands(sub: Any, one_line: Any) -> None:
     how.add_argument("--shift-by", type=int)
     p.add_argument("--reason", required=True, help="why; stored in the audit record")
     p.add_argument("--dry-run", action="store_true")
-    p = action("history", "the audit records of offset resets of a group: history GROUP", group=False)
+    p = action("skip", "copy poison records to a quarantine topic and commit past them, with a reason")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=int, required=True)
+    p.add_argument("--offset", type=int, required=True, help="the first record to skip: the committed offset "
+                   "(any offset while the group is empty)")
+    p.add_argument("--count", type=int, default=1, help="how many records (offsets may have gaps; default 1)")
+    p.add_argument("--reason", required=True, help="why; in the audit record and each copy's headers")
+    p.add_argument("--quarantine", help="the topic the copies go to (default TOPIC.quarantine, created if missing)")
+    p.add_argument("--operator", help="who skips (default: the OS user)")
+    p = action("history", "the audit records of offset resets and skips of a group: history GROUP", group=False)
     p.add_argument("group_name", nargs="?", help="the group (or --group)")
     p.add_argument("--group", "-g")
     p.add_argument("--json", action="store_true")
