@@ -71,6 +71,11 @@ def test_consumer_group_command(group_target: Any, tmp_path: Path) -> None:
     assert committed(bootstrap, group, topic) == dict.fromkeys(range(PARTITIONS), 3)
     after = rows(tool(bootstrap, "--describe", "--group", group), topic)
     assert all(c[5] == "12" for c in after.values()), after
+    # Past the log end: the tool itself clamps to the end (it never sends a commit past it, so Samsa's refusal of
+    # such commits leaves it working), on both brokers.
+    tool(bootstrap, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "1000", "--execute")
+    assert committed(bootstrap, group, topic) == dict.fromkeys(range(PARTITIONS), 15)
+    tool(bootstrap, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3", "--execute")
     if group_target.name == "samsa":
         # Samsa recorded the reset by Kafka's tool in the group's audit history
         import subprocess
