@@ -12,7 +12,7 @@ from samsa.storage import Log, LogConfig
 from samsa.storage.cleaner import Cleaner, CleanResult
 from samsa.storage.cleaner_manager import cleanable_range
 from samsa.storage.cleaner_swap import SwapStep
-from samsa.storage.txn_index import TransactionIndex
+from samsa.storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
 
 NOW_MS = 1_700_000_000_000
 DAY_MS = 86_400_000
@@ -35,6 +35,18 @@ def kv(pairs: Sequence[tuple[bytes, bytes | None]], *, ts: int = NOW_MS, pid: in
 def marker(pid: int, epoch: int, *, commit: bool, ts: int = NOW_MS) -> bytes:
     return encode_control_batch(ControlType.COMMIT if commit else ControlType.ABORT, producer_id=pid,
                                 producer_epoch=epoch, coordinator_epoch=0, timestamp_ms=ts)
+
+
+def write_marker(log: Log, pid: int, epoch: int, *, commit: bool, ts: int = NOW_MS) -> None:
+    """A COMMIT/ABORT marker as the broker writes it (broker/replica_manager.py): an abort also gets its
+    entry in the segment's `.txnindex`."""
+    entry = log.producer_state(pid)
+    first = entry.current_txn_first_offset if entry is not None else None
+    index = TransactionIndex.open(log.directory, log.segments, log.log_end_offset)
+    info = log.append_as_leader(marker(pid, epoch, commit=commit, ts=ts), leader_epoch=0, now_ms=ts)
+    if not commit and first is not None:
+        lso = last_stable_offset(log.producer_states.values(), info.last_offset + 1)
+        index.append(log.active_segment.base_offset, AbortedTxn(pid, first, info.last_offset, lso))
 
 
 @dataclass(frozen=True)
