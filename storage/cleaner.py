@@ -25,6 +25,7 @@ the log's segment list.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,7 +48,7 @@ from samsa.storage.txn_index import AbortedTxn
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CleanResult", "Cleaner", "CleanerStats", "LogCleaningAbortedError", "UncleanableLogError"]
+__all__ = ["CleanResult", "Cleaner", "CleanerStats", "CleaningPass", "LogCleaningAbortedError", "UncleanableLogError"]
 
 READ_CHUNK_BYTES = 1 << 20
 MAX_DECOMPRESSED_BATCH_BYTES = 64 << 20  # a stored batch decompressing past this is treated as corrupt
@@ -170,6 +171,36 @@ class _TxnTracker:
         return False
 
 
+@dataclass(slots=True)
+class CleaningPass:
+    """One pass over one log, between Cleaner.begin and Cleaner.finish."""
+
+    log: Log
+    segments: list[LogSegment]  # the segment list when the pass began
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    now_ms: int
+    last_batches: dict[int, tuple[int | None, int]]  # producer id -> (last data batch's last offset, epoch)
+    started: float
+    stats: CleanerStats = field(default_factory=CleanerStats)
+    aborted: list[AbortedTxn] = field(default_factory=list)
+    end_offset: int = -1
+    groups: list[list[LogSegment]] = field(default_factory=list)
+    tracker: _TxnTracker = field(default_factory=lambda: _TxnTracker(()))
+
+
+@contextlib.contextmanager
+def _errors(log: Log) -> Iterator[None]:
+    """A corrupt batch or an unreadable file makes the log uncleanable; a segment deleted meanwhile (retention,
+    truncation) only aborts the pass."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise LogCleaningAbortedError(f"{log.directory.name}: a segment went away during cleaning: {e}") from e
+    except (CorruptBatchError, ValueError, IndexError, OSError) as e:
+        raise UncleanableLogError(f"{log.directory.name}: corrupt batch met by the log cleaner: {e}") from e
+
+
 class Cleaner:
     """Cleans one log at a time with an offset map of `map_memory_bytes` (log.cleaner.dedupe.buffer.size
     divided by log.cleaner.threads)."""
@@ -188,39 +219,54 @@ class Cleaner:
     def clean(self, log: Log, first_dirty_offset: int, first_uncleanable_offset: int, now_ms: int,
               *, stop_after: SwapStep | None = None) -> CleanResult:
         """Clean `log` from its start up to at most `first_uncleanable_offset` (a segment base, at most the
-        active segment's, the high watermark and the last stable offset; see cleaner_manager).
+        active segment's, the high watermark and the last stable offset; see cleaner_manager), all in this
+        thread: begin, plan, then clean_group and replace_segments for each group.
 
         `stop_after` stops the pass after that step of the first group's swap (crash tests).
         Raises UncleanableLogError on a corrupt batch, LogCleaningAbortedError if the log changed.
         """
-        started = time.monotonic()
-        stats = CleanerStats()
-        segments = list(log.segments)
-        io = log._io
-        try:
-            aborted = self._scan_transactions(io, segments, first_uncleanable_offset)
-            end_offset = self._build_offset_map(io, segments, first_dirty_offset, first_uncleanable_offset,
-                                                aborted, stats)
-            if end_offset <= first_dirty_offset:
-                return CleanResult(first_dirty_offset, stats)
-            tracker = _TxnTracker(aborted)
-            last_batches = {pid: (e.last_offset if e.batches else None, e.producer_epoch)
-                            for pid, e in log.producer_states.items()}
-            groups = group_segments_by_size(
-                [s for s in segments[:-1] if s.base_offset < end_offset], log.config.segment_bytes,
-                log.config.segment_index_bytes, first_uncleanable_offset)
-            for group in groups:
-                cleaned = self._clean_group(log, group, segments, tracker, last_batches, first_uncleanable_offset,
-                                            now_ms, stats)
-                replace_segments(log, cleaned, group, now_ms=now_ms, stop_after=stop_after)
-                stats.segments_cleaned += len(group)
-                if stop_after is not None:
-                    break
-        except (CorruptBatchError, ValueError, IndexError) as e:
-            raise UncleanableLogError(f"{log.directory.name}: corrupt batch met by the log cleaner: {e}") from e
-        stats.buffer_utilization = self.offset_map.utilization
-        stats.elapsed_s = time.monotonic() - started
-        return CleanResult(end_offset, stats)
+        p = self.begin(log, first_dirty_offset, first_uncleanable_offset, now_ms)
+        self.plan(p)
+        for group in p.groups:
+            cleaned = self.clean_group(p, group)
+            replace_segments(log, cleaned, group, now_ms=now_ms, stop_after=stop_after)
+            p.stats.segments_cleaned += len(group)
+            if stop_after is not None:
+                break
+        return self.finish(p)
+
+    def begin(self, log: Log, first_dirty_offset: int, first_uncleanable_offset: int, now_ms: int) -> CleaningPass:
+        """What a pass needs from the log's in-memory state, taken on the thread that owns the log."""
+        last_batches = {pid: (e.last_offset if e.batches else None, e.producer_epoch)
+                        for pid, e in log.producer_states.items()}
+        return CleaningPass(log, list(log.segments), first_dirty_offset, first_uncleanable_offset, now_ms,
+                            last_batches, time.monotonic())
+
+    def plan(self, p: CleaningPass) -> None:
+        """Steps 1 and 2 (may run in a worker thread): the aborted transactions, the offset map, the groups."""
+        with _errors(p.log):
+            io = p.log._io
+            p.aborted = self._scan_transactions(io, p.segments, p.first_uncleanable_offset)
+            p.end_offset = self._build_offset_map(io, p.segments, p.first_dirty_offset, p.first_uncleanable_offset,
+                                                  p.aborted, p.stats)
+            if p.end_offset <= p.first_dirty_offset:
+                p.end_offset = p.first_dirty_offset
+                return
+            p.tracker = _TxnTracker(p.aborted)
+            p.groups = group_segments_by_size(
+                [s for s in p.segments[:-1] if s.base_offset < p.end_offset], p.log.config.segment_bytes,
+                p.log.config.segment_index_bytes, p.first_uncleanable_offset)
+
+    def clean_group(self, p: CleaningPass, group: list[LogSegment]) -> CleanedSegmentWriter:
+        """Step 3 for one group (may run in a worker thread; groups in order): its `.cleaned` segment."""
+        with _errors(p.log):
+            return self._clean_group(p.log, group, p.tracker, p.last_batches, p.first_uncleanable_offset, p.now_ms,
+                                     p.stats)
+
+    def finish(self, p: CleaningPass) -> CleanResult:
+        p.stats.buffer_utilization = self.offset_map.utilization
+        p.stats.elapsed_s = time.monotonic() - p.started
+        return CleanResult(p.end_offset, p.stats)
 
     def _check(self) -> None:
         if self._check_done is not None:
@@ -311,7 +357,7 @@ class Cleaner:
     # 3. recopy
     # =====================================================================================================
 
-    def _clean_group(self, log: Log, group: Sequence[LogSegment], segments: Sequence[LogSegment],
+    def _clean_group(self, log: Log, group: Sequence[LogSegment],
                      tracker: _TxnTracker, last_batches: dict[int, tuple[int | None, int]],
                      upper_bound: int, now_ms: int, stats: CleanerStats) -> CleanedSegmentWriter:
         """Kafka's cleanSegments: recopy `group` into one `.cleaned` segment named after its first base."""

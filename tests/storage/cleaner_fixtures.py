@@ -57,12 +57,13 @@ class Rec:
     header: BatchHeader
 
 
-def read_batches(log: Log) -> list[tuple[BatchHeader, list[Rec]]]:
-    """Every batch from the log start to the log end, through Log.read like a fetch."""
+def read_batches(log: Log, upto: int | None = None) -> list[tuple[BatchHeader, list[Rec]]]:
+    """Every batch from the log start to `upto` (the log end), through Log.read like a fetch."""
     out: list[tuple[BatchHeader, list[Rec]]] = []
     offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        info = log.read(offset, max_bytes=1 << 20, max_offset=None)
+    end = log.log_end_offset if upto is None else upto
+    while offset < end:
+        info = log.read(offset, max_bytes=1 << 20, max_offset=end)
         data = info.read_bytes()
         if not data:
             break
@@ -77,13 +78,15 @@ def read_all(log: Log) -> list[Rec]:
 
 
 def read_committed(log: Log) -> list[Rec]:
-    """What a read_committed consumer sees (Kafka's fetcher: aborted producer ids from the txn index)."""
+    """What a read_committed consumer sees: batches below the last stable offset, less those of aborted
+    transactions (Kafka's fetcher: aborted producer ids from the txn index, dropped until their marker)."""
+    lso = last_stable_offset(log.producer_states.values(), log.high_watermark)
     index = TransactionIndex.open(log.directory, log.segments, log.log_end_offset)
     aborted = sorted(index.collect_aborted_transactions(log.log_start_offset, log.log_end_offset),
                      key=lambda t: t.first_offset)
     active: set[int] = set()
     out: list[Rec] = []
-    for h, recs in read_batches(log):
+    for h, recs in read_batches(log, lso):
         while aborted and aborted[0].first_offset <= h.last_offset:
             active.add(aborted.pop(0).producer_id)
         if h.is_control:
@@ -112,4 +115,7 @@ def clean(log: Log, now_ms: int, *, map_bytes: int = 1 << 20, first_dirty: int |
 
 
 def open_compact(directory: Path, config: LogConfig | None = None, now_ms: int = NOW_MS) -> Log:
-    return Log.open(directory, config or compact_config(), now_ms=now_ms)
+    """Open a log whose high watermark is its log end (as if checkpointed so)."""
+    log = Log.open(directory, config or compact_config(), now_ms=now_ms)
+    log.update_high_watermark(log.log_end_offset)
+    return log

@@ -347,3 +347,28 @@ def test_a_corrupt_batch_makes_the_log_uncleanable(log_dir: Path) -> None:
     assert [s.base_offset for s in log.segments] == bases  # nothing was swapped
     assert seg.log_path.read_bytes() == bytes(data)
     log.close()
+
+
+def test_a_follower_replicates_a_cleaned_log_as_it_is(tmp_path: Path) -> None:
+    leader = open_compact(tmp_path / "leader-0")
+    for seq in range(4):
+        leader.append_as_leader(kv([(b"p", b"x%d" % seq), (b"q%d" % seq, b"y")], pid=8, epoch=0, seq=seq * 2),
+                                leader_epoch=0, now_ms=NOW_MS)
+        _fill(leader, 6, 3, start=seq * 10)
+    leader.append_as_leader(kv([(b"p", b"last")]), leader_epoch=0, now_ms=NOW_MS)
+    _close_segments(leader)
+    run_clean(leader, NOW_MS)
+    assert any(h.records_count < h.last_offset_delta + 1 for h, _ in read_batches(leader))  # rewritten batches
+    follower = open_compact(tmp_path / "follower-0")
+    offset = 0
+    while offset < leader.log_end_offset:
+        data = leader.read(offset, max_bytes=500, max_offset=None).read_bytes()
+        follower.append_as_follower(data, now_ms=NOW_MS)
+        offset = follower.log_end_offset
+    follower.update_high_watermark(follower.log_end_offset)
+    assert [(r.offset, r.key, r.value) for r in read_all(follower)] == [(r.offset, r.key, r.value) for r in
+                                                                         read_all(leader)]
+    entry = follower.producer_state(8)
+    assert entry is not None and entry.last_seq == 7
+    leader.close()
+    follower.close()
