@@ -366,6 +366,7 @@ class Cleaner:
         try:
             for seg in group:
                 self._check()
+                writer.source_sizes.append(seg.size_bytes)
                 for h, data in self._read_segment(log._io, seg):
                     stats.bytes_read += len(data)
                     out, read, kept = self._filter_batch(h, data, tracker, last_batches, upper_bound,

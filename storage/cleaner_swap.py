@@ -62,6 +62,7 @@ class CleanedSegmentWriter:
         self.base_offset = base_offset
         self._interval = index_interval_bytes
         self.aborted: list[AbortedTxn] = []  # the txn index of the cleaned segment (kept aborted transactions)
+        self.source_sizes: list[int] = []  # the size of each segment read, in order (a truncation shows there)
         self.size_bytes = 0
         self.next_offset = base_offset
         self._offset_entries: list[tuple[int, int]] = []
@@ -137,7 +138,10 @@ def replace_segments(log: Log, cleaned: CleanedSegmentWriter, old: list[LogSegme
         i = next(k for k, s in enumerate(segs) if s is old[0])
     except StopIteration:
         i = -1
-    if i < 0 or segs[i : i + len(old)] != old or i + len(old) >= len(segs) or log.closed:
+    # Kafka aborts a cleaning when the log is truncated or segments are deleted under it; here the swap
+    # checks that the very segments read, at the sizes read, are still there
+    if (i < 0 or segs[i : i + len(old)] != old or i + len(old) >= len(segs) or log.closed
+            or [s.size_bytes for s in old] != cleaned.source_sizes):
         cleaned.discard()
         raise LogCleaningAbortedError(f"{directory.name}: segments changed during cleaning")
     if stop_after == SwapStep.CLEANED:

@@ -22,9 +22,9 @@ from cleaner_fixtures import clean as run_clean
 
 from samsa.kproto.records import encode_batch
 from samsa.storage import Log
-from samsa.storage.cleaner import Cleaner, UncleanableLogError
+from samsa.storage.cleaner import Cleaner, LogCleaningAbortedError, UncleanableLogError
 from samsa.storage.cleaner_manager import cleanable_range
-from samsa.storage.cleaner_swap import SwapStep
+from samsa.storage.cleaner_swap import SwapStep, replace_segments
 
 
 def _fill(log: Log, count: int, keys: int, *, start: int = 0, ts: int = NOW_MS) -> None:
@@ -372,3 +372,25 @@ def test_a_follower_replicates_a_cleaned_log_as_it_is(tmp_path: Path) -> None:
     assert entry is not None and entry.last_seq == 7
     leader.close()
     follower.close()
+
+
+def test_a_truncation_during_cleaning_aborts_the_swap(log_dir: Path) -> None:
+    log = open_compact(log_dir)
+    _fill(log, 60, 5)
+    _close_segments(log)
+    log.update_config(compact_config(segment_bytes=1 << 20))  # one group
+    r = cleanable_range(log, None, NOW_MS)
+    cleaner = Cleaner(1 << 20)
+    p = cleaner.begin(log, r.first_dirty_offset, r.first_uncleanable_offset, NOW_MS)
+    cleaner.plan(p)
+    (group,) = p.groups
+    cleaned = cleaner.clean_group(p, group)
+    log.truncate_to(group[-1].base_offset + 2)  # a follower truncating inside the group (below the old HW)
+    _fill(log, 3, 5, start=1000)  # then appending and rolling: the group's segments are all there again
+    log.roll(NOW_MS)
+    truncated = [(x.offset, x.value) for x in read_all(log)]
+    with pytest.raises(LogCleaningAbortedError):
+        replace_segments(log, cleaned, group, now_ms=NOW_MS)
+    assert [(x.offset, x.value) for x in read_all(log)] == truncated
+    assert _stray(log_dir) == []
+    log.close()
