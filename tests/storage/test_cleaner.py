@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from samsa.storage import Log
 from samsa.storage.cleaner import Cleaner, LogCleaningAbortedError, UncleanableLogError
 from samsa.storage.cleaner_manager import cleanable_range
 from samsa.storage.cleaner_swap import SwapStep, replace_segments
+from samsa.storage.file_io import FaultyFileIO
 
 
 def _fill(log: Log, count: int, keys: int, *, start: int = 0, ts: int = NOW_MS) -> None:
@@ -394,3 +396,37 @@ def test_a_truncation_during_cleaning_aborts_the_swap(log_dir: Path) -> None:
     assert [(x.offset, x.value) for x in read_all(log)] == truncated
     assert _stray(log_dir) == []
     log.close()
+
+
+@pytest.mark.parametrize("step", list(SwapStep))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_power_loss_at_each_swap_step_recovers_old_or_new(tmp_path: Path, step: SwapStep, seed: int) -> None:
+    """Like a crash, but the page cache is lost too (FaultyFileIO keeps only what was fsynced): the cleaned
+    files must be durable before the rename that commits them."""
+    directory = tmp_path / "p-0"
+    log = open_compact(directory, compact_config(segment_bytes=300))
+    _fill(log, 50, 6)
+    log.append_as_leader(kv([(b"k2", None)]), leader_epoch=0, now_ms=NOW_MS)
+    _fill(log, 4, 1, start=700)
+    _close_segments(log)
+    log.close()  # everything so far is durable
+    big = compact_config(segment_bytes=1 << 20)
+    reopened = open_compact(directory, big)
+    old = [(r.offset, r.key, r.value) for r in read_all(reopened)]
+    reopened.close()
+    io = FaultyFileIO()
+    log = Log.open(directory, big, now_ms=NOW_MS, file_io=io)
+    log.update_high_watermark(log.log_end_offset)
+    run_clean(log, NOW_MS, stop_after=step)
+    log.close_for_delete()
+    io.power_loss(random.Random(seed))
+    recovered_log = open_compact(directory, big)
+    read = read_all(recovered_log)
+    recovered_log.close()
+    recovered = [(r.offset, r.key, r.value) for r in read]
+    if step == SwapStep.CLEANED:
+        assert recovered == old
+    else:
+        assert recovered != old and set(recovered) <= set(old)
+    assert latest(read) == {k: v for _, k, v in old if k is not None}
+    assert _stray(directory) == []
