@@ -6,8 +6,15 @@ import threading
 import time
 from typing import Any
 
+import anyio
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+
+from samsa.broker.config import BrokerConfig
+from samsa.broker.log_cleaner import LogCleaner
+from samsa.kproto.records import encode_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import LogManager
 
 TOPIC = "compacted"
 KEYS = 10
@@ -101,3 +108,36 @@ def test_a_compacted_topic_is_cleaned_while_a_consumer_reads_it(samsa_factory: A
     cleanings = samsa.log_tail(1000).count("log cleaner: cleaned compacted-0")
     print(f"{len(reads)} reads from offset 0, {cleanings} cleanings")
     assert cleanings >= 1
+
+
+def test_a_corrupt_log_is_marked_uncleanable_and_the_others_are_cleaned(tmp_path: Any, caplog: Any) -> None:
+    manager = LogManager(tmp_path / "data")
+    config = LogConfig(segment_bytes=400, retention_ms=-1, file_delete_delay_ms=0, cleanup_policy="compact",
+                       min_cleanable_dirty_ratio=0.01)
+    logs = {}
+    for topic in ("bad", "good"):
+        log = manager.get_or_create_log(topic, 0, config, 1_700_000_000_000)
+        for i in range(40):
+            log.append_as_leader(encode_batch([(b"k%d" % (i % 4), b"v%d" % i, ())], timestamp_ms=1_700_000_000_000),
+                                 leader_epoch=0, now_ms=1_700_000_000_000)
+        log.roll(1_700_000_000_000)
+        log.update_high_watermark(log.log_end_offset)
+        logs[topic] = log
+    bad = logs["bad"].segments[1].log_path
+    data = bytearray(bad.read_bytes())
+    data[70] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    cleaner = LogCleaner(manager, lambda: BrokerConfig())
+
+    async def clean_all() -> None:
+        while await cleaner.clean_once(1_700_000_000_000):
+            pass
+
+    with caplog.at_level("ERROR", logger="samsa.broker.log_cleaner"):
+        anyio.run(clean_all)
+    assert set(cleaner.uncleanable) == {("bad", 0)}
+    assert any("bad-0 is marked uncleanable" in r.getMessage() for r in caplog.records)
+    assert logs["good"].size_bytes < logs["bad"].size_bytes
+    assert cleaner.figures.cleanings == 1
+    assert (tmp_path / "data" / "cleaner-offset-checkpoint").read_text().splitlines()[2:] == ["good 0 40"]
+    manager.close()
