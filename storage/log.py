@@ -164,7 +164,7 @@ class Log(LocalLog):
     # append
     # =====================================================================================================
 
-    def _parse_batches(self, view: memoryview, *, verify_crc: bool) -> list[tuple[int, BatchHeader]]:
+    def _parse_batches(self, view: memoryview, *, verify_crc: bool, leader: bool) -> list[tuple[int, BatchHeader]]:
         batches = []
         position, end = 0, len(view)
         try:
@@ -175,7 +175,9 @@ class Log(LocalLog):
                     raise CorruptBatchError(f"batch at {position} runs past the end of the records")
                 if verify_crc and not is_crc_valid(view, h, position):
                     raise CorruptBatchError(f"CRC mismatch in batch at position {position}")
-                if h.records_count != h.last_offset_delta + 1 and not h.attributes & CONTROL_BIT:
+                # only a producer's batch must be whole: one a leader's cleaner rewrote keeps its lastOffsetDelta
+                # with fewer records (Kafka's filterTo), and a follower replicates it as it is
+                if leader and h.records_count != h.last_offset_delta + 1 and not h.attributes & CONTROL_BIT:
                     raise CorruptBatchError(
                         f"batch has {h.records_count} records but lastOffsetDelta {h.last_offset_delta}"
                     )
@@ -271,7 +273,7 @@ class Log(LocalLog):
 
     def _append_many_as_leader(self, records: bytes | bytearray, leader_epoch: int, now_ms: int) -> LogAppendInfo:
         view = memoryview(records)
-        batches = self._parse_batches(view, verify_crc=False)
+        batches = self._parse_batches(view, verify_crc=False, leader=True)
         producers = self._producers
         has_producer = False
         for pos, h in batches:
@@ -348,7 +350,7 @@ class Log(LocalLog):
         """
         self._check_online()
         view = memoryview(records)
-        batches = self._parse_batches(view, verify_crc=True)
+        batches = self._parse_batches(view, verify_crc=True, leader=False)
         expected = self.log_end_offset
         allow_gaps = self.config.compact
         for _, h in batches:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import bisect
 import logging
+from pathlib import Path
 
-from samsa.kproto.batch import CorruptBatchError
+from samsa.kproto.batch import BATCH_HEADER_BYTES, CorruptBatchError, parse_header
 from samsa.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CorruptCheckpointError, read_epoch_checkpoint
 from samsa.storage.config import LogConfig
 from samsa.storage.local_log import DELETED_SUFFIX, LocalLog
@@ -24,6 +25,7 @@ def load(log: LocalLog, names: list[str], config: LogConfig, now_ms: int, recove
     """Fill a freshly built `log` from its directory listing `names`: stray files removed, segments
     recovered from `recovery_point` on, bounds clamped, then the epoch cache and producer state."""
     io = log._io
+    names = finish_swaps(log, names)
     log_bases: set[int] = set()
     for name in names:
         if name.endswith((DELETED_SUFFIX, ".tmp", ".cleaned", ".swap")):
@@ -58,6 +60,73 @@ def load(log: LocalLog, names: list[str], config: LogConfig, now_ms: int, recove
         return
     _load_epoch_cache(log, LEADER_EPOCH_CHECKPOINT in names)
     rebuild_producer_state(log, names if any(name.endswith(SNAPSHOT_SUFFIX) for name in names) else [])
+
+
+def _swap_next_offset(log: LocalLog, path: Path) -> int | None:
+    """The offset after the last whole batch of a `.log.swap` file (its base if it has none), None if unreadable."""
+    io = log._io
+    try:
+        fd = io.open(path, write=False)
+    except OSError:
+        return None
+    try:
+        size = io.fsize(fd)
+        pos = 0
+        next_offset = int(path.name.partition(".")[0])
+        while pos + BATCH_HEADER_BYTES <= size:
+            try:
+                header = parse_header(io.pread(fd, BATCH_HEADER_BYTES, pos))
+            except CorruptBatchError:
+                break
+            if pos + header.size_bytes > size:
+                break
+            next_offset = header.next_offset
+            pos += header.size_bytes
+        return next_offset
+    finally:
+        io.close(fd)
+
+
+def finish_swaps(log: LocalLog, names: list[str]) -> list[str]:
+    """Kafka's LogLoader for an interrupted cleaner swap (storage/cleaner_swap.py describes the steps).
+
+    `.cleaned` files are deleted: that swap never committed and the old segments are whole.  A
+    `<base>.log.swap` committed its swap: every other segment whose base lies in [base, its next offset)
+    is deleted (its data is in the swap segment), then the `<base>.*.swap` files take their final names.
+    Index `.swap` files without their `.log.swap` are deleted (the swap had not committed).  Returns the
+    directory listing afterwards.
+    """
+    io = log._io
+    directory = log.directory
+    swap_logs = sorted(int(n[: -len(".log.swap")]) for n in names
+                       if n.endswith(".log.swap") and n[: -len(".log.swap")].isdigit())
+    if not any(n.endswith((".cleaned", ".swap")) for n in names):
+        return names
+    for name in names:
+        if name.endswith(".cleaned"):
+            io.unlink(directory / name)
+        elif name.endswith(".swap") and not name.endswith(".log.swap"):
+            stem = name.partition(".")[0]
+            if not stem.isdigit() or int(stem) not in swap_logs:
+                io.unlink(directory / name)
+    for base in swap_logs:
+        stem = f"{base:020d}"
+        swap_path = directory / f"{stem}.log.swap"
+        end = _swap_next_offset(log, swap_path)
+        if end is None:
+            continue
+        for name in names:
+            old_stem, _, ext = name.partition(".")
+            if ext in ("log", "index", "timeindex", "txnindex") and old_stem.isdigit() \
+                    and base <= int(old_stem) < max(end, base + 1):
+                logger.info("%s: deleting %s, replaced by the cleaned segment %s.log.swap", directory.name, name, stem)
+                io.unlink(directory / name)
+        for name in io.listdir(directory):
+            if name.startswith(stem + ".") and name.endswith(".swap"):
+                io.rename(directory / name, directory / name[: -len(".swap")])
+        logger.info("%s: completed the interrupted swap of the cleaned segment %s", directory.name, stem)
+    io.fsync_dir(directory)
+    return io.listdir(directory)
 
 
 def _recover_log(log: LocalLog, rp: int) -> None:

@@ -118,7 +118,7 @@ def test_the_schema_is_complete_and_its_defaults_are_valid() -> None:
     assert "num.partitions" not in DYNAMIC_BROKER_CONFIGS and "log.retention.hours" in DYNAMIC_BROKER_CONFIGS
     assert BROKER_SCHEMA["queued.max.requests"].implemented  # broker.connection_quotas.RequestQueue
     assert not BROKER_SCHEMA["compression.lz4.level"].implemented  # LZ4 is written at its default level
-    assert not BROKER_SCHEMA["log.cleaner.delete.retention.ms"].implemented  # no log cleaner yet
+    assert BROKER_SCHEMA["log.cleaner.delete.retention.ms"].implemented  # broker/log_cleaner.py
 
 
 def test_a_broker_key_declared_in_the_short_form_is_a_full_schema_entry() -> None:
@@ -154,7 +154,8 @@ def test_broker_config_parses_once_into_a_typed_view() -> None:
 def test_static_check_sorts_errors_and_warnings() -> None:
     report = check_static_config({
         "num.partitions": "abc", "num.partitons": "3", "authorizer.class.name": "x", "ssl.keystore.location": "/k",
-        "log.cleaner.threads": "2", "retention.ms": "5", "log.preallocate": "true", "default.replication.factor": "2",
+        "log.cleaner.io.buffer.size": "2", "retention.ms": "5", "log.preallocate": "true",
+        "default.replication.factor": "2",
         "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://[::1]:9093",
     })
     assert report.errors == ("Invalid value abc for configuration num.partitions: Not a number of type INT "
@@ -162,7 +163,7 @@ def test_static_check_sorts_errors_and_warnings() -> None:
     assert len(report.warnings) == 6
     text = "\n".join(report.warnings)
     assert "num.partitons is not a known broker config: ignored (did you mean num.partitions?)" in text
-    for key in ("authorizer.class.name", "ssl.keystore.location", "log.cleaner.threads"):
+    for key in ("authorizer.class.name", "ssl.keystore.location", "log.cleaner.io.buffer.size"):
         assert f"{key} is a Kafka broker config Samsa does not implement: ignored" in text
     assert "retention.ms is a topic config, not a broker config" in text
     assert "log.preallocate is a Kafka broker config Samsa accepts but does not implement yet" in text

@@ -1,0 +1,181 @@
+"""The broker's log cleaner: compacts the dirtiest compacted log, one cleaning per cleaner thread (Kafka's LogCleaner).
+
+Each of log.cleaner.threads tasks loops: pick the dirtiest eligible log (storage.cleaner_manager), clean it,
+else sleep log.cleaner.backoff.ms.  A cleaning's heavy parts (the transaction scan, the offset map, the
+recopy of each group of segments) run in a worker thread (anyio.to_thread), reading segments through
+descriptors of their own, so the event loop keeps serving produce and fetch; a pass holds one offset map
+of log.cleaner.dedupe.buffer.size / log.cleaner.threads bytes' worth of entries.  Only the swap of each
+cleaned group (storage.cleaner_swap.replace_segments: renames and the segment list) runs on the event loop,
+between two appends, so readers and writers never see a half-replaced segment list.  A thread rather than
+a process: the cleaner reads and writes files through the OS (whose I/O releases the GIL) and its CPU part
+per record is small next to the I/O; a process would have to hand the log's segment list and producer state
+across and back.  (Not measured yet: the benchmark of issue 16 is still to be written.)
+
+Reads in flight during a swap: a fetch's FileRecords holds a dup of the old segment's descriptor, and the
+old files are renamed to `.deleted` and unlinked (after file.delete.delay.ms), so POSIX keeps their bytes
+readable until the fetch is sent; the next fetch finds the new segment.
+
+The first dirty offset of each log is kept in the data directory's cleaner-offset-checkpoint.  A corrupt
+batch marks the log uncleanable (one ERROR line, never retried until restart); the broker goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import anyio
+import anyio.to_thread
+
+from samsa.broker.config import BrokerConfig
+from samsa.storage.cleaner import Cleaner, LogCleaningAbortedError, UncleanableLogError
+from samsa.storage.cleaner_manager import (
+    LogCleaningCandidate,
+    Throttler,
+    cleanable_range,
+    grab_filthiest_log,
+    read_cleaner_checkpoint,
+    write_cleaner_checkpoint,
+)
+from samsa.storage.cleaner_swap import replace_segments
+from samsa.storage.errors import KafkaStorageError
+from samsa.storage.log import Log
+from samsa.storage.log_manager import LogManager
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CleanerFigures", "LogCleaner"]
+
+
+@dataclass(slots=True)
+class CleanerFigures:
+    """What the metrics issue will export (Kafka's kafka.log:type=LogCleaner / LogCleanerManager gauges)."""
+
+    cleanings: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    last_clean_time_s: float = 0.0
+    max_dirty_ratio: float = 0.0  # over the compacted logs, at the last pick
+    last_cleaned_offset: dict[tuple[str, int], int] | None = None
+
+
+class _SharedThrottler:
+    """One Throttler for all cleaner threads (Kafka shares one), safe to call from several worker threads."""
+
+    def __init__(self, rate: Callable[[], float]) -> None:
+        self._rate = rate
+        self._lock = threading.Lock()
+        self._throttler = Throttler(rate())
+
+    def __call__(self, n_bytes: int) -> None:
+        with self._lock:
+            self._throttler.bytes_per_second = self._rate()
+            self._throttler(n_bytes)
+
+
+class LogCleaner:
+    def __init__(self, log_manager: LogManager, config: Callable[[], BrokerConfig]) -> None:
+        self._log_manager = log_manager
+        self._config = config
+        c = config()
+        self.threads = c.get_int("log.cleaner.threads")
+        self._map_bytes = c.get_int("log.cleaner.dedupe.buffer.size") // max(1, self.threads)
+        self._load_factor = c.get_float("log.cleaner.io.buffer.load.factor")
+        self._throttle = _SharedThrottler(lambda: self._config().get_float("log.cleaner.io.max.bytes.per.second"))
+        self._checkpoint = read_cleaner_checkpoint(log_manager.file_io, log_manager.data_dir)
+        self._in_progress: set[tuple[str, int]] = set()
+        self.uncleanable: dict[tuple[str, int], str] = {}  # log -> why (Kafka's uncleanable partitions)
+        self.figures = CleanerFigures(last_cleaned_offset=self._checkpoint)
+        self._stopping = False
+
+    async def run(self) -> None:
+        """Run the cleaner threads until cancelled."""
+        if self.threads <= 0:
+            return
+        try:
+            async with anyio.create_task_group() as tg:
+                for _ in range(self.threads):
+                    tg.start_soon(self._cleaner_thread)
+        finally:
+            self._stopping = True
+
+    async def _cleaner_thread(self) -> None:
+        while True:
+            try:
+                cleaned = await self.clean_once(int(time.time() * 1000))
+            except Exception:
+                logger.exception("log cleaner: unexpected error; going on")
+                cleaned = False
+            if not cleaned:
+                await anyio.sleep(self._config().get_int("log.cleaner.backoff.ms") / 1000)
+
+    def grab_filthiest(self, now_ms: int) -> tuple[tuple[str, int], Log, LogCleaningCandidate] | None:
+        """Kafka's grabFilthiestCompactedLog over this broker's compacted logs (on the event loop)."""
+        logs: dict[tuple[str, int], Log] = {}
+        candidates = []
+        for topic, partition, log in self._log_manager.all_logs():
+            if log.closed or log.offline_reason is not None or not log.config.compact:
+                continue
+            key = (topic, partition)
+            logs[key] = log
+            r = cleanable_range(log, self._checkpoint.get(key), now_ms)
+            candidates.append(LogCleaningCandidate(key, r, log.config.min_cleanable_dirty_ratio))
+        self.figures.max_dirty_ratio = max((c.cleanable.cleanable_ratio for c in candidates), default=0.0)
+        best = grab_filthiest_log(candidates, self._in_progress, set(self.uncleanable))
+        return None if best is None else (best.key, logs[best.key], best)
+
+    async def clean_once(self, now_ms: int) -> bool:
+        """Clean the dirtiest eligible log; False if none is."""
+        picked = self.grab_filthiest(now_ms)
+        if picked is None:
+            return False
+        key, log, candidate = picked
+        self._in_progress.add(key)
+        try:
+            await self._clean(key, log, candidate, now_ms)
+        except UncleanableLogError as e:
+            logger.error("log cleaner: %s-%d is marked uncleanable and will not be cleaned until restart: %s",
+                         key[0], key[1], e)
+            self.uncleanable[key] = str(e)
+        except LogCleaningAbortedError as e:
+            logger.info("log cleaner: cleaning of %s-%d aborted: %s", key[0], key[1], e)
+        except KafkaStorageError as e:
+            logger.error("log cleaner: cleaning of %s-%d failed: %s", key[0], key[1], e)
+        finally:
+            self._in_progress.discard(key)
+        return True
+
+    async def _clean(self, key: tuple[str, int], log: Log, candidate: LogCleaningCandidate, now_ms: int) -> None:
+        def check_done() -> None:
+            if self._stopping or log.closed or log.offline_reason is not None \
+                    or self._log_manager.get_log(*key) is not log:
+                raise LogCleaningAbortedError(f"{key[0]}-{key[1]} was closed, deleted or taken offline")
+
+        r = candidate.cleanable
+        cleaner = Cleaner(self._map_bytes, load_factor=self._load_factor, throttle=self._throttle,
+                          check_done=check_done)
+        p = cleaner.begin(log, r.first_dirty_offset, r.first_uncleanable_offset, now_ms)
+        await anyio.to_thread.run_sync(cleaner.plan, p)
+        for group in p.groups:
+            cleaned = await anyio.to_thread.run_sync(cleaner.clean_group, p, group)
+            check_done()
+            replace_segments(log, cleaned, group, now_ms=now_ms)  # on the event loop
+            p.stats.segments_cleaned += len(group)
+        result = cleaner.finish(p)
+        self._checkpoint[key] = result.end_offset
+        snapshot = dict(self._checkpoint)
+        await anyio.to_thread.run_sync(write_cleaner_checkpoint, self._log_manager.file_io,
+                                       self._log_manager.data_dir, snapshot)
+        s = result.stats
+        self.figures.cleanings += 1
+        self.figures.bytes_read += s.bytes_read + s.map_bytes_read
+        self.figures.bytes_written += s.bytes_written
+        self.figures.last_clean_time_s = s.elapsed_s
+        # Kafka's LogCleaner.recordStats: one INFO line per cleaning
+        logger.info("log cleaner: cleaned %s-%d up to offset %d (dirty ratio was %.2f) in %.3f s: %d segment(s), "
+                    "%d -> %d bytes, %d -> %d messages, offset map %.1f%% full",
+                    key[0], key[1], result.end_offset, r.cleanable_ratio, s.elapsed_s, s.segments_cleaned,
+                    s.bytes_read, s.bytes_written, s.messages_read, s.messages_written, 100 * s.buffer_utilization)
