@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from samsa.kproto.batch import (
     CONTROL_BIT,
+    DELETE_HORIZON_BIT,
     NO_PRODUCER_EPOCH,
     NO_SEQUENCE,
     TIMESTAMP_TYPE_BIT,
@@ -65,6 +66,7 @@ _TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp
 # Positions in a batch v2: the CRC covers [_CRC_START, end), the batch timestamps [_TIMESTAMPS_START, _TIMESTAMPS_END).
 _CRC_START, _TIMESTAMPS_START, _TIMESTAMPS_END = 21, 27, 43
 UNKNOWN_CRC = -1
+_RESTAMPED = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT  # the broker rewrote the batch's timestamps
 _INT32_MAX = 0x7FFFFFFF
 _new_tuple = tuple.__new__
 
@@ -272,8 +274,11 @@ class ProducerStateManager:
             delta = h.last_offset_delta
             entry.batches.append(_new_tuple(BatchMetadata, (  # h.last_sequence, h.last_offset, inline;
                 base_seq, (base_seq + delta) % 0x80000000, h.base_offset, h.base_offset + delta, h.max_timestamp,
-                # a LogAppendTime stamp changes the CRC (follower, recovery): the client's is unknown
-                UNKNOWN_CRC if attributes & TIMESTAMP_TYPE_BIT else h[4], h[7])))  # h[7]: base_timestamp
+                # a LogAppendTime stamp changes the CRC (follower, recovery), and so does the log cleaner (a
+                # batch it emptied holds fewer records than offsets; one it stamped has a delete horizon): the
+                # client's is unknown then
+                UNKNOWN_CRC if attributes & _RESTAMPED or h[12] != delta + 1 else h[4],  # h[12]: records_count
+                h[7])))  # h[7]: base_timestamp
         if attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
 
