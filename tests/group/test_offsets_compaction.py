@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 
 from samsa.broker.broker import Broker
 from samsa.broker.config import BrokerConfig
@@ -14,6 +15,7 @@ from samsa.broker.controller import TopicSpec
 from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.handlers.delete_groups import handle_delete_groups
 from samsa.broker.handlers.offset_commit import handle_offset_commit
+from samsa.broker.handlers.offset_delete import handle_offset_delete
 from samsa.broker.handlers.offset_fetch import handle_offset_fetch
 from samsa.broker.internal_topic import replay
 from samsa.broker.log_cleaner import LogCleaner
@@ -117,24 +119,34 @@ def test_many_commits_are_compacted_and_the_restart_replays_only_live_offsets(tm
     broker.close()
 
 
-def test_a_deleted_group_leaves_tombstones_that_compaction_removes(tmp_path: Path) -> None:
-    """DeleteGroups writes offset and group tombstones; a cleaning keeps them for delete.retention.ms
-    (0 here) after it first cleans them (KIP-534), and a later one removes them: nothing of the group
-    is left in the log, and a restart knows no such group."""
+def remove_group(broker: Broker, how: str) -> None:
+    """Remove every offset of group "gone" the way `how` names."""
+    if how == "DeleteGroups":
+        request = build(request_class(42, 2), {"groups_names": ["gone"]})
+        response = anyio.run(handle_delete_groups, request, ctx(broker, 42, 2))
+        assert [r.error_code for r in response.results] == [ErrorCode.none]
+    elif how == "OffsetDelete":
+        request = build(request_class(47, 0), {"group_id": "gone", "topics": [
+            {"name": "t", "partitions": [{"partition_index": p} for p in range(PARTITIONS)]}]})
+        response = anyio.run(handle_offset_delete, request, ctx(broker, 47, 0))
+        assert response.error_code == ErrorCode.none
+    else:  # offsets.retention.minutes has passed since the commits (the group is Empty)
+        week_and_a_day_ms = 8 * 24 * 3_600_000
+        assert broker.groups.expire_offsets(int(time.time() * 1000) + week_and_a_day_ms) == PARTITIONS
+
+
+@pytest.mark.parametrize("how", ["DeleteGroups", "OffsetDelete", "expiry"])
+def test_a_removed_group_leaves_tombstones_that_compaction_removes(tmp_path: Path, how: str) -> None:
+    """DeleteGroups, OffsetDelete of every partition and offset expiry write offset tombstones and the
+    group's; a cleaning keeps them for delete.retention.ms (0 here) after it first cleans them (KIP-534),
+    a later one removes them: nothing of the group is left in the log, and a restart knows no such group."""
     broker = start(tmp_path)
     log = offsets_log(broker)
     anyio.run(commit_many, broker, "gone", 2000)
-
-    async def delete() -> list[int]:
-        request = build(request_class(42, 2), {"groups_names": ["gone"]})
-        response = await handle_delete_groups(request, ctx(broker, 42, 2))
-        return [r.error_code for r in response.results]
-
-    assert anyio.run(delete) == [ErrorCode.none]
+    remove_group(broker, how)
     tombstones = [k for _o, k, v in _records(log) if v is None]
     assert len(tombstones) == PARTITIONS + 1
-    # more commits of another group roll the tombstones' segment and make the log dirty again
-    left = []
+    left = []  # more commits of another group, rolled, make the log dirty again each time
     for _ in range(2):  # the first cleaning sets the tombstones' delete horizon, the second removes them
         anyio.run(commit_many, broker, GROUP, 100)
         log.roll(int(time.time() * 1000))
