@@ -24,6 +24,7 @@ from samsa.broker.controller import AlterPartitionChange, Controller, Pending, T
 from samsa.broker.forwarding import forward
 from samsa.broker.group.service import GroupService
 from samsa.broker.lifecycle import BrokerLifecycle, ProducerIdManager
+from samsa.broker.log_cleaner import LogCleaner
 from samsa.broker.metadata.image import BrokerImage, MetadataImage
 from samsa.broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
 from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
@@ -156,6 +157,8 @@ class Broker:
         self.config = config = self._dynamic_config(image)
         self.log_manager.load_logs(lambda topic: self._log_config(image, topic), now_ms())
         self.replica_manager = ReplicaManager(config, self.log_manager)
+        # compacts the compacted logs (server.py runs it); /metrics reads its figures
+        self.log_cleaner = LogCleaner(self.log_manager, lambda: self.config)
         self.replica_fetchers = ReplicaFetcherManager(self)
         self.replica_manager.on_followers_changed = self.replica_fetchers.update
         self.replica_manager.on_partitions_created = self._on_partitions_created

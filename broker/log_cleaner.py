@@ -25,13 +25,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
 
 from samsa.broker.config import BrokerConfig
-from samsa.storage.cleaner import Cleaner, LogCleaningAbortedError, UncleanableLogError
+from samsa.storage.cleaner import Cleaner, CleanerStats, LogCleaningAbortedError, UncleanableLogError
 from samsa.storage.cleaner_manager import (
     LogCleaningCandidate,
     Throttler,
@@ -52,7 +52,8 @@ __all__ = ["CleanerFigures", "LogCleaner"]
 
 @dataclass(slots=True)
 class CleanerFigures:
-    """What the metrics issue will export (Kafka's kafka.log:type=LogCleaner / LogCleanerManager gauges)."""
+    """What /metrics exports (broker.observability.cleaner_metrics: Kafka's kafka.log:type=LogCleaner and
+    type=LogCleanerManager gauges, and two counters of our own)."""
 
     cleanings: int = 0
     bytes_read: int = 0
@@ -60,6 +61,26 @@ class CleanerFigures:
     last_clean_time_s: float = 0.0
     max_dirty_ratio: float = 0.0  # over the compacted logs, at the last pick
     last_cleaned_offset: dict[tuple[str, int], int] | None = None
+    # cleaner thread -> the stats of its last cleaning (Kafka's CleanerThread.lastStats)
+    last_stats: dict[int, CleanerStats] = field(default_factory=dict)
+    last_run_ms: int = -1  # wall clock of the last pick (Kafka's time-since-last-run-ms)
+
+    @property
+    def recopy_percent(self) -> float:
+        """Kafka's cleaner-recopy-percent: bytes written over bytes read, averaged over the threads' last
+        cleanings (bytes read floored at 1, as Kafka does)."""
+        if not self.last_stats:
+            return 0.0
+        ratios = [s.bytes_written / max(s.bytes_read, 1) for s in self.last_stats.values()]
+        return 100 * sum(ratios) / len(ratios)
+
+    @property
+    def max_buffer_utilization_percent(self) -> float:
+        return 100 * max((s.buffer_utilization for s in self.last_stats.values()), default=0.0)
+
+    @property
+    def max_clean_time_s(self) -> float:
+        return max((s.elapsed_s for s in self.last_stats.values()), default=0.0)
 
 
 class _SharedThrottler:
@@ -97,15 +118,15 @@ class LogCleaner:
             return
         try:
             async with anyio.create_task_group() as tg:
-                for _ in range(self.threads):
-                    tg.start_soon(self._cleaner_thread)
+                for thread in range(self.threads):
+                    tg.start_soon(self._cleaner_thread, thread)
         finally:
             self._stopping = True
 
-    async def _cleaner_thread(self) -> None:
+    async def _cleaner_thread(self, thread: int) -> None:
         while True:
             try:
-                cleaned = await self.clean_once(int(time.time() * 1000))
+                cleaned = await self.clean_once(int(time.time() * 1000), thread)
             except Exception:
                 logger.exception("log cleaner: unexpected error; going on")
                 cleaned = False
@@ -124,18 +145,19 @@ class LogCleaner:
             r = cleanable_range(log, self._checkpoint.get(key), now_ms)
             candidates.append(LogCleaningCandidate(key, r, log.config.min_cleanable_dirty_ratio))
         self.figures.max_dirty_ratio = max((c.cleanable.cleanable_ratio for c in candidates), default=0.0)
+        self.figures.last_run_ms = now_ms
         best = grab_filthiest_log(candidates, self._in_progress, set(self.uncleanable))
         return None if best is None else (best.key, logs[best.key], best)
 
-    async def clean_once(self, now_ms: int) -> bool:
-        """Clean the dirtiest eligible log; False if none is."""
+    async def clean_once(self, now_ms: int, thread: int = 0) -> bool:
+        """Clean the dirtiest eligible log (as cleaner thread `thread`); False if none is."""
         picked = self.grab_filthiest(now_ms)
         if picked is None:
             return False
         key, log, candidate = picked
         self._in_progress.add(key)
         try:
-            await self._clean(key, log, candidate, now_ms)
+            await self._clean(key, log, candidate, now_ms, thread)
         except UncleanableLogError as e:
             logger.error("log cleaner: %s-%d is marked uncleanable and will not be cleaned until restart: %s",
                          key[0], key[1], e)
@@ -148,7 +170,8 @@ class LogCleaner:
             self._in_progress.discard(key)
         return True
 
-    async def _clean(self, key: tuple[str, int], log: Log, candidate: LogCleaningCandidate, now_ms: int) -> None:
+    async def _clean(self, key: tuple[str, int], log: Log, candidate: LogCleaningCandidate, now_ms: int,
+                     thread: int) -> None:
         def check_done() -> None:
             if self._stopping or log.closed or log.offline_reason is not None \
                     or self._log_manager.get_log(*key) is not log:
@@ -174,8 +197,22 @@ class LogCleaner:
         self.figures.bytes_read += s.bytes_read + s.map_bytes_read
         self.figures.bytes_written += s.bytes_written
         self.figures.last_clean_time_s = s.elapsed_s
+        self.figures.last_stats[thread] = s
         # Kafka's LogCleaner.recordStats: one INFO line per cleaning
         logger.info("log cleaner: cleaned %s-%d up to offset %d (dirty ratio was %.2f) in %.3f s: %d segment(s), "
                     "%d -> %d bytes, %d -> %d messages, offset map %.1f%% full",
                     key[0], key[1], result.end_offset, r.cleanable_ratio, s.elapsed_s, s.segments_cleaned,
                     s.bytes_read, s.bytes_written, s.messages_read, s.messages_written, 100 * s.buffer_utilization)
+
+    def uncleanable_bytes(self, now_ms: int) -> int:
+        """Kafka's uncleanable-bytes: the cleanable dirty bytes of the logs marked uncleanable (on the loop)."""
+        total = 0
+        for key in list(self.uncleanable):
+            log = self._log_manager.get_log(*key)
+            if log is None or log.closed or log.offline_reason is not None:
+                continue
+            try:
+                total += cleanable_range(log, self._checkpoint.get(key), now_ms).dirty_bytes
+            except (KafkaStorageError, OSError) as e:  # left out of this figure; the log said why already
+                logger.debug("uncleanable bytes of %s-%d: %s", key[0], key[1], e)
+        return total

@@ -30,7 +30,6 @@ from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue, parse
 from samsa.broker.context import RequestContext
 from samsa.broker.forwarding import FORWARDED_APIS, error_response, forward
 from samsa.broker.handlers import CONTROLLER_HANDLERS, HANDLERS, api_versions_v0_fallback
-from samsa.broker.log_cleaner import LogCleaner
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.observability import ObservabilityHandle, start_observability
 from samsa.broker.observability.request_log import REQUEST_LOG_KEY, log_request
@@ -252,7 +251,7 @@ async def serve(
                           expire_producers, "producer id expiration")
             tg.start_soon(_every, FLUSH_CHECK_INTERVAL_S, flush_dirty, "flush")
             if broker.config.get_bool("log.cleaner.enable"):
-                tg.start_soon(LogCleaner(broker.log_manager, lambda: broker.config).run)  # compacted topics
+                tg.start_soon(broker.log_cleaner.run)  # compacted topics
             tg.start_soon(broker.groups.run)  # group coordinator timers: sessions, rebalances, offset expiry
             tg.start_soon(broker.txn.run)  # transaction timeouts, unwritten markers, transactional id expiry
             if not broker.ready.is_set():

@@ -114,9 +114,11 @@ class GroupService:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
+        segment_bytes = config_int(broker, "offsets.topic.segment.bytes", INTERNAL_SEGMENT_BYTES)
         self.topic = InternalTopic(broker, OFFSETS_TOPIC, self.num_partitions, "offsets.topic.replication.factor",
                                    {"cleanup.policy": "compact", "compression.type": "producer",
-                                    "segment.bytes": str(INTERNAL_SEGMENT_BYTES)}, partition_for_group)
+                                    "segment.bytes": str(segment_bytes)}, partition_for_group)
+        self.last_load_records = 0  # records the last load replayed (bounded by live keys once compacted)
         self.retention_check_interval_ms = config_int(broker, "offsets.retention.check.interval.ms",
                                                        DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS)
         self.commit_timeout_ms = config_int(broker, "offsets.commit.timeout.ms", DEFAULT_COMMIT_TIMEOUT_MS)
@@ -302,6 +304,7 @@ class GroupService:
             count += self._load_partition(partition.log, now)
         if not loaded:
             return
+        self.last_load_records = count
         self.coordinator.finish_loading(now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)

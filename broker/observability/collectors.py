@@ -26,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily
 from samsa.broker.group.classic_group import Group
 from samsa.broker.group.state import GroupState
 from samsa.broker.metadata.log import METADATA_TOPIC
+from samsa.broker.observability.cleaner_metrics import CleanerCollector
 from samsa.broker.observability.lag import partition_lag
 from samsa.broker.observability.series import Family, SeriesFamily, labels_text
 from samsa.broker.observability.traffic import TrafficCollector
@@ -328,4 +329,4 @@ def broker_collectors(broker: ObservabilityBroker, clock: Clock = wall_clock_ms,
     opts = options if options is not None else MetricsOptions.from_broker(broker)
     return [ReplicaCollector(broker, opts), ClusterCollector(broker), DiskCollector(broker),
             GroupCollector(broker, opts, clock), RequestCollector(broker),
-            TrafficCollector(broker, opts.per_partition)]
+            TrafficCollector(broker, opts.per_partition), CleanerCollector(broker)]

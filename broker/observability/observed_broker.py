@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from samsa.broker.connection import KafkaConnection
     from samsa.broker.group.service import GroupService
     from samsa.broker.lifecycle import BrokerLifecycle
+    from samsa.broker.log_cleaner import LogCleaner
     from samsa.broker.metadata.image import MetadataImage
     from samsa.broker.metadata.quorum import MetadataQuorum
     from samsa.broker.observability.request_metrics import RequestMetrics
@@ -50,6 +51,8 @@ class ObservabilityBroker(Protocol):
     def log_manager(self) -> LogManager: ...
     @property
     def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def log_cleaner(self) -> LogCleaner: ...
     @property
     def groups(self) -> GroupService: ...
     @property

@@ -106,7 +106,9 @@ class TxnService:
         self.topic = InternalTopic(broker, TRANSACTION_STATE_TOPIC, self.num_partitions,
                                    "transaction.state.log.replication.factor",
                                    {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                                    "segment.bytes": str(INTERNAL_SEGMENT_BYTES), "min.insync.replicas": "1"},
+                                    "segment.bytes": str(config_int(broker, "transaction.state.log.segment.bytes",
+                                                                    INTERNAL_SEGMENT_BYTES)),
+                                    "min.insync.replicas": "1"},
                                    partition_for_transactional_id)
         self.timer_interval_ms = config_int(
             broker, "transaction.abort.timed.out.transaction.cleanup.interval.ms", DEFAULT_TIMER_INTERVAL_MS)

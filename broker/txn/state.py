@@ -336,6 +336,9 @@ class TransactionCoordinator:
             if md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.last_update_ms + limit <= now_ms:
                 md.transition(TxnEvent.EXPIRE_ID, now_ms)
                 del self.transactions[md.transactional_id]
+                # persist writes a tombstone for it (no metadata any more), so compaction of
+                # __transaction_state removes the id (Kafka's TransactionStateManager.removeExpiredTransactionalIds)
+                self._changed(md)
                 if self._by_producer_id.get(md.producer_id) is md:
                     del self._by_producer_id[md.producer_id]
                 expired.append(md.transactional_id)
