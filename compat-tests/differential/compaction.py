@@ -7,9 +7,9 @@ is cleanable (Kafka's LogCleanerManager never cleans the active segment). Each b
 own (log.cleaner.backoff.ms, 15 s on both by default), so a scenario polls until the log *is* cleaned below
 that last record -- each key at most once there -- bounded by CLEAN_TIMEOUT_S, and then compares what a
 reader observes: each key's latest value, the tombstones still present, and that no older value survives
-below the cleaned point. Offsets are not compared (where two cleaners' batches land may differ; offsets of
-surviving records are the original ones on both, but which empty batches Kafka keeps for producer state is
-its business), timestamps neither (the records carry real times, so that segment.ms rolls the same way).
+below the cleaned point, and the batches left (offsets, record counts, markers, delete horizons: see
+``_layout``). Timestamps are not compared (the records carry real times, so that segment.ms rolls the same
+way on both).
 
 Tombstones (KIP-534): the first cleaning that meets a tombstone keeps it and stamps its batch with a delete
 horizon (now + delete.retention.ms); a later cleaning after the horizon removes it. The scenario waits
@@ -83,6 +83,27 @@ def _read(ctx: Ctx, c: Connection, topic: str, *, isolation_level: int = 0) -> l
     raise AssertionError(f"{ctx.target}: {topic} never read to its end")
 
 
+def _layout(ctx: Ctx, c: Connection, topic: str) -> list[list[Any]]:
+    """The batches a fetch from 0 returns: [base offset, last offset, records, control, delete horizon set].
+
+    The same on both brokers when the cleaners follow the same rules: a batch keeps its base and last offsets
+    whatever it loses, an emptied batch goes unless it is its producer's last, and a batch whose tombstones or
+    markers a cleaning kept carries a delete horizon (attribute bit 6, KIP-534). Segment boundaries do not
+    enter (they depend on when each broker rolled)."""
+    out: list[list[Any]] = []
+    offset = 0
+    while True:
+        p = ctx.fetch(c, topic, 0, offset)
+        assert p.error_code.value == 0, f"{ctx.target}: fetch {topic} at {offset}: {err(p)}"
+        for h, recs in decode_batches(p.records or b"", max_decompressed_bytes=1 << 26):
+            last = h.base_offset + h.last_offset_delta
+            if last >= offset:
+                out.append([h.base_offset, last, len(recs), bool(h.attributes & 0x20), bool(h.attributes & 0x40)])
+                offset = last + 1
+        if offset >= p.high_watermark:
+            return out
+
+
 def _produce(ctx: Ctx, c: Connection, topic: str, records: list[tuple[bytes, bytes | None]]) -> int:
     p = ctx.produce(c, topic, 0, encode_batch([(k, v, ()) for k, v in records], timestamp_ms=_now_ms()))
     assert p.error_code.value == 0, f"{ctx.target}: produce to {topic}: {err(p)}"
@@ -149,6 +170,7 @@ def compaction_latest_values_and_tombstones(ctx: Ctx) -> Any:
     point = _roll(ctx, c, t, b"roll-1")
     written[b"roll-1"] = [b"roll"]
     out["first_cleaning"] = _view(_wait_cleaned(ctx, c, t, point), written)
+    out["first_cleaning"]["batches"] = _layout(ctx, c, t)
     # past delete.retention.ms after the first cleaning stamped the tombstones' horizon, new dirt: keys 0-4
     # updated, k3 deleted, and k8 written again (a tombstone followed by a value: the value wins)
     time.sleep(DELETE_RETENTION_MS / 1000 + 1.0)
@@ -158,6 +180,7 @@ def compaction_latest_values_and_tombstones(ctx: Ctx) -> Any:
     point = _roll(ctx, c, t, b"roll-2")
     written[b"roll-2"] = [b"roll"]
     out["second_cleaning"] = _view(_wait_cleaned(ctx, c, t, point), written)
+    out["second_cleaning"]["batches"] = _layout(ctx, c, t)
     return out
 
 
@@ -226,8 +249,8 @@ def compaction_aborted_transactions(ctx: Ctx) -> Any:
         txn([(b"k2", b"c2b")], True),
         txn([(b"k2", b"aborted"), (b"plain", None)], False),
     ]
+    settled(0)  # the last abort marker written before the next record, so that offsets are the same on both
     _produce(ctx, c, t, [(b"plain", b"p2")])
-    time.sleep(0.5)
 
     def values(records: list[Record]) -> dict[str, Any]:
         return {(k or b"").decode(): None if v is None else v.decode() for _, k, v in records}
@@ -242,4 +265,5 @@ def compaction_aborted_transactions(ctx: Ctx) -> Any:
     out["read_committed_after"] = values(after)
     out["aborted_visible_after"] = sorted((k or b"").decode() for _, k, v in after if v == b"aborted")
     out["tombstones_after"] = sorted((k or b"").decode() for _, k, v in cleaned if v is None)
+    out["batches_after"] = _layout(ctx, c, t)
     return out
