@@ -1,0 +1,282 @@
+"""The log cleaner, Samsa vs Apache Kafka 4.1.2 in one run (issue 16): throughput, memory, a producer's latency.
+
+Per broker (`samsa serve` and Kafka from compat-tests/oracle, one node each, the same cleaner settings:
+log.cleaner.backoff.ms=200 so that neither waits 15 s before it looks, everything else default -- one
+cleaner thread, a 128 MiB dedupe buffer, no I/O throttle):
+
+1. load: --mib of records (--value-bytes values, keys cycling over --keys, uncompressed 1 MiB batches,
+   acks=1) into a one-partition topic created with cleanup.policy=delete (nothing is cleaned while loading),
+   segment.bytes=--segment-mib, retention off;
+2. quiet: a second client produces one small record (acks=1, to another topic) every 10 ms for --quiet-s
+   seconds, each round trip timed -- the baseline;
+3. cleaning: the topic is switched to cleanup.policy=compact with min.cleanable.dirty.ratio=0.01 and
+   segment.ms=1000 (IncrementalAlterConfigs, dynamic on both), and after 1.1 s one more record rolls the
+   active segment, which makes everything before it cleanable; the same producer keeps going. The cleaning
+   is done when the broker's cleaner-offset-checkpoint (the same file on both) names the topic at the roll
+   record's offset.
+
+Figures: the partition's segment bytes on disk before and after (the *.log files, so files renamed
+.deleted are not counted), cleaning time from the roll to the checkpoint (so it includes up to one 200 ms
+backoff on both, polled every 50 ms), throughput = bytes before / time in MB/s, the broker's peak RSS while cleaning vs
+just before, and the concurrent producer's p50 / p99 / max quiet vs cleaning. Written to
+bench/results/cleaner-<UTC>.json (not with --smoke).
+
+    .venv/bin/python -m bench.cleaner [--mib 256] [--keys 100000] [--value-bytes 1000] [--no-kafka] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.compare.targets import Sampler, rss_bytes
+from bench.machine import describe
+from samsa.broker.client import Connection
+from samsa.broker.launcher import ServeOptions, free_port, start_serve
+from samsa.kproto.records import encode_batch
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+sys.path.insert(0, str(REPO / "compat-tests"))
+TOPIC = "cleaner-bench"
+OTHER = "cleaner-bench-producer"
+BATCH_BYTES = 1 << 20  # under both brokers' default message.max.bytes
+CLEANER_SETTINGS = {"log.cleaner.backoff.ms": "200"}
+PRODUCE_INTERVAL_S = 0.01
+CLEAN_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class Broker:
+    name: str
+    host: str
+    port: int
+    pid: int
+    data_dir: Path
+
+
+@contextmanager
+def samsa_broker() -> Iterator[Broker]:
+    with tempfile.TemporaryDirectory(prefix="cleaner-bench-") as work:
+        port = free_port()
+        data = Path(work) / "data"
+        process = start_serve(ServeOptions(data_dir=data, port=port, log_level="INFO",
+                                           overrides=tuple(f"{k}={v}" for k, v in CLEANER_SETTINGS.items())),
+                              Path(work) / "samsa.log")
+        try:
+            process.wait_listening(60)
+            yield Broker("samsa", "127.0.0.1", port, process.popen.pid, data)
+        finally:
+            process.stop()
+
+
+@contextmanager
+def kafka_broker() -> Iterator[Broker]:
+    import oracle_fixture
+
+    overrides: dict[str, str | None] = dict(CLEANER_SETTINGS)
+    cluster = oracle_fixture.start_kafka(1, heap="1g", overrides=overrides)
+    try:
+        host, _, port = cluster.bootstrap.rpartition(":")
+        pid = cluster.pids[0]
+        yield Broker("kafka", host, int(port), pid, cluster.nodes[0].data_dir)
+    finally:
+        cluster.stop()
+
+
+def _produce(conn: Connection, topic: str, records: bytes) -> Any:
+    r = conn.request(0, {"transactional_id": None, "acks": 1, "timeout": 30_000,
+                         "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": records}]}]},
+                     version=9)
+    return r.responses[0].partition_responses[0]
+
+
+def _create(conn: Connection, name: str, configs: dict[str, str]) -> None:
+    r = conn.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": (),
+                                      "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+                          "timeout": 30_000, "validate_only": False}, version=5)
+    assert r.topics[0].error_code.value == 0, r.topics[0]
+    probe = encode_batch([(b"probe", b"probe", ())], timestamp_ms=int(time.time() * 1000))
+    deadline = time.monotonic() + 60
+    while _produce(conn, name, probe).error_code.value != 0:  # Kafka's leader may need a moment
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name}: no leader after 60 s")
+        time.sleep(0.1)
+
+
+def _alter(conn: Connection, name: str, configs: dict[str, str]) -> None:
+    r = conn.request(44, {"resources": [{"resource_type": 2, "resource_name": name, "configs": [
+        {"name": k, "config_operation": 0, "value": v} for k, v in configs.items()]}], "validate_only": False},
+        version=1)
+    assert r.responses[0].error_code.value == 0, r.responses[0]
+
+
+def _segment_bytes(b: Broker) -> int:
+    return sum(p.stat().st_size for p in (b.data_dir / f"{TOPIC}-0").glob("*.log"))
+
+
+def _checkpointed(b: Broker) -> int:
+    """The topic's offset in cleaner-offset-checkpoint (Kafka's format on both: version, count, lines)."""
+    try:
+        lines = (b.data_dir / "cleaner-offset-checkpoint").read_text().splitlines()
+    except OSError:
+        return -1
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == TOPIC and parts[1] == "0":
+            return int(parts[2])
+    return -1
+
+
+def _load(conn: Connection, total_bytes: int, keys: int, value_bytes: int) -> tuple[int, int]:
+    """Batches of ~1 MiB until `total_bytes` of records are written; returns (records, batches)."""
+    per_batch = max(1, BATCH_BYTES // (value_bytes + 40))
+    value = os.urandom(value_bytes)  # the same bytes in every record: the cleaner does not look at values
+    written = batches = 0
+    while written * (value_bytes + 20) < total_bytes:
+        recs = [(b"key-%08d" % ((written + i) % keys), value, ()) for i in range(per_batch)]
+        p = _produce(conn, TOPIC, encode_batch(recs, timestamp_ms=int(time.time() * 1000)))
+        assert p.error_code.value == 0, p
+        written += per_batch
+        batches += 1
+    return written, batches
+
+
+class Pinger:
+    """One small acks=1 produce every PRODUCE_INTERVAL_S on its own connection, each round trip timed."""
+
+    def __init__(self, b: Broker) -> None:
+        self.conn = Connection(b.host, b.port, timeout_s=120)
+        self.samples: list[tuple[float, float]] = []  # (monotonic start, round trip ms)
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            batch = encode_batch([(b"k", b"v" * 100, ())], timestamp_ms=int(time.time() * 1000))
+            t0 = time.monotonic()
+            if _produce(self.conn, OTHER, batch).error_code.value != 0:
+                self.errors += 1
+            self.samples.append((t0, (time.monotonic() - t0) * 1000))
+            self._stop.wait(PRODUCE_INTERVAL_S)
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        s = sorted(ms for at, ms in self.samples if t0 <= at < t1)
+        if not s:
+            return {"count": 0, "p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+        return {"count": len(s), "p50_ms": round(s[len(s) // 2], 2), "p99_ms": round(s[int(0.99 * (len(s) - 1))], 2),
+                "max_ms": round(s[-1], 2)}
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.conn.close()
+
+
+def run(b: Broker, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"broker": b.name}
+    with Connection(b.host, b.port, timeout_s=120) as conn:
+        _create(conn, TOPIC, {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1",
+                              "segment.bytes": str(args.segment_mib << 20)})
+        _create(conn, OTHER, {})
+        t = time.monotonic()
+        records, batches = _load(conn, args.mib << 20, args.keys, args.value_bytes)
+        out["load"] = {"records": records, "batches": batches, "seconds": round(time.monotonic() - t, 2)}
+        sampler = Sampler(b.pid, interval=0.1)
+        pinger = Pinger(b)
+        try:
+            quiet_start = time.monotonic()
+            time.sleep(args.quiet_s)
+            quiet_end = time.monotonic()
+            rss_before = rss_bytes(b.pid)
+            before = _segment_bytes(b)
+            _alter(conn, TOPIC, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                 "min.compaction.lag.ms": "0", "segment.ms": "1000"})
+            time.sleep(1.1)  # past segment.ms: the next append rolls the loaded data out of the active segment
+            roll = _produce(conn, TOPIC, encode_batch([(b"roll", b"roll", ())], timestamp_ms=int(time.time() * 1000)))
+            assert roll.error_code.value == 0, roll
+            clean_start = time.monotonic()  # from now on the loaded data is cleanable
+            while _checkpointed(b) < roll.base_offset:
+                if time.monotonic() - clean_start > CLEAN_TIMEOUT_S:
+                    raise RuntimeError(f"{b.name}: not cleaned within {CLEAN_TIMEOUT_S} s")
+                time.sleep(0.05)
+            clean_end = time.monotonic()
+            time.sleep(0.5)  # the old files are renamed .deleted (not counted) as the swap ends
+            after = _segment_bytes(b)
+        finally:
+            pinger.stop()
+            sampler.stop()
+        seconds = clean_end - clean_start
+        out["cleaning"] = {
+            "segment_bytes_before": before, "segment_bytes_after": after, "seconds": round(seconds, 3),
+            "mb_per_s": round(before / 1e6 / seconds, 2),
+            "rss_before_mib": round(rss_before / 2**20, 1),
+            "peak_rss_cleaning_mib": round(sampler.peak_rss_since(clean_start) / 2**20, 1)}
+        out["producer"] = {"quiet": pinger.between(quiet_start, quiet_end),
+                           "cleaning": pinger.between(clean_start, clean_end), "errors": pinger.errors}
+    return out
+
+
+def _print(r: dict[str, Any]) -> None:
+    c, p = r["cleaning"], r["producer"]
+    print(f"{r['broker']:5} cleaned {c['segment_bytes_before'] / 1e6:.1f} -> {c['segment_bytes_after'] / 1e6:.2f} MB "
+          f"in {c['seconds']} s = {c['mb_per_s']} MB/s; RSS {c['rss_before_mib']} MiB before, "
+          f"peak {c['peak_rss_cleaning_mib']} MiB cleaning; producer p50/p99/max quiet "
+          f"{p['quiet']['p50_ms']}/{p['quiet']['p99_ms']}/{p['quiet']['max_ms']} ms (n={p['quiet']['count']}), "
+          f"cleaning {p['cleaning']['p50_ms']}/{p['cleaning']['p99_ms']}/{p['cleaning']['max_ms']} ms "
+          f"(n={p['cleaning']['count']}), {p['errors']} errors", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mib", type=int, default=256, help="data set size in MiB")
+    parser.add_argument("--keys", type=int, default=100_000, help="distinct keys")
+    parser.add_argument("--value-bytes", type=int, default=1000)
+    parser.add_argument("--segment-mib", type=int, default=32, help="segment.bytes in MiB (at least 1)")
+    parser.add_argument("--quiet-s", type=float, default=10.0, help="producer baseline before the cleaning")
+    parser.add_argument("--smoke", action="store_true", help="16 MiB, 10,000 keys, 1 MiB segments, no JSON")
+    parser.add_argument("--no-kafka", action="store_true", help="skip the Apache Kafka baseline")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.mib, args.keys, args.segment_mib, args.quiet_s = 16, 10_000, 1, 3.0
+    machine = describe()
+    print(machine, flush=True)
+    settings = {k: getattr(args, k) for k in ("mib", "keys", "value_bytes", "segment_mib", "quiet_s")}
+    print(f"settings: {settings}, broker {CLEANER_SETTINGS}", flush=True)
+    result: dict[str, Any] = {"machine": machine, "settings": settings, "broker_settings": CLEANER_SETTINGS}
+    brokers = {"samsa": samsa_broker} | ({} if args.no_kafka else {"kafka": kafka_broker})
+    for name, start in brokers.items():
+        with start() as b:
+            result[name] = run(b, args)
+            _print(result[name])
+    if "kafka" in result:
+        s, k = result["samsa"], result["kafka"]
+        result["samsa_vs_kafka"] = {
+            "throughput_ratio": round(s["cleaning"]["mb_per_s"] / max(k["cleaning"]["mb_per_s"], 1e-9), 2),
+            "p99_cleaning_over_quiet": {n: round(r["producer"]["cleaning"]["p99_ms"]
+                                                 / max(r["producer"]["quiet"]["p99_ms"], 1e-9), 2)
+                                        for n, r in (("samsa", s), ("kafka", k))}}
+        print(f"samsa/kafka cleaner throughput {result['samsa_vs_kafka']['throughput_ratio']}; producer p99 "
+              f"cleaning/quiet {result['samsa_vs_kafka']['p99_cleaning_over_quiet']}", flush=True)
+    if not args.smoke:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"cleaner-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
