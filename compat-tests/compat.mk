@@ -5,6 +5,7 @@
 #   - prometheus (Debian package), only if `prometheus` is not on PATH (compat-tests/test_metrics.py)
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
+#   - Kafka Connect 4.1.2 (connect-runtime, connect-json, connect-file via Maven) -> compat-tests/connect/lib
 COMPAT_DIR := compat-tests
 COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -12,10 +13,12 @@ ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
 ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-4.1.2
 NODE_STAMP := $(COMPAT_DIR)/node/node_modules/.stamp
 JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp
+CONNECT_LIB := $(COMPAT_DIR)/connect/lib
+CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-4.1.2
 
-.PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java
+.PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect
 
-compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java
+compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect
 
 compat-oracle: $(ORACLE_STAMP)
 
@@ -48,4 +51,17 @@ compat-java: $(JAVA_STAMP)
 $(JAVA_STAMP): $(COMPAT_DIR)/java/pom.xml $(wildcard $(COMPAT_DIR)/java/src/main/java/*.java)
 	cd $(COMPAT_DIR)/java && $(COMPAT_MVN) package dependency:copy-dependencies \
 	  -DincludeScope=runtime -DoutputDirectory=target/lib
+	touch $@
+
+compat-connect: $(CONNECT_STAMP)
+
+# Downloaded into lib.tmp and renamed, so an interrupted download never looks complete. connect-file
+# goes to lib/plugins/connect-file: the worker loads it through plugin.path (its own class loader),
+# as a deployed connector is, while the runtime's classpath is lib/* alone.
+$(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml
+	rm -rf $(CONNECT_LIB).tmp
+	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy-dependencies -DoutputDirectory=lib.tmp
+	mkdir -p $(CONNECT_LIB).tmp/plugins/connect-file
+	mv $(CONNECT_LIB).tmp/connect-file-*.jar $(CONNECT_LIB).tmp/plugins/connect-file/
+	rm -rf $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
 	touch $@
