@@ -53,6 +53,16 @@ CONNECTORS_RUNNING_TIMEOUT_S = 120.0
 DELIVERY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 
+# Against Samsa in make test; against Kafka too with COMPAT_CONNECT_KAFKA=1 (the three tests cost about two minutes
+# a broker on this 2-core machine, and Kafka's side shows only that the test itself is right: it passed there).
+BROKERS = pytest.mark.parametrize("broker", [
+    pytest.param("samsa", marks=pytest.mark.samsa, id="samsa"),
+    pytest.param("kafka", marks=[pytest.mark.kafka, pytest.mark.skipif(
+        os.environ.get("COMPAT_CONNECT_KAFKA") != "1",
+        reason="the same tests against Kafka 4.1.2 take two more minutes: opt in with COMPAT_CONNECT_KAFKA=1")],
+        id="kafka"),
+], indirect=True)
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(2 * WORKER_START_TIMEOUT_S + 2 * CONNECTORS_RUNNING_TIMEOUT_S + 2 * DELIVERY_TIMEOUT_S + 120),
@@ -231,6 +241,7 @@ def _cleanup_policies(bootstrap: str, topics: list[str]) -> dict[str, str]:
 
 
 @pytest.mark.skipif(not _installed(), reason=f"Kafka Connect jars missing in {CONNECT_LIB}: run `make compat-deps`")
+@BROKERS
 def test_distributed_file_source_to_sink(broker: Target) -> None:
     run = uuid.uuid4().hex[:8]
     topics = ConnectTopics(config=f"connect-configs-{run}", offset=f"connect-offsets-{run}",
@@ -287,6 +298,7 @@ def test_distributed_file_source_to_sink(broker: Target) -> None:
 
 
 @pytest.mark.skipif(not _installed(), reason=f"Kafka Connect jars missing in {CONNECT_LIB}: run `make compat-deps`")
+@BROKERS
 def test_distributed_refuses_a_config_topic_that_is_not_compacted(broker: Target) -> None:
     """The other side of the check above: Connect reads the policy from the broker's DescribeConfigs
     answer and stops when it says delete. (When DescribeConfigs fails Connect only logs and goes on,
@@ -343,6 +355,7 @@ def _read_all(bootstrap: str, topic: str) -> tuple[int, list[tuple[bytes | None,
 
 
 @pytest.mark.skipif(not _installed(), reason=f"Kafka Connect jars missing in {CONNECT_LIB}: run `make compat-deps`")
+@BROKERS
 def test_offset_topic_is_compacted_by_the_broker(broker: Target) -> None:
     """Connect writes its source offsets under one key per source partition, every flush: the broker's
     cleaner must reduce them to the latest one (what a restarted worker resumes from). The offset
