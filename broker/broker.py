@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from samsa.broker.commit_bounds import CommitBounds
-from samsa.broker.config import BrokerConfig, effective_topic_config, log_config_for
+from samsa.broker.config import BrokerConfig, log_config_for
 from samsa.broker.connection import KafkaConnection
 from samsa.broker.controller import AlterPartitionChange, Controller, Pending, TopicResult, TopicSpec
 from samsa.broker.forwarding import forward
@@ -34,6 +34,7 @@ from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.replica_fetcher import ReplicaFetcherManager
 from samsa.broker.replica_manager import Partition, ReplicaManager
 from samsa.broker.state_change_log import log_state_changes
+from samsa.broker.topic_settings import TopicSettings
 from samsa.broker.txn.service import TxnService
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
@@ -104,8 +105,10 @@ class Broker:
         self.static_config = config
         self.config = config
         self.node_id = config.node_id
-        self._topic_config_cache: dict[str, Mapping[str, str]] = {}
-        self._topic_config_image: MetadataImage | None = None
+        # topic -> TopicSettings, valid for one (metadata image, broker config) pair: see topic_settings
+        self._topic_settings: dict[str, TopicSettings] = {}
+        self._topic_settings_image: MetadataImage | None = None
+        self._topic_settings_config: BrokerConfig | None = None
         data_dir = config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         # The directory is this process's before anything in it is read or written (Kafka's .lock).
@@ -365,15 +368,24 @@ class Broker:
             self._creating.difference_update(s.name for s in specs)
 
     def topic_config(self, topic: str) -> Mapping[str, str]:
-        """A topic's effective configs (overrides over broker defaults), cached per metadata image."""
-        image = self.image
-        if image is not self._topic_config_image:
-            self._topic_config_cache = {}
-            self._topic_config_image = image
-        found = self._topic_config_cache.get(topic)
+        """A topic's effective configs (overrides over broker defaults) as strings, cached as topic_settings."""
+        return self.topic_settings(topic).configs
+
+    def topic_settings(self, topic: str) -> TopicSettings:
+        """A topic's effective configs, parsed once per metadata image and broker config.
+
+        Rebuilt when either object changes: a new image (a topic's configs altered) or a new broker config
+        (a dynamic broker default such as min.insync.replicas, which reaches self.config only when the
+        image is applied, possibly after a read of that image already filled the cache).
+        """
+        image, config = self.image, self.config
+        if image is not self._topic_settings_image or config is not self._topic_settings_config:
+            self._topic_settings = {}
+            self._topic_settings_image, self._topic_settings_config = image, config
+        found = self._topic_settings.get(topic)
         if found is None:
-            found = effective_topic_config(self.config, image.topic_configs(topic))
-            self._topic_config_cache[topic] = found
+            found = TopicSettings.of(config, image.topic_configs(topic))
+            self._topic_settings[topic] = found
         return found
 
     def run_retention(self) -> int:

@@ -40,7 +40,7 @@ from samsa.storage.config import LogConfig
 __all__ = [
     "BROKER_DEFAULTS", "BROKER_SCHEMA", "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "TOPIC_CONFIGS", "BrokerConfig",
     "BrokerKey", "ConfigDef", "ConfigSource", "ConfigType", "K", "check_static_config", "check_topic_configs",
-    "effective_topic_config", "log_config_for", "validate_broker_config", "validate_topic_config",
+    "effective_topic_config", "log_config_for", "parse_topic_config", "validate_broker_config", "validate_topic_config",
 ]
 
 logger = logging.getLogger("samsa.config")
@@ -531,8 +531,13 @@ def effective_topic_config(broker: BrokerConfig, topic_overrides: Mapping[str, s
 
 def typed_topic_config(broker: BrokerConfig, topic_overrides: Mapping[str, str]) -> dict[str, ConfigValue]:
     """A topic's effective configs, parsed (a value that does not parse falls back to its Kafka default)."""
+    return parse_topic_config(effective_topic_config(broker, topic_overrides))
+
+
+def parse_topic_config(effective: Mapping[str, str]) -> dict[str, ConfigValue]:
+    """`effective_topic_config`'s strings, parsed (one that does not parse falls back to its Kafka default)."""
     out: dict[str, ConfigValue] = {}
-    for name, raw in effective_topic_config(broker, topic_overrides).items():
+    for name, raw in effective.items():
         d = TOPIC_CONFIGS[name]
         try:
             out[name] = check_value(name, d.type, None, raw)

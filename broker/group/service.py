@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -64,6 +64,7 @@ from samsa.storage.log import Log
 if TYPE_CHECKING:
     from samsa.broker.metadata.image import MetadataImage
     from samsa.broker.replica_manager import Partition
+    from samsa.broker.topic_settings import TopicSettings
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ DEFAULT_COMMIT_TIMEOUT_MS = 5000
 class GroupBroker(InternalTopicBroker, Protocol):
     """What the group coordinator's shell uses of its broker (samsa.broker.broker.Broker is one)."""
 
-    def topic_config(self, topic: str) -> Mapping[str, str]: ...
+    def topic_settings(self, topic: str) -> TopicSettings: ...
 
 
 def now_ms() -> int:
@@ -173,7 +174,7 @@ class GroupService:
         if not appended:
             return errors
         deadline = time.monotonic() + self.commit_timeout_ms / 1000
-        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC)["min.insync.replicas"])
+        min_isr = self.broker.topic_settings(OFFSETS_TOPIC).min_insync_replicas
         for index, (partition, end_offset, epoch) in appended.items():
             got = await partition.wait_replicated(end_offset, epoch, min_isr, deadline - time.monotonic())
             if got == ErrorCode.not_leader_or_follower:
@@ -270,7 +271,7 @@ class GroupService:
         """The coordinators write with acks=-1, so Kafka refuses the append before writing anything when the
         ISR is below min.insync.replicas (NOT_ENOUGH_REPLICAS, which GroupCoordinatorService answers as
         COORDINATOR_NOT_AVAILABLE, for OffsetCommit and TxnOffsetCommit alike)."""
-        min_isr = int(self.broker.topic_config(OFFSETS_TOPIC).get("min.insync.replicas", "1"))
+        min_isr = self.broker.topic_settings(OFFSETS_TOPIC).min_insync_replicas
         if len(partition.isr) >= min_isr:
             return ErrorCode.none
         logger.warning("not storing %d group records: %s-%d has %d in-sync replicas, fewer than %d", record_count,

@@ -151,7 +151,7 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
             return _result(error, "the partition is not part of the producer's ongoing transaction"
                            if error == ErrorCode.invalid_txn_state else None)
     if acks == -1:
-        min_isr = int(ctx.broker.topic_config(partition.topic)["min.insync.replicas"])
+        min_isr = ctx.broker.topic_settings(partition.topic).min_insync_replicas
         if len(partition.isr) < min_isr:
             return _result(ErrorCode.not_enough_replicas,
                            f"The size of the current ISR {len(partition.isr)} is insufficient to satisfy "
@@ -169,7 +169,7 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
     result = PartitionResult(ErrorCode.none, None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     if acks == -1 and partition.log.high_watermark <= info.last_offset:
         # acks=all: answered once every in-sync replica has the batch (Kafka's DelayedProduce)
-        min_isr = int(ctx.broker.topic_config(partition.topic)["min.insync.replicas"])
+        min_isr = ctx.broker.topic_settings(partition.topic).min_insync_replicas
         return AwaitingReplication(result, partition, info.last_offset + 1, min_isr, partition.leader_epoch)
     return result
 

@@ -121,10 +121,7 @@ class ReplicaCollector(SteppedCollector):
             if leader:
                 leaders += 1
                 is_under_rep = len(p.isr) < len(p.replicas)
-                try:
-                    min_isr = int(broker.topic_config(p.topic).get("min.insync.replicas", "1"))
-                except ValueError:
-                    min_isr = 1
+                min_isr = broker.topic_settings(p.topic).min_insync_replicas
                 is_under_min = len(p.isr) < min_isr
                 under_replicated += is_under_rep
                 under_min_isr += is_under_min

@@ -8,7 +8,7 @@ scrape or health-check time; nothing is called that changes the broker.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from samsa.broker.metadata.quorum import MetadataQuorum
     from samsa.broker.observability.request_metrics import RequestMetrics
     from samsa.broker.replica_manager import ReplicaManager
+    from samsa.broker.topic_settings import TopicSettings
     from samsa.storage.log_manager import LogManager
 
 __all__ = ["ObservabilityBroker"]
@@ -59,4 +60,4 @@ class ObservabilityBroker(Protocol):
     def request_metrics(self) -> RequestMetrics: ...
     @property
     def connections(self) -> Collection[KafkaConnection]: ...
-    def topic_config(self, topic: str) -> Mapping[str, str]: ...
+    def topic_settings(self, topic: str) -> TopicSettings: ...

@@ -9,6 +9,7 @@ was really stored.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -114,9 +115,10 @@ def test_a_commit_refused_below_min_insync_replicas_is_not_applied(tmp_path: Pat
     COORDINATOR_NOT_AVAILABLE) before writing when the ISR is under min.insync.replicas."""
     broker = start(tmp_path)
     assert run(lambda: commit(broker, 5)) == ErrorCode.none
-    real_config = broker.topic_config
-    monkeypatch.setattr(broker, "topic_config", lambda topic: {**real_config(topic), "min.insync.replicas": "2"}
-                        if topic == OFFSETS_TOPIC else real_config(topic))
+    real_settings = broker.topic_settings
+    strict = dataclasses.replace(real_settings(OFFSETS_TOPIC), min_insync_replicas=2)
+    monkeypatch.setattr(broker, "topic_settings",
+                        lambda topic: strict if topic == OFFSETS_TOPIC else real_settings(topic))
     partition = broker.replica_manager.get_partition(OFFSETS_TOPIC, 0)
     assert partition is not None
     end = partition.log.log_end_offset

@@ -8,6 +8,7 @@ The disk is made "full" as in tests/group/test_service.py: free space under sams
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -201,10 +202,11 @@ def test_txn_offset_commit_is_refused_below_min_insync_replicas(tmp_path: Path,
     assert partition is not None
     end = partition.log.log_end_offset
     offsets = {("t", 0): OffsetAndMetadata(7, -1, "", now_ms(), None)}
-    real_config = broker.topic_config
+    real_settings = broker.topic_settings
+    strict = dataclasses.replace(real_settings(OFFSETS_TOPIC), min_insync_replicas=2)
     with monkeypatch.context() as patch:
-        patch.setattr(broker, "topic_config", lambda topic: {**real_config(topic), "min.insync.replicas": "2"}
-                      if topic == OFFSETS_TOPIC else real_config(topic))
+        patch.setattr(broker, "topic_settings",
+                      lambda topic: strict if topic == OFFSETS_TOPIC else real_settings(topic))
         assert broker.txn.txn_offset_commit("tx", G, r.producer_id, 0, offsets) == ErrorCode.coordinator_not_available
     assert partition.log.log_end_offset == end  # nothing was written
     assert broker.txn.pending_offsets == {}
