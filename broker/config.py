@@ -118,9 +118,6 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
                                         at_least(0), dynamic=True),
     "log.cleaner.io.buffer.load.factor": K(DOUBLE, "0.9", "how full an offset map may get", between(0.01, 1),
                                            dynamic=True),
-    # Kafka's read and write buffers per cleaner thread; Samsa reads in chunks of its own size
-    "log.cleaner.io.buffer.size": K(INT, "524288", "the cleaners' I/O buffer bytes per thread", at_least(0),
-                                    dynamic=True, implemented=False),
     "log.cleaner.io.max.bytes.per.second": K(DOUBLE, "1.7976931348623157E308",
                                              "the cleaners' read + write rate (all threads)", dynamic=True),
     "log.cleaner.backoff.ms": K(LONG, "15000", "sleep when no log needs cleaning", at_least(0), dynamic=True),
