@@ -109,12 +109,15 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "log.cleaner.max.compaction.lag.ms": K(LONG, str(LONG_MAX), "max.compaction.lag.ms's default"),
     "log.cleaner.min.compaction.lag.ms": K(LONG, "0", "min.compaction.lag.ms's default"),
     "log.cleaner.min.cleanable.ratio": K(DOUBLE, "0.5", "min.cleanable.dirty.ratio's default"),
-    # the log cleaner (broker/log_cleaner.py): threads and the dedupe buffer are read at start
+    # the log cleaner (broker/log_cleaner.py): dynamic as Kafka's LogCleaner.ReconfigurableConfigs (the next
+    # cleaning reads them; a change of threads starts or retires cleaner tasks); log.cleaner.enable is static.
+    # The four topic defaults above are dynamic through their topic configs (_entry), as in DynamicLogConfig.
     "log.cleaner.enable": K(BOOLEAN, "true", "compacted topics are cleaned"),
-    "log.cleaner.threads": K(INT, "1", "cleanings run at once", at_least(0)),
+    "log.cleaner.threads": K(INT, "1", "cleanings run at once", at_least(0), dynamic=True),
     "log.cleaner.dedupe.buffer.size": K(LONG, "134217728", "offset map bytes, shared by the cleaner threads",
-                                        at_least(0)),
-    "log.cleaner.io.buffer.load.factor": K(DOUBLE, "0.9", "how full an offset map may get", between(0.01, 1)),
+                                        at_least(0), dynamic=True),
+    "log.cleaner.io.buffer.load.factor": K(DOUBLE, "0.9", "how full an offset map may get", between(0.01, 1),
+                                           dynamic=True),
     "log.cleaner.io.max.bytes.per.second": K(DOUBLE, "1.7976931348623157E308",
                                              "the cleaners' read + write rate (all threads)", dynamic=True),
     "log.cleaner.backoff.ms": K(LONG, "15000", "sleep when no log needs cleaning", at_least(0), dynamic=True),

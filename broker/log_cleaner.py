@@ -11,6 +11,15 @@ a process: the cleaner reads and writes files through the OS (whose I/O releases
 per record is small next to the I/O; a process would have to hand the log's segment list and producer state
 across and back.  (Not measured yet: the benchmark of issue 16 is still to be written.)
 
+Dynamic configs, as Kafka's (LogCleaner.ReconfigurableConfigs; log.cleaner.enable stays static): every
+cleaning reads log.cleaner.dedupe.buffer.size, log.cleaner.threads and log.cleaner.io.buffer.load.factor
+afresh when it starts, the throttler reads log.cleaner.io.max.bytes.per.second at each chunk, and the backoff
+is read at each sleep.  A change of log.cleaner.threads is followed within RECONFIGURE_CHECK_INTERVAL_S:
+Kafka's LogCleaner.reconfigure stops its threads and starts new ones; here the missing tasks are started and
+a surplus task exits after its current cleaning (or backoff), so no cleaning is cut short; 0 stops cleaning.
+The topic-level defaults (log.cleaner.min.cleanable.ratio and the others) reach each log's LogConfig through
+the replica manager, which the cleaner reads at each pick.
+
 Reads in flight during a swap: a fetch's FileRecords holds a dup of the old segment's descriptor, and the
 old files are renamed to `.deleted` and unlinked (after file.delete.delay.ms), so POSIX keeps their bytes
 readable until the fetch is sent; the next fetch finds the new segment.
@@ -47,7 +56,12 @@ from samsa.storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CleanerFigures", "LogCleaner"]
+__all__ = ["RECONFIGURE_CHECK_INTERVAL_S", "CleanerFigures", "LogCleaner"]
+
+# How often run() compares the running cleaner tasks with log.cleaner.threads.  Polled rather than pushed:
+# the cleaner sees the broker's config through a callable (rebuilt on each dynamic change), and a count
+# compared once a second costs nothing next to a cleaning.
+RECONFIGURE_CHECK_INTERVAL_S = 1.0
 
 
 @dataclass(slots=True)
@@ -98,40 +112,63 @@ class _SharedThrottler:
 
 
 class LogCleaner:
-    def __init__(self, log_manager: LogManager, config: Callable[[], BrokerConfig]) -> None:
+    def __init__(self, log_manager: LogManager, config: Callable[[], BrokerConfig], *,
+                 reconfigure_check_s: float = RECONFIGURE_CHECK_INTERVAL_S) -> None:
         self._log_manager = log_manager
         self._config = config
-        c = config()
-        self.threads = c.get_int("log.cleaner.threads")
-        self._map_bytes = c.get_int("log.cleaner.dedupe.buffer.size") // max(1, self.threads)
-        self._load_factor = c.get_float("log.cleaner.io.buffer.load.factor")
+        self._reconfigure_check_s = reconfigure_check_s
         self._throttle = _SharedThrottler(lambda: self._config().get_float("log.cleaner.io.max.bytes.per.second"))
         self._checkpoint = read_cleaner_checkpoint(log_manager.file_io, log_manager.data_dir)
         self._in_progress: set[tuple[str, int]] = set()
+        self._running: set[int] = set()  # the cleaner tasks alive, by thread number
         self.uncleanable: dict[tuple[str, int], str] = {}  # log -> why (Kafka's uncleanable partitions)
         self.figures = CleanerFigures(last_cleaned_offset=self._checkpoint)
         self._stopping = False
 
+    @property
+    def threads(self) -> int:
+        """log.cleaner.threads as configured now (dynamic): how many cleaner tasks should run."""
+        return self._config().get_int("log.cleaner.threads")
+
+    @property
+    def running_threads(self) -> frozenset[int]:
+        """The cleaner tasks alive now (a surplus one lives until its current cleaning ends)."""
+        return frozenset(self._running)
+
     async def run(self) -> None:
-        """Run the cleaner threads until cancelled."""
-        if self.threads <= 0:
-            return
+        """Run the cleaner threads until cancelled, starting the missing ones whenever log.cleaner.threads
+        grows (Kafka's LogCleaner.reconfigure restarts its threads with the new count)."""
         try:
             async with anyio.create_task_group() as tg:
-                for thread in range(self.threads):
-                    tg.start_soon(self._cleaner_thread, thread)
+                seen = -1
+                while True:
+                    wanted = self.threads
+                    if wanted != seen:
+                        if seen >= 0:
+                            logger.info("log cleaner: log.cleaner.threads changed from %d to %d", seen, wanted)
+                        seen = wanted
+                    for thread in range(wanted):
+                        if thread not in self._running:
+                            self._running.add(thread)
+                            tg.start_soon(self._cleaner_thread, thread)
+                    await anyio.sleep(self._reconfigure_check_s)
         finally:
             self._stopping = True
 
     async def _cleaner_thread(self, thread: int) -> None:
-        while True:
-            try:
-                cleaned = await self.clean_once(int(time.time() * 1000), thread)
-            except Exception:
-                logger.exception("log cleaner: unexpected error; going on")
-                cleaned = False
-            if not cleaned:
-                await anyio.sleep(self._config().get_int("log.cleaner.backoff.ms") / 1000)
+        try:
+            while thread < self.threads:  # a surplus thread exits between two cleanings
+                try:
+                    cleaned = await self.clean_once(int(time.time() * 1000), thread)
+                except Exception:
+                    logger.exception("log cleaner: unexpected error; going on")
+                    cleaned = False
+                if not cleaned:
+                    await anyio.sleep(self._config().get_int("log.cleaner.backoff.ms") / 1000)
+        finally:
+            self._running.discard(thread)
+            if thread >= self.threads:
+                self.figures.last_stats.pop(thread, None)  # Kafka's new cleaners start without stats
 
     def grab_filthiest(self, now_ms: int) -> tuple[tuple[str, int], Log, LogCleaningCandidate] | None:
         """Kafka's grabFilthiestCompactedLog over this broker's compacted logs (on the event loop)."""
@@ -178,8 +215,12 @@ class LogCleaner:
                 raise LogCleaningAbortedError(f"{key[0]}-{key[1]} was closed, deleted or taken offline")
 
         r = candidate.cleanable
-        cleaner = Cleaner(self._map_bytes, load_factor=self._load_factor, throttle=self._throttle,
-                          check_done=check_done)
+        # read at each cleaning's start, so a dynamic change is used by the next cleaning (Kafka's cleaner
+        # threads are recreated with the new CleanerConfig on reconfigure)
+        c = self._config()
+        map_bytes = c.get_int("log.cleaner.dedupe.buffer.size") // max(1, c.get_int("log.cleaner.threads"))
+        cleaner = Cleaner(map_bytes, load_factor=c.get_float("log.cleaner.io.buffer.load.factor"),
+                          throttle=self._throttle, check_done=check_done)
         p = cleaner.begin(log, r.first_dirty_offset, r.first_uncleanable_offset, now_ms)
         await anyio.to_thread.run_sync(cleaner.plan, p)
         for group in p.groups:
