@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,23 @@ def samsa(samsa_factory: type[SamsaProcess]) -> Iterator[SamsaProcess]:
     process.start()
     yield process
     assert process.proc is None or process.proc.poll() is None, f"samsa died:\n{process.log_tail()}"
+    process.stop()
+
+
+@pytest.fixture
+def group_broker(samsa_factory: type[SamsaProcess]) -> Iterator[SamsaProcess]:
+    """A broker whose group coordinator is ready (groups join at once: no initial rebalance delay).
+
+    The first FindCoordinator creates __consumer_offsets, a metadata write committed once fsynced off the
+    event loop: until then the answer is COORDINATOR_NOT_AVAILABLE (as Kafka's), which clients retry."""
+    process = samsa_factory(extra_args=("--override", "group.initial.rebalance.delay.ms=0"))
+    process.start()
+    with process.connect() as c:
+        for _ in range(200):
+            if c.request(10, {"key": "warm-up", "key_type": 0}, version=3).error_code.value == 0:
+                break
+            time.sleep(0.05)
+    yield process
     process.stop()
 
 

@@ -7,7 +7,6 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,23 +14,12 @@ import pytest
 from samsa.broker.client import Connection
 from samsa.kproto.records import encode_batch
 
-GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0")
 REPO_CLI = [sys.executable, "-m", "samsa.broker.cli", "groups"]
 
 
 @pytest.fixture
-def broker(samsa_factory: Any) -> Iterator[Any]:
-    process = samsa_factory(extra_args=GROUP_ARGS)
-    process.start()
-    # The first FindCoordinator creates __consumer_offsets, a metadata write committed once fsynced off the
-    # event loop: until then the answer is COORDINATOR_NOT_AVAILABLE (as Kafka's), which clients retry.
-    with process.connect() as conn:
-        for _ in range(200):
-            if conn.request(10, {"key": "warm-up", "key_type": 0}, version=3).error_code.value == 0:
-                break
-            time.sleep(0.05)
-    yield process
-    process.stop()
+def broker(group_broker: Any) -> Any:
+    return group_broker
 
 
 def groups_cli(broker: Any, *args: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,6 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,22 +15,13 @@ import pytest
 from samsa.broker.client import Connection
 from samsa.kproto.records import Header, Record, decode_batches, encode_batch
 
-GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0")
 REPO_CLI = [sys.executable, "-m", "samsa.broker.cli", "groups"]
 DAY_MS = 86_400_000
 
 
 @pytest.fixture
-def broker(samsa_factory: Any) -> Iterator[Any]:
-    process = samsa_factory(extra_args=GROUP_ARGS)
-    process.start()
-    with process.connect() as conn:  # the first FindCoordinator creates __consumer_offsets
-        for _ in range(200):
-            if conn.request(10, {"key": "warm-up", "key_type": 0}, version=3).error_code.value == 0:
-                break
-            time.sleep(0.05)
-    yield process
-    process.stop()
+def broker(group_broker: Any) -> Any:
+    return group_broker
 
 
 def groups_cli(broker: Any, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from samsa.broker.poison import PoisonGuard, PoisonRecordError, RetryPolicy
 from samsa.kproto.records import Header, Record, decode_batches, encode_batch
 
-GROUP_ARGS = ("--override", "group.initial.rebalance.delay.ms=0")
 POISON = b"POISON"
 VALUES = [b"v0", b"v1", b"v2", b"v3", POISON, b"v5", b"v6", b"v7", b"v8"]
 CONSUME_DEADLINE_S = 60
@@ -61,16 +59,8 @@ def test_a_handler_that_recovers_is_not_skipped_and_stop_raises() -> None:
 
 
 @pytest.fixture
-def broker(samsa_factory: Any) -> Iterator[Any]:
-    process = samsa_factory(extra_args=GROUP_ARGS)
-    process.start()
-    with process.connect() as conn:
-        for _ in range(200):
-            if conn.request(10, {"key": "warm-up", "key_type": 0}, version=3).error_code.value == 0:
-                break
-            time.sleep(0.05)
-    yield process
-    process.stop()
+def broker(group_broker: Any) -> Any:
+    return group_broker
 
 
 def fetch_all(conn: Any, topic: str) -> list[Record]:
