@@ -196,7 +196,7 @@ class BrokerLifecycle:
         return should_shut_down
 
     def presumed_fenced(self) -> bool:
-        """No heartbeat answered for broker.session.timeout.ms: the controller has fenced this broker
+        """Fenced by the controller, or no heartbeat answered for broker.session.timeout.ms: the controller has fenced this broker
         by now and moved its partitions' leadership, but its metadata may not show it yet (it was cut
         off, or paused). Until a heartbeat goes through again it must not act as a partition leader: a
         deposed leader answering from its stale log would refuse an idempotent producer's next sequence
@@ -204,6 +204,10 @@ class BrokerLifecycle:
         out of range. A single voter is its own controller and is never cut off from it."""
         if self.broker.single_voter:
             return False
+        if self.fenced:
+            # The controller says so (or this broker has not been unfenced since it started): its image
+            # may still show it leading partitions the controller moved away while it was cut off.
+            return True
         # One heartbeat interval early: the controller's session runs from when it got our last heartbeat,
         # ours from when its answer came back, so this side must give up first.
         config = self.broker.config

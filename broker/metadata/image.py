@@ -63,7 +63,9 @@ class BrokerImage:
     rack: str | None
     fenced: bool
     in_controlled_shutdown: bool = False
-    registration_offset: int = -1  # the metadata offset of the registration: caught up once past it
+    # The metadata offset a fenced broker must have applied to be unfenced: its registration, or the
+    # record that last fenced it (its image then shows the leadership that moved off it).
+    registration_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,8 @@ class MetadataImage:
                         brokers[record.broker_id] = replace(
                             old_broker,
                             fenced=old_broker.fenced if record.fenced is None else record.fenced,
+                            registration_offset=(offset if record.fenced and not old_broker.fenced
+                                                 else old_broker.registration_offset),
                             in_controlled_shutdown=(old_broker.in_controlled_shutdown
                                                     if record.in_controlled_shutdown is None
                                                     else record.in_controlled_shutdown),

@@ -158,7 +158,14 @@ def test_registration_heartbeat_and_fencing(controller: Controller) -> None:
     assert parts[1].leader == 1
     epoch_before = parts[0].leader_epoch
 
-    # It comes back (same incarnation heartbeats again): unfenced, and leads its partition again.
+    # It comes back (same incarnation heartbeats again) from behind its fencing: its image may still
+    # show it leading, so it stays fenced until it has applied the record that fenced it.
+    fenced_at = controller.image.brokers[2].registration_offset
+    assert fenced_at > offset
+    error, beat = controller.heartbeat(2, epoch2, fenced_at - 1, False, False, now + 2000)
+    assert beat is not None and beat.result().is_fenced
+    assert controller.image.topics_by_name["t"].partitions[0].leader == -1
+    # Caught up: unfenced, and leads its partition again.
     error, beat = controller.heartbeat(2, epoch2, controller.image.offset, False, False, now + 2000)
     assert beat is not None and not beat.result().is_fenced
     part = controller.image.topics_by_name["t"].partitions[0]
