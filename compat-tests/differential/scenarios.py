@@ -421,12 +421,22 @@ def topic_config_validation(ctx: Ctx) -> Any:
             version=1)
         return _config_result(r.responses[0])
 
-    def show(keys: list[str]) -> Any:
+    def show_once(keys: list[str]) -> Any:
         r = c.request(32, {"resources": [{"resource_type": 2, "resource_name": t, "configuration_keys": keys}],
                            "include_synonyms": False, "include_documentation": False}, version=4)
         res = r.results[0]
         return {"error": err(res), "message": res.error_message,
                 "configs": {x.name: [x.value, x.config_source] for x in res.configs}}
+
+    def show(keys: list[str]) -> Any:
+        # Kafka answers an alter once the controller committed it; the broker that describes applies the
+        # metadata a moment later. Read until three reads 0.1 s apart agree (bounded), on both brokers.
+        seen = [show_once(keys)]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not (len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]):
+            time.sleep(0.1)
+            seen.append(show_once(keys))
+        return seen[-1]
 
     out["incremental_bad"] = [[n, v, incremental([(n, 0, v)], validate_only=True)] for n, v in BAD_TOPIC_CONFIGS]
     out["empty_cleanup_policy"] = incremental([("cleanup.policy", 0, "")])
