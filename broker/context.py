@@ -35,6 +35,10 @@ class RequestContext:
     client_host: str
     now_ms: int
     controller_plane: bool = False  # arrived on the controller listener
+    # Who sent it (Kafka's KafkaPrincipal as "type:name"): set by the connection once the listener's
+    # security (TLS client certificate, SASL) has authenticated the client; anonymous on PLAINTEXT.
+    principal: str = "User:ANONYMOUS"
+    listener_name: str = "PLAINTEXT"
 
     @property
     def version(self) -> int:
