@@ -44,8 +44,10 @@ $(PERF_TOOLS_STAMP): bench/perf-tools/pom.xml
 	rm -rf $(PERF_TOOLS_LIB) && mv $(PERF_TOOLS_LIB).tmp $(PERF_TOOLS_LIB)
 	touch $@
 
+# Two streams side by side (tests/chaos/conftest.py groups them): the short chaos runs, which mostly wait,
+# and everything else, each one test at a time.
 test: $(TEST_STAMP) compat-deps bench-deps compile
-	$(PY) -m pytest -q -p no:cacheprovider --durations=30 tests compat-tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 -n 2 --dist loadgroup tests compat-tests
 
 test-fast: $(TEST_STAMP) compile
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -69,7 +69,8 @@ class _SamsaHolder:
             self.proc = None
         if self.proc is None:
             try:
-                self.proc = start_samsa()
+                # the oracle's server.properties sets the same (the compaction scenarios wait for cleanings)
+                self.proc = start_samsa(extra_args=("--override", "log.cleaner.backoff.ms=1000"))
             except SamsaError as e:
                 self.start_error = e
                 raise

@@ -1111,9 +1111,17 @@ def keep_evidence(directory: Path, seed: int) -> Path:
 
 
 def seeds(count: int, base: int | None = None) -> list[int]:
-    """`count` seeds from `base` (SAMSA_CHAOS_SEED) or, without one, from the clock (printed by each run)."""
+    """`count` seeds from `base` (SAMSA_CHAOS_SEED) or, without one, from the clock (printed by each run).
+    Under pytest-xdist every worker collects the same seeds: the clock is read as the run's start, taken
+    from the run id the workers share."""
     if base is None:
         env = os.environ.get("SAMSA_CHAOS_SEED")
-        base = int(env) if env else int(time.time()) % 1_000_000 * 1000
+        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if env:
+            base = int(env)
+        elif run_id:
+            base = int(run_id[:8], 16) % 1_000_000 * 1000
+        else:
+            base = int(time.time()) % 1_000_000 * 1000
     return [base + i for i in range(count)]
 
