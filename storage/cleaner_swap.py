@@ -34,6 +34,7 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
+_NATIVE_ENTRY = struct.Struct("=qqq")
 
 
 class LogCleaningAbortedError(Exception):
@@ -79,17 +80,26 @@ class CleanedSegmentWriter:
     def append(self, h: BatchHeader, data: bytes) -> None:
         """Append one batch (`h` is the original header: the rewritten batch keeps its offsets)."""
         self._io.pwrite(self._fd, data, self.size_bytes)
-        max_ts = int.from_bytes(data[35:43], "big", signed=True)
+        self._indexed(h.last_offset, int.from_bytes(data[35:43], "big", signed=True), len(data))
+
+    def append_batches(self, data: bytes, index: bytes) -> None:
+        """Append batches lying back to back in `data`; `index` holds one (last offset, max timestamp, size)
+        triple of native int64s per batch (the cleaner's native walk writes them)."""
+        self._io.pwrite(self._fd, data, self.size_bytes)
+        for last_offset, max_ts, size in _NATIVE_ENTRY.iter_unpack(index):
+            self._indexed(last_offset, max_ts, size)
+
+    def _indexed(self, last_offset: int, max_ts: int, size: int) -> None:
         if max_ts > self._max_ts:
-            self._max_ts, self._offset_of_max = max_ts, h.last_offset
+            self._max_ts, self._offset_of_max = max_ts, last_offset
         if self._since_index > self._interval:
-            self._offset_entries.append((h.last_offset - self.base_offset, self.size_bytes))
+            self._offset_entries.append((last_offset - self.base_offset, self.size_bytes))
             if not self._time_entries or self._max_ts > self._time_entries[-1][0]:
                 self._time_entries.append((self._max_ts, self._offset_of_max - self.base_offset))
             self._since_index = 0
-        self._since_index += len(data)
-        self.size_bytes += len(data)
-        self.next_offset = h.next_offset
+        self._since_index += size
+        self.size_bytes += size
+        self.next_offset = last_offset + 1
 
     def finish(self) -> None:
         """Write the indexes and fsync every file (Kafka's onBecomeInactiveSegment + flush)."""
