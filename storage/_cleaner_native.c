@@ -18,6 +18,10 @@
  * or compressed batches, the last batch of a producer, anything malformed (bad magic, size, CRC or record
  * framing: the Python code raises the error).  So every error message and every rare rule stays in one place,
  * and the native walk only ever does what the Python code would do for the common batch.
+ *
+ * verify_crc: the transaction scan, a pass's first walk, checks the CRC of every batch of the segments the
+ * pass then maps and recopies (closed segments: immutable), so those two walks may skip it (a third of the
+ * CPU of a pass over large batches).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -386,7 +390,7 @@ typedef struct {
 
 /* WHOLE: a valid batch at data[pos] (kproto.batch.parse_header's checks and the CRC), NEED_MORE if not whole
  * in the buffer, SPECIAL if invalid (the Python walk raises the error). */
-static int read_batch(const unsigned char *data, int64_t len, int64_t pos, batch_t *b) {
+static int read_batch(const unsigned char *data, int64_t len, int64_t pos, batch_t *b, int verify_crc) {
     if (len - pos < HEADER_BYTES)
         return NEED_MORE;
     const unsigned char *p = data + pos;
@@ -408,7 +412,7 @@ static int read_batch(const unsigned char *data, int64_t len, int64_t pos, batch
         return SPECIAL;
     if (len - pos < b->size)
         return NEED_MORE;
-    if (crc32c(p + 21, (size_t)(b->size - 21)) != (uint32_t)be32(p + 17))
+    if (verify_crc && crc32c(p + 21, (size_t)(b->size - 21)) != (uint32_t)be32(p + 17))
         return SPECIAL;
     return WHOLE;
 }
@@ -571,7 +575,7 @@ static PyObject *scan_txn_batches(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         batch_t b;
-        status = read_batch(data, len, p, &b);
+        status = read_batch(data, len, p, &b, 1);
         if (status != WHOLE)
             break;
         if (b.base_offset >= upto || (b.producer_id >= 0 && (b.attributes & TRANSACTIONAL_BIT))) {
@@ -585,14 +589,15 @@ static PyObject *scan_txn_batches(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Li)", (long long)p, status);
 }
 
-/* map_batches(table, data, pos, start, latest_offset) -> (pos, status, latest_offset, bytes, messages):
+/* map_batches(table, data, pos, start, latest_offset, verify_crc) -> (pos, status, latest_offset, bytes, messages):
  * Cleaner._build_offset_map over the plain batches (not control, transactional or compressed). FULL: the
  * table refused a key of the batch at `pos` (its bytes and messages up to that key are counted). */
 static PyObject *map_batches(PyObject *self, PyObject *args) {
     OffsetTable *t;
     Py_buffer view;
     long long pos, start, latest;
-    if (!PyArg_ParseTuple(args, "O!y*LLL", &OffsetTableType, &t, &view, &pos, &start, &latest) ||
+    int verify_crc;
+    if (!PyArg_ParseTuple(args, "O!y*LLLp", &OffsetTableType, &t, &view, &pos, &start, &latest, &verify_crc) ||
         parse_args_buffer(&view, pos) < 0)
         return NULL;
     const unsigned char *data = view.buf;
@@ -602,7 +607,7 @@ static PyObject *map_batches(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (;;) {
         batch_t b;
-        status = read_batch(data, len, p, &b);
+        status = read_batch(data, len, p, &b, verify_crc);
         if (status != WHOLE)
             break;
         status = SPECIAL;
@@ -750,7 +755,7 @@ static int64_t filter_one(const OffsetTable *t, const unsigned char *batch, cons
     return kept;
 }
 
-/* filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms)
+/* filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms, verify_crc)
  *   -> (pos, status, out, index, bytes_read, messages_read, messages_written)
  * The recopy over the plain batches: not control, transactional or compressed, not ending at `upper_bound`,
  * and whose last offset is not in `special_last_offsets` (sorted int64s: the producers' last batches).  `out`
@@ -760,8 +765,9 @@ static PyObject *filter_batches(PyObject *self, PyObject *args) {
     OffsetTable *t;
     Py_buffer view, special;
     long long pos, latest, upper_bound, now_ms, retention_ms;
-    if (!PyArg_ParseTuple(args, "O!y*LLy*LLL", &OffsetTableType, &t, &view, &pos, &latest, &special, &upper_bound,
-                          &now_ms, &retention_ms))
+    int verify_crc;
+    if (!PyArg_ParseTuple(args, "O!y*LLy*LLLp", &OffsetTableType, &t, &view, &pos, &latest, &special, &upper_bound,
+                          &now_ms, &retention_ms, &verify_crc))
         return NULL;
     if (parse_args_buffer(&view, pos) < 0) {
         PyBuffer_Release(&special);
@@ -775,9 +781,10 @@ static PyObject *filter_batches(PyObject *self, PyObject *args) {
     scratch_t sc = {NULL, 0};
     buf_t out = {NULL, 0, 0}, index = {NULL, 0, 0};
     Py_BEGIN_ALLOW_THREADS
-    for (;;) {
+    oom = buf_reserve(&out, (size_t)(len - p) + 4096) < 0; /* the output rarely outgrows the input */
+    for (; !oom;) {
         batch_t b;
-        status = read_batch(data, len, p, &b);
+        status = read_batch(data, len, p, &b, verify_crc);
         if (status != WHOLE)
             break;
         status = SPECIAL;
@@ -844,9 +851,10 @@ static PyObject *py_md5(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan_txn_batches", scan_txn_batches, METH_VARARGS, "scan_txn_batches(data, pos, upto) -> (pos, status)"},
     {"map_batches", map_batches, METH_VARARGS,
-     "map_batches(table, data, pos, start, latest_offset) -> (pos, status, latest_offset, bytes, messages)"},
+     "map_batches(table, data, pos, start, latest_offset, verify_crc) -> (pos, status, latest_offset, bytes, messages)"},
     {"filter_batches", filter_batches, METH_VARARGS,
-     "filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms) "
+     "filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms, "
+     "verify_crc) "
      "-> (pos, status, out, index, bytes_read, messages_read, messages_written)"},
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> CRC32C (tests)"},
     {"md5", py_md5, METH_VARARGS, "md5(data) -> digest (tests)"},

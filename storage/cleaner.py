@@ -341,7 +341,7 @@ class Cleaner:
         while not reader.done:
             if table is not None:
                 rel, status, m.latest_offset, n_bytes, n_messages = native.map_batches(
-                    table, reader.buf, reader.rel, start, m.latest_offset)
+                    table, reader.buf, reader.rel, start, m.latest_offset, False)  # the scan checked the CRCs
                 reader.advance(rel)
                 stats.map_bytes_read += n_bytes
                 stats.map_messages_read += n_messages
@@ -406,7 +406,7 @@ class Cleaner:
             if table is not None:
                 rel, status, out, index, n_read, m_read, m_written = native.filter_batches(
                     table, reader.buf, reader.rel, self.offset_map.latest_offset, special, upper_bound, now_ms,
-                    delete_retention_ms)
+                    delete_retention_ms, False)  # the scan checked the CRCs
                 reader.advance(rel)
                 stats.bytes_read += n_read
                 stats.messages_read += m_read

@@ -208,11 +208,17 @@ class SegmentReader:
         """Read so that `buf` holds the whole batch at `pos`; False if it cannot (`next_batch` says why)."""
         remaining = self.size - self.pos
         n = self._peek_size()
-        if n is not None and n > remaining:
+        if n is None:  # not even the batch's size in the buffer: a chunk first
+            self._read(min(self._chunk, remaining))
+            n = self._peek_size()
+            if n is None:
+                return False
+        if n > remaining:
             return False
-        self._read(max(min(self._chunk, remaining), n or 0))
-        n = self._peek_size()
-        return n is not None and len(self.buf) >= max(n, BATCH_HEADER_BYTES)
+        if len(self.buf) - self.rel < n:
+            self._chunk = max(self._chunk, n)  # grown for the rest of the segment, as Kafka's read buffer
+            self._read(min(self._chunk, remaining))
+        return len(self.buf) - self.rel >= max(n, BATCH_HEADER_BYTES)
 
     def next_batch(self) -> tuple[BatchHeader, bytes]:
         """The batch at `pos`, CRC-checked; CorruptBatchError on a bad header, a torn batch or a CRC mismatch."""
