@@ -56,7 +56,7 @@ from samsa.storage.log_manager import LogManager
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RECONFIGURE_CHECK_INTERVAL_S", "CleanerFigures", "LogCleaner"]
+__all__ = ["RECONFIGURE_CHECK_INTERVAL_S", "CleanerFigures", "LogCleaner", "threads_reconfiguration_error"]
 
 # How often run() compares the running cleaner tasks with log.cleaner.threads.  Polled rather than pushed:
 # the cleaner sees the broker's config through a callable (rebuilt on each dynamic change), and a count
@@ -97,6 +97,18 @@ class CleanerFigures:
         return max((s.elapsed_s for s in self.last_stats.values()), default=0.0)
 
 
+def threads_reconfiguration_error(current: int, new: int) -> str | None:
+    """Why a dynamic change of log.cleaner.threads from `current` to `new` is refused, or None (Kafka's
+    LogCleaner.validateReconfiguration: at least 1, at least half and at most double the current count)."""
+    if new < 1:
+        return "Log cleaner threads should be at least 1"
+    if new < current // 2:
+        return f"Log cleaner threads cannot be reduced to less than half the current value {current}"
+    if new > current * 2:
+        return f"Log cleaner threads cannot be increased to more than double the current value {current}"
+    return None
+
+
 class _SharedThrottler:
     """One Throttler for all cleaner threads (Kafka shares one), safe to call from several worker threads."""
 
@@ -116,6 +128,8 @@ class LogCleaner:
                  reconfigure_check_s: float = RECONFIGURE_CHECK_INTERVAL_S) -> None:
         self._log_manager = log_manager
         self._config = config
+        self._threads = config().get_int("log.cleaner.threads")  # the count applied (static: at least 0)
+        self._refused_threads: int | None = None  # the last dynamic value refused (logged once)
         self._reconfigure_check_s = reconfigure_check_s
         self._throttle = _SharedThrottler(lambda: self._config().get_float("log.cleaner.io.max.bytes.per.second"))
         self._checkpoint = read_cleaner_checkpoint(log_manager.file_io, log_manager.data_dir)
@@ -127,8 +141,19 @@ class LogCleaner:
 
     @property
     def threads(self) -> int:
-        """log.cleaner.threads as configured now (dynamic): how many cleaner tasks should run."""
-        return self._config().get_int("log.cleaner.threads")
+        """log.cleaner.threads as applied: how many cleaner tasks should run.  A dynamic change is applied
+        when Kafka's LogCleaner.validateReconfiguration would accept it (`threads_reconfiguration_error`);
+        AlterConfigs refuses the others, and one reaching the config another way is logged and ignored."""
+        wanted = self._config().get_int("log.cleaner.threads")
+        if wanted != self._threads:
+            problem = threads_reconfiguration_error(self._threads, wanted)
+            if problem is None:
+                self._threads = wanted
+            elif wanted != self._refused_threads:
+                self._refused_threads = wanted
+                logger.error("log cleaner: log.cleaner.threads=%d not applied (%s); still %d", wanted, problem,
+                             self._threads)
+        return self._threads
 
     @property
     def running_threads(self) -> frozenset[int]:
@@ -218,9 +243,11 @@ class LogCleaner:
         # read at each cleaning's start, so a dynamic change is used by the next cleaning (Kafka's cleaner
         # threads are recreated with the new CleanerConfig on reconfigure)
         c = self._config()
-        map_bytes = c.get_int("log.cleaner.dedupe.buffer.size") // max(1, c.get_int("log.cleaner.threads"))
+        threads = max(1, self.threads)
+        map_bytes = c.get_int("log.cleaner.dedupe.buffer.size") // threads
         cleaner = Cleaner(map_bytes, load_factor=c.get_float("log.cleaner.io.buffer.load.factor"),
-                          throttle=self._throttle, check_done=check_done)
+                          throttle=self._throttle, check_done=check_done,
+                          io_buffer_bytes=c.get_int("log.cleaner.io.buffer.size") // threads)
         p = cleaner.begin(log, r.first_dirty_offset, r.first_uncleanable_offset, now_ms)
         await anyio.to_thread.run_sync(cleaner.plan, p)
         for group in p.groups:

@@ -1,4 +1,6 @@
-Buffer = bytes | bytearray | memoryview
+from array import array
+
+Buffer = bytes | bytearray | memoryview | array[int]
 
 NEED_MORE: int
 SPECIAL: int
