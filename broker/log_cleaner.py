@@ -253,7 +253,12 @@ class LogCleaner:
         for group in p.groups:
             cleaned = await anyio.to_thread.run_sync(cleaner.clean_group, p, group)
             check_done()
-            replace_segments(log, cleaned, group, now_ms=now_ms)  # on the event loop
+            replace_segments(log, cleaned, group, now_ms=now_ms, sync_done=False)  # on the event loop
+            try:  # the swap's last directory fsync, off the loop
+                await anyio.to_thread.run_sync(log._io.fsync_dir, log.directory)
+            except OSError as e:
+                log._go_offline(f"syncing the directory after swapping in {cleaned.path(0)} failed: {e}")
+                raise KafkaStorageError(f"cleaner swap in {log.directory} failed: {e}") from e
             p.stats.segments_cleaned += len(group)
         result = cleaner.finish(p)
         self._checkpoint[key] = result.end_offset

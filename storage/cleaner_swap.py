@@ -125,6 +125,9 @@ class CleanedSegmentWriter:
                 io.fsync(fd)
             finally:
                 io.close(fd)
+        # the .cleaned names made durable here, off the event loop: the swap's own directory fsyncs, which
+        # run on the loop, then commit only its renames
+        io.fsync_dir(self.directory)
 
     def discard(self) -> None:
         if self._fd >= 0:
@@ -135,11 +138,13 @@ class CleanedSegmentWriter:
 
 
 def replace_segments(log: Log, cleaned: CleanedSegmentWriter, old: list[LogSegment], *, now_ms: int,
-                     stop_after: SwapStep | None = None) -> LogSegment | None:
+                     stop_after: SwapStep | None = None, sync_done: bool = True) -> LogSegment | None:
     """Swap `cleaned` in for `old` (consecutive segments of `log`, the first with cleaned's base offset).
 
     Meant for the thread that owns the log (the event loop).  Returns the new segment, or None when
     `stop_after` stopped the protocol early (crash tests: then the log object is to be dropped, not used).
+    `sync_done=False` leaves the last directory fsync (after DONE's renames) to the caller, who may run it
+    off the event loop: a crash before it finds `.swap` files and completes the swap, as after SWAP.
     """
     io = log._io
     directory = log.directory
@@ -183,7 +188,8 @@ def replace_segments(log: Log, cleaned: CleanedSegmentWriter, old: list[LogSegme
             src = cleaned.path(which, SWAP_SUFFIX)
             if io.size(src) >= 0:
                 io.rename(src, cleaned.path(which))
-        io.fsync_dir(directory)
+        if sync_done:
+            io.fsync_dir(directory)
     except OSError as e:
         log._go_offline(f"swapping in cleaned segment {cleaned.path(0)} failed: {e}")
         raise KafkaStorageError(f"cleaner swap in {directory} failed: {e}") from e
