@@ -19,9 +19,9 @@
  * framing: the Python code raises the error).  So every error message and every rare rule stays in one place,
  * and the native walk only ever does what the Python code would do for the common batch.
  *
- * verify_crc: the transaction scan, a pass's first walk, checks the CRC of every batch of the segments the
- * pass then maps and recopies (closed segments: immutable), so those two walks may skip it (a third of the
- * CPU of a pass over large batches).
+ * The transaction scan reads batch headers only (one small read per batch when batches are large); the map and
+ * recopy walks check the CRC of each batch they read, so a corrupt batch still stops a pass before its map
+ * is used (verify_crc: for tests and callers that checked already).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -562,27 +562,30 @@ static int parse_args_buffer(Py_buffer *view, long long pos) {
     return 0;
 }
 
-/* scan_txn_batches(data, pos, upto) -> (pos, status): skips whole valid batches that are not transactional
- * (or have no producer id) and start below `upto`. */
+/* scan_txn_batches(data, pos, upto, end) -> (pos, status): skips the batches that are not transactional (or have
+ * no producer id) and start below `upto`, reading headers only: a batch may run past the buffer (the position
+ * returned may lie past it) as long as it ends by `end`, the segment's end relative to the buffer.  No CRC: the
+ * map and recopy walks check the batches they read. */
 static PyObject *scan_txn_batches(PyObject *self, PyObject *args) {
     Py_buffer view;
-    long long pos, upto;
-    if (!PyArg_ParseTuple(args, "y*LL", &view, &pos, &upto) || parse_args_buffer(&view, pos) < 0)
+    long long pos, upto, end;
+    if (!PyArg_ParseTuple(args, "y*LLL", &view, &pos, &upto, &end) || parse_args_buffer(&view, pos) < 0)
         return NULL;
     const unsigned char *data = view.buf;
     int64_t len = view.len, p = pos;
-    int status;
+    int status = NEED_MORE;
     Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        batch_t b;
-        status = read_batch(data, len, p, &b, 1);
-        if (status != WHOLE)
-            break;
-        if (b.base_offset >= upto || (b.producer_id >= 0 && (b.attributes & TRANSACTIONAL_BIT))) {
+    while (len - p >= HEADER_BYTES) {
+        const unsigned char *h = data + p;
+        int32_t batch_length = be32(h + 8);
+        int64_t base_offset = be64(h);
+        if (h[16] != 2 || batch_length < HEADER_BYTES - LOG_OVERHEAD || be32(h + 23) < 0 || be32(h + 57) < 0 ||
+            p + batch_length + LOG_OVERHEAD > end || base_offset >= upto ||
+            (be64(h + 43) >= 0 && (be16(h + 21) & TRANSACTIONAL_BIT))) {
             status = SPECIAL;
             break;
         }
-        p += b.size;
+        p += (int64_t)batch_length + LOG_OVERHEAD;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
@@ -849,7 +852,7 @@ static PyObject *py_md5(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"scan_txn_batches", scan_txn_batches, METH_VARARGS, "scan_txn_batches(data, pos, upto) -> (pos, status)"},
+    {"scan_txn_batches", scan_txn_batches, METH_VARARGS, "scan_txn_batches(data, pos, upto, end) -> (pos, status)"},
     {"map_batches", map_batches, METH_VARARGS,
      "map_batches(table, data, pos, start, latest_offset, verify_crc) -> (pos, status, latest_offset, bytes, messages)"},
     {"filter_batches", filter_batches, METH_VARARGS,

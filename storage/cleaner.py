@@ -20,6 +20,13 @@ markers are deleted only once no batch of their transaction is left, after the s
 The cleaner reads segments through descriptors of its own (never the handle cache), so steps 1-3 may run
 in a worker thread while the event loop appends to the active segment; only `replace_segments` touches
 the log's segment list.
+
+Each walk has a native twin (storage/_cleaner_native.c: whole chunks of a segment, without the GIL) that
+takes the common batches -- not control, transactional or compressed, not a producer's last, not ending
+the round -- and leaves every other batch, and anything malformed, to the Python code here, which stays
+the reference (tests/storage/test_cleaner_native.py holds both to the same bytes).  With it the scan of
+step 1 reads batch headers only, and each batch's CRC is checked once per pass: by the map walk for the
+dirty segments, by the recopy for the others (closed segments do not change meanwhile).
 """
 
 from __future__ import annotations
@@ -188,6 +195,9 @@ class Cleaner:
         `native`: use the C walks (default: when built and SAMSA_PURE_PYTHON is unset); False: Python only."""
         self.offset_map = OffsetMap(map_memory_bytes, load_factor, native=native)
         self._read_chunk_bytes = max(BATCH_HEADER_BYTES, io_buffer_bytes // 2)
+        # the segments whose every batch this pass's map walk read and CRC-checked: closed segments do not
+        # change, so the recopy need not check them again (one CRC per batch per pass)
+        self._crc_checked: set[int] = set()
         self._throttle = throttle  # called with each chunk of bytes read or written (the I/O throttler)
         self._check_done = check_done  # raises LogCleaningAbortedError when the pass must stop
 
@@ -270,11 +280,12 @@ class Cleaner:
                 reader = self._reader(io, fd, seg)
                 while not reader.done:
                     if self.offset_map.table is not None:  # past the batches that are not transactional
-                        rel, status = native.scan_txn_batches(reader.buf, reader.rel, upto)
+                        rel, status = native.scan_txn_batches(reader.buf, reader.rel, upto,
+                                                              reader.size - reader.buf_start)
                         reader.advance(rel)
                         if reader.done:
                             break
-                        if status == native.NEED_MORE and reader.refill():
+                        if status == native.NEED_MORE and reader.refill_header():
                             continue
                     h, data = reader.next_batch()
                     if h.base_offset >= upto and not any(f < upto for f in open_first.values()):
@@ -313,6 +324,7 @@ class Cleaner:
         """
         m = self.offset_map
         m.clear()
+        self._crc_checked.clear()
         m.update_latest_offset(start - 1)
         bases = [s.base_offset for s in segments]
         first = max(0, bisect.bisect_right(bases, start) - 1)
@@ -329,6 +341,7 @@ class Cleaner:
                     return m.latest_offset + 1
             finally:
                 io.close(fd)
+            self._crc_checked.add(seg.base_offset)
             m.update_latest_offset(segments[i + 1].base_offset - 1)  # a gap at the segment's end
         return min(m.latest_offset + 1, end)
 
@@ -341,7 +354,7 @@ class Cleaner:
         while not reader.done:
             if table is not None:
                 rel, status, m.latest_offset, n_bytes, n_messages = native.map_batches(
-                    table, reader.buf, reader.rel, start, m.latest_offset, False)  # the scan checked the CRCs
+                    table, reader.buf, reader.rel, start, m.latest_offset, True)
                 reader.advance(rel)
                 stats.map_bytes_read += n_bytes
                 stats.map_messages_read += n_messages
@@ -386,7 +399,8 @@ class Cleaner:
                 fd = log._io.open(seg.log_path, write=False)
                 try:
                     self._recopy_segment(self._reader(log._io, fd, seg), writer, tracker, last_batches, special,
-                                         upper_bound, log.config.delete_retention_ms, now_ms, stats)
+                                         upper_bound, log.config.delete_retention_ms, now_ms, stats,
+                                         verify_crc=seg.base_offset not in self._crc_checked)
                 finally:
                     log._io.close(fd)
             writer.finish()
@@ -397,7 +411,7 @@ class Cleaner:
 
     def _recopy_segment(self, reader: SegmentReader, writer: CleanedSegmentWriter, tracker: _TxnTracker,
                         last_batches: dict[int, tuple[int | None, int]], special: array[int], upper_bound: int,
-                        delete_retention_ms: int, now_ms: int, stats: CleanerStats) -> None:
+                        delete_retention_ms: int, now_ms: int, stats: CleanerStats, *, verify_crc: bool) -> None:
         """One segment through the filter into `writer`: the plain batches (not control, transactional or
         compressed, not a producer's last, not ending the round) through the native walk when there is one,
         which decides them as _filter_batch does; the others through _filter_batch."""
@@ -406,7 +420,7 @@ class Cleaner:
             if table is not None:
                 rel, status, out, index, n_read, m_read, m_written = native.filter_batches(
                     table, reader.buf, reader.rel, self.offset_map.latest_offset, special, upper_bound, now_ms,
-                    delete_retention_ms, False)  # the scan checked the CRCs
+                    delete_retention_ms, verify_crc)
                 reader.advance(rel)
                 stats.bytes_read += n_read
                 stats.messages_read += m_read

@@ -40,6 +40,7 @@ from samsa.kproto.record_scan import read_varint
 from samsa.storage.file_io import FileIO
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_READ_BYTES = 4096  # a header-only walk's read when batches outgrow the read chunk
 
 
 class RawRecord(NamedTuple):
@@ -219,6 +220,13 @@ class SegmentReader:
             self._chunk = max(self._chunk, n)  # grown for the rest of the segment, as Kafka's read buffer
             self._read(min(self._chunk, remaining))
         return len(self.buf) - self.rel >= max(n, BATCH_HEADER_BYTES)
+
+    def refill_header(self) -> bool:
+        """For a walk that reads headers only and may have jumped past `buf`: read at `pos`, one page when it
+        jumped (the batches are larger than the buffer), else a chunk; False if not even a header is left."""
+        jumped = self.rel > len(self.buf)
+        self._read(min(self.size - self.pos, HEADER_READ_BYTES if jumped else self._chunk))
+        return len(self.buf) >= BATCH_HEADER_BYTES
 
     def next_batch(self) -> tuple[BatchHeader, bytes]:
         """The batch at `pos`, CRC-checked; CorruptBatchError on a bad header, a torn batch or a CRC mismatch."""

@@ -15,7 +15,7 @@ from cleaner_fixtures import NOW_MS, compact_config, read_all, write_marker
 from samsa.kproto.checksum import crc32c
 from samsa.kproto.records import Record, encode_batch
 from samsa.storage import Log
-from samsa.storage.cleaner import Cleaner
+from samsa.storage.cleaner import Cleaner, UncleanableLogError
 from samsa.storage.cleaner_manager import cleanable_range
 from samsa.storage.offset_map import OffsetMap
 
@@ -131,3 +131,34 @@ def test_pure_python_is_forced_by_the_environment(monkeypatch: pytest.MonkeyPatc
     assert OffsetMap(1 << 10).table is None
     monkeypatch.delenv("SAMSA_PURE_PYTHON")
     assert OffsetMap(1 << 10).table is not None or os.environ.get("SAMSA_PURE_PYTHON")
+
+
+@pytest.mark.parametrize("native_walks", [True, False])
+def test_a_corrupt_batch_in_the_clean_part_stops_the_recopy(tmp_path: Path, native_walks: bool) -> None:
+    """The map walk checks the CRCs of the dirty segments, the recopy those of the others (the scan reads
+    headers only): a batch corrupted in a segment cleaned before is found by the next cleaning."""
+    log = Log.open(tmp_path / "t-0", compact_config(segment_bytes=400), now_ms=NOW_MS)
+    for i in range(40):
+        log.append_as_leader(encode_batch([(b"k%d" % (i % 4), b"v%d" % i, ())], timestamp_ms=NOW_MS),
+                             leader_epoch=0, now_ms=NOW_MS)
+    log.roll(NOW_MS)
+    log.update_high_watermark(log.log_end_offset)
+    r = cleanable_range(log, None, NOW_MS)
+    first = Cleaner(1 << 20, native=native_walks).clean(log, r.first_dirty_offset, r.first_uncleanable_offset, NOW_MS)
+    for i in range(40, 80):
+        log.append_as_leader(encode_batch([(b"k%d" % (i % 4), b"v%d" % i, ())], timestamp_ms=NOW_MS),
+                             leader_epoch=0, now_ms=NOW_MS)
+    log.roll(NOW_MS)
+    log.update_high_watermark(log.log_end_offset)
+    segments = log.segments
+    i = max(k for k, seg in enumerate(segments[:-1]) if seg.size_bytes > 0 and seg.base_offset < first.end_offset)
+    clean_segment = segments[i]
+    assert segments[i + 1].base_offset <= first.end_offset  # wholly in the clean part
+    data = bytearray(clean_segment.log_path.read_bytes())
+    data[30] ^= 0xFF  # the first batch's baseTimestamp: its CRC no longer matches
+    clean_segment.log_path.write_bytes(bytes(data))
+    r = cleanable_range(log, first.end_offset, NOW_MS)
+    with pytest.raises(UncleanableLogError, match="corrupt batch"):
+        Cleaner(1 << 20, native=native_walks).clean(log, r.first_dirty_offset, r.first_uncleanable_offset, NOW_MS)
+    assert clean_segment.log_path.read_bytes() == bytes(data)  # nothing swapped
+    log.close()
