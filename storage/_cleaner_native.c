@@ -665,12 +665,19 @@ static int contains(const int64_t *sorted, Py_ssize_t n, int64_t v) {
     return lo < n && sorted[lo] == v;
 }
 
-/* Cleaner._filter_batch for one plain batch: appends what is written (the batch as it is, rebuilt, or nothing)
- * to `out`.  Returns records kept, or -1 to leave the batch to the Python code. */
-static int64_t filter_one(const OffsetTable *t, const unsigned char *batch, const batch_t *b, rec_t *recs,
-                          int64_t latest, int64_t now_ms, int64_t retention_ms, buf_t *out, int *oom) {
-    const unsigned char *section = batch + HEADER_BYTES;
-    int64_t section_len = b->size - HEADER_BYTES;
+/* What the filter decides for one batch's records (Cleaner._filter_batch without its special cases). */
+typedef struct {
+    int64_t kept;    /* records kept, compacted to the front of recs */
+    int unchanged;   /* every record kept and no delete horizon to stamp: the batch goes as it is */
+    int64_t base_ts; /* the rebuilt batch's: the horizon, else the first kept record's timestamp */
+    int64_t max_ts;
+    int horizon_bit; /* the rebuilt batch carries a delete horizon */
+    int64_t body;    /* the rebuilt records' bytes */
+} decision_t;
+
+/* -1: leave the batch to the Python code (malformed records, or figures past int64 where Python carries on). */
+static int filter_decide(const OffsetTable *t, const unsigned char *section, int64_t section_len, const batch_t *b,
+                         rec_t *recs, int64_t latest, int64_t now_ms, int64_t retention_ms, decision_t *d) {
     if (walk_records(section, section_len, b, recs) < 0)
         return -1;
     int has_horizon = (b->attributes & DELETE_HORIZON_BIT) != 0;
@@ -683,51 +690,78 @@ static int64_t filter_one(const OffsetTable *t, const unsigned char *batch, cons
         if (r->offset > latest) {
             keep = 1;
         } else if (r->key_len < 0) {
-            keep = 0;
+            keep = 0; /* Kafka drops keyless records from a compacted log */
         } else {
             unsigned char digest[16];
             md5(r->key, (size_t)r->key_len, digest);
             keep = r->offset >= table_get(t, digest) && (r->has_value || !has_horizon || now_ms < horizon);
         }
         if (keep) {
-            recs[kept++] = *r; /* compacted in place: kept records in order */
+            recs[kept++] = *r;
             tombstones |= !r->has_value;
         }
     }
     int needs_horizon = !has_horizon && tombstones;
-    if (kept == b->records_count && !needs_horizon) {
-        if (buf_reserve(out, (size_t)b->size) < 0) {
-            *oom = 1;
-            return -1;
-        }
-        memcpy(out->p + out->len, batch, (size_t)b->size);
-        out->len += (size_t)b->size;
-        return kept;
-    }
-    if (kept == 0)
+    d->kept = kept;
+    d->unchanged = kept == b->records_count && !needs_horizon;
+    d->horizon_bit = needs_horizon || has_horizon;
+    if (d->unchanged || kept == 0)
         return 0;
-    int64_t base_ts;
     if (needs_horizon) {
-        if (__builtin_add_overflow(now_ms, retention_ms, &base_ts))
+        if (__builtin_add_overflow(now_ms, retention_ms, &d->base_ts))
             return -1;
     } else {
-        base_ts = has_horizon ? horizon : recs[0].ts;
+        d->base_ts = has_horizon ? horizon : recs[0].ts;
     }
     /* the size first: every record's length can change with its timestamp delta */
     int64_t body = 0, max_ts = -1, delta;
     for (int64_t i = 0; i < kept; i++) {
-        if (__builtin_sub_overflow(recs[i].ts, base_ts, &delta))
+        if (__builtin_sub_overflow(recs[i].ts, d->base_ts, &delta))
             return -1; /* Python's varint of a delta past int64 differs: its walk takes the batch */
         int64_t rec_len = 1 + varint_size(delta) + (recs[i].end - recs[i].tail_start);
         body += varint_size(rec_len) + rec_len;
         if (recs[i].ts > max_ts)
             max_ts = recs[i].ts;
     }
-    if (b->attributes & TIMESTAMP_TYPE_BIT)
-        max_ts = b->max_ts;
-    int64_t total = HEADER_BYTES + body;
-    if (total - LOG_OVERHEAD > INT32_MAX)
+    d->max_ts = (b->attributes & TIMESTAMP_TYPE_BIT) ? b->max_ts : max_ts;
+    d->body = body;
+    return body > INT32_MAX - HEADER_BYTES ? -1 : 0;
+}
+
+/* The kept records (each with attributes 0 and its timestamp delta rebased on base_ts), d->body bytes. */
+static void write_records(unsigned char *p, const unsigned char *section, const rec_t *recs, const decision_t *d) {
+    buf_t out = {p, 0, (size_t)d->body};
+    for (int64_t i = 0; i < d->kept; i++) {
+        int64_t delta = (int64_t)((uint64_t)recs[i].ts - (uint64_t)d->base_ts);
+        int64_t tail = recs[i].end - recs[i].tail_start;
+        buf_varint(&out, 1 + varint_size(delta) + tail);
+        out.p[out.len++] = 0; /* attributes */
+        buf_varint(&out, delta);
+        memcpy(out.p + out.len, section + recs[i].tail_start, (size_t)tail);
+        out.len += (size_t)tail;
+    }
+}
+
+/* Cleaner._filter_batch for one plain uncompressed batch: appends what is written (the batch as it is, rebuilt,
+ * or nothing) to `out`.  Returns records kept, or -1 to leave the batch to the Python code. */
+static int64_t filter_one(const OffsetTable *t, const unsigned char *batch, const batch_t *b, rec_t *recs,
+                          int64_t latest, int64_t now_ms, int64_t retention_ms, buf_t *out, int *oom) {
+    const unsigned char *section = batch + HEADER_BYTES;
+    decision_t d;
+    if (filter_decide(t, section, b->size - HEADER_BYTES, b, recs, latest, now_ms, retention_ms, &d) < 0)
         return -1;
+    if (d.unchanged) {
+        if (buf_reserve(out, (size_t)b->size) < 0) {
+            *oom = 1;
+            return -1;
+        }
+        memcpy(out->p + out->len, batch, (size_t)b->size);
+        out->len += (size_t)b->size;
+        return d.kept;
+    }
+    if (d.kept == 0)
+        return 0;
+    int64_t total = HEADER_BYTES + d.body;
     if (buf_reserve(out, (size_t)total) < 0) {
         *oom = 1;
         return -1;
@@ -737,25 +771,124 @@ static int64_t filter_one(const OffsetTable *t, const unsigned char *batch, cons
     put32(h + 8, (uint32_t)(total - LOG_OVERHEAD));
     h[16] = 2;
     int attributes = b->attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT);
-    if (needs_horizon || has_horizon)
+    if (d.horizon_bit)
         attributes |= DELETE_HORIZON_BIT;
     h[21] = (unsigned char)(attributes >> 8);
     h[22] = (unsigned char)attributes;
-    put64(h + 27, base_ts);
-    put64(h + 35, max_ts);
-    put32(h + 57, (uint32_t)kept);
-    out->len += HEADER_BYTES;
-    for (int64_t i = 0; i < kept; i++) {
-        delta = (int64_t)((uint64_t)recs[i].ts - (uint64_t)base_ts);
-        int64_t tail = recs[i].end - recs[i].tail_start;
-        buf_varint(out, 1 + varint_size(delta) + tail);
-        out->p[out->len++] = 0; /* attributes */
-        buf_varint(out, delta);
-        memcpy(out->p + out->len, section + recs[i].tail_start, (size_t)tail);
-        out->len += (size_t)tail;
-    }
+    put64(h + 27, d.base_ts);
+    put64(h + 35, d.max_ts);
+    put32(h + 57, (uint32_t)d.kept);
+    write_records(h + HEADER_BYTES, section, recs, &d);
     put32(h + 17, crc32c(h + 21, (size_t)(total - 21)));
-    return kept;
+    out->len += (size_t)total;
+    return d.kept;
+}
+
+/* The header fields a records section's walk needs, from a batch header given apart (a compressed batch's). */
+static int header_fields(const Py_buffer *header, batch_t *b, int64_t section_len) {
+    if (header->len < HEADER_BYTES)
+        return -1;
+    const unsigned char *p = header->buf;
+    b->base_offset = be64(p);
+    b->attributes = be16(p + 21);
+    b->base_ts = be64(p + 27);
+    b->max_ts = be64(p + 35);
+    b->records_count = be32(p + 57);
+    b->size = section_len + HEADER_BYTES; /* bounds the scratch space by the section's bytes */
+    return b->records_count < 0 ? -1 : 0;
+}
+
+/* map_section(table, header, section, start, latest_offset) -> (status, latest_offset, messages): the map walk
+ * over one compressed batch's decompressed records (the caller decompressed it and checked the batch is
+ * neither control nor transactional, and ends at or past `start`).  SPECIAL: leave it to the Python walk. */
+static PyObject *map_section(PyObject *self, PyObject *args) {
+    OffsetTable *t;
+    Py_buffer header, view;
+    long long start, latest;
+    if (!PyArg_ParseTuple(args, "O!y*y*LL", &OffsetTableType, &t, &header, &view, &start, &latest))
+        return NULL;
+    batch_t b;
+    int status = SPECIAL, oom = 0;
+    int64_t lat = latest, messages = 0;
+    scratch_t sc = {NULL, 0};
+    if (header_fields(&header, &b, view.len) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rec_t *recs = scratch_for(&sc, &b);
+        if (recs != NULL && walk_records(view.buf, view.len, &b, recs) == 0) {
+            status = NEED_MORE; /* done, as far as this batch goes */
+            for (int32_t i = 0; i < b.records_count; i++) {
+                rec_t *r = &recs[i];
+                messages++;
+                if (r->offset < start || r->key_len < 0)
+                    continue;
+                unsigned char digest[16];
+                md5(r->key, (size_t)r->key_len, digest);
+                int rc = table_put(t, digest, r->offset);
+                if (rc < 0)
+                    oom = 1;
+                if (rc <= 0) {
+                    status = FULL;
+                    break;
+                }
+                if (r->offset > lat)
+                    lat = r->offset;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(sc.recs);
+    PyBuffer_Release(&header);
+    PyBuffer_Release(&view);
+    if (oom)
+        return PyErr_NoMemory();
+    return Py_BuildValue("(iLL)", status, (long long)lat, (long long)messages);
+}
+
+/* filter_section(table, header, section, latest_offset, now_ms, retention_ms)
+ *   -> None (leave the batch to the Python code) or (kept, body, base_ts, max_ts, horizon)
+ * The recopy filter over one compressed batch's decompressed records (the caller checked it is a plain batch:
+ * not control, transactional, a producer's last nor ending the round).  body None: the batch goes as it is;
+ * kept 0: it goes; else body holds the kept records, for the caller to compress under a rebuilt header. */
+static PyObject *filter_section(PyObject *self, PyObject *args) {
+    OffsetTable *t;
+    Py_buffer header, view;
+    long long latest, now_ms, retention_ms;
+    if (!PyArg_ParseTuple(args, "O!y*y*LLL", &OffsetTableType, &t, &header, &view, &latest, &now_ms, &retention_ms))
+        return NULL;
+    batch_t b;
+    decision_t d;
+    int rc = -1;
+    scratch_t sc = {NULL, 0};
+    unsigned char *body = NULL;
+    if (header_fields(&header, &b, view.len) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rec_t *recs = scratch_for(&sc, &b);
+        if (recs != NULL)
+            rc = filter_decide(t, view.buf, view.len, &b, recs, latest, now_ms, retention_ms, &d);
+        if (rc == 0 && !d.unchanged && d.kept > 0) {
+            body = malloc((size_t)d.body + 1);
+            if (body == NULL)
+                rc = -2;
+            else
+                write_records(body, view.buf, recs, &d);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(sc.recs);
+    PyBuffer_Release(&header);
+    PyBuffer_Release(&view);
+    if (rc == -2)
+        return PyErr_NoMemory();
+    if (rc < 0)
+        Py_RETURN_NONE;
+    PyObject *result;
+    if (d.unchanged || d.kept == 0)
+        result = Py_BuildValue("(LOLLO)", (long long)d.kept, Py_None, 0LL, 0LL, Py_False);
+    else
+        result = Py_BuildValue("(Ly#LLO)", (long long)d.kept, (const char *)body, (Py_ssize_t)d.body,
+                               (long long)d.base_ts, (long long)d.max_ts, d.horizon_bit ? Py_True : Py_False);
+    free(body);
+    return result;
 }
 
 /* filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms, verify_crc)
@@ -859,6 +992,11 @@ static PyMethodDef methods[] = {
      "filter_batches(table, data, pos, latest_offset, special_last_offsets, upper_bound, now_ms, retention_ms, "
      "verify_crc) "
      "-> (pos, status, out, index, bytes_read, messages_read, messages_written)"},
+    {"map_section", map_section, METH_VARARGS,
+     "map_section(table, header, section, start, latest_offset) -> (status, latest_offset, messages)"},
+    {"filter_section", filter_section, METH_VARARGS,
+     "filter_section(table, header, section, latest_offset, now_ms, retention_ms) -> None | (kept, body, base_ts, "
+     "max_ts, horizon)"},
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> CRC32C (tests)"},
     {"md5", py_md5, METH_VARARGS, "md5(data) -> digest (tests)"},
     {NULL, NULL, 0, NULL},

@@ -44,7 +44,9 @@ from samsa.storage.cleaner_records import (
     RawRecord,
     SegmentReader,
     delete_horizon_ms,
+    empty_batch,
     iter_raw_records,
+    pack_batch,
     rebuild_batch,
     records_section,
 )
@@ -369,7 +371,17 @@ class Cleaner:
             if h.is_control:
                 tracker.on_control(h, _control_type(data, h))
             elif not tracker.on_batch(h) and h.last_offset >= start:
-                for r in iter_raw_records(records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES), h):
+                section = records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES)
+                if table is not None:  # a compressed or transactional batch's records, natively if they parse
+                    status, latest, n_messages = native.map_section(table, data, section, start, m.latest_offset)
+                    if status != native.SPECIAL:
+                        m.latest_offset = latest
+                        stats.map_messages_read += n_messages
+                        if status == native.FULL:
+                            return True
+                        m.update_latest_offset(h.last_offset)
+                        continue
+                for r in iter_raw_records(section, h):
                     stats.map_messages_read += 1
                     if r.offset < start or r.key is None:
                         continue
@@ -471,8 +483,17 @@ class Cleaner:
         if discard_records and not retain_empty:
             return None, h.records_count, 0
         section = records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES)
-        records = list(iter_raw_records(section, h))
         m = self.offset_map
+        if m.table is not None and not h.is_control and not discard_records:  # (a compressed batch's) records
+            decided = native.filter_section(m.table, data, section, m.latest_offset, now_ms, delete_retention_ms)
+            if decided is not None:
+                n_kept, body, base_ts, max_ts, horizon_bit = decided
+                if body is None and n_kept == h.records_count:
+                    return data, n_kept, n_kept
+                if body is None:
+                    return (empty_batch(h) if retain_empty else None), h.records_count, 0
+                return pack_batch(h, body, n_kept, base_ts, max_ts, horizon_bit), h.records_count, n_kept
+        records = list(iter_raw_records(section, h))
         kept: list[RawRecord] = []
         tombstones = False
         for r in records:

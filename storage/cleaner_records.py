@@ -136,15 +136,22 @@ def rebuild_batch(header: BatchHeader, section: bytes, kept: list[RawRecord], ho
         max_ts = max(max_ts, r.timestamp_ms)
     if header.is_log_append_time:
         max_ts = header.max_timestamp
+    return pack_batch(header, body, len(kept), base_ts, max_ts, horizon_ms is not None)
+
+
+def pack_batch(header: BatchHeader, body: bytes | bytearray, records_count: int, base_ts: int, max_ts: int,
+               horizon: bool) -> bytes:
+    """`header`'s batch around `body` (records, compressed here with the batch's codec): rebuild_batch's
+    last step, also used for the records the native filter kept."""
     codec = header.compression
     data = compress(codec, body) if codec else bytes(body)
     attributes = header.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT)
-    if horizon_ms is not None:
+    if horizon:
         attributes |= DELETE_HORIZON_BIT
     out = bytearray(BATCH_HEADER_BYTES + len(data))
     _HEADER.pack_into(out, 0, header.base_offset, len(out) - LOG_OVERHEAD_BYTES, header.partition_leader_epoch,
                       2, 0, attributes, header.last_offset_delta, base_ts, max_ts, header.producer_id,
-                      header.producer_epoch, header.base_sequence, len(kept))
+                      header.producer_epoch, header.base_sequence, records_count)
     out[BATCH_HEADER_BYTES:] = data
     write_crc(out)
     return bytes(out)
