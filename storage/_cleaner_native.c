@@ -11,6 +11,8 @@
  *   map_batches        the offset-map build over the plain batches of a buffer.
  *   filter_batches     the recopy filter over the plain batches of a buffer: which records survive, each
  *                      rebuilt batch (header, records count, CRC32C) appended to one output buffer.
+ *   map_section,       the same two over one batch's records section that the Python walk decompressed (a
+ *   filter_section     compressed batch) or vetted (a committed transactional one); Python compresses.
  *
  * Each walk takes a buffer of whole or partial batches (a chunk of a segment) and a position, handles batch after
  * batch, and stops at the first one it leaves to the Python code: a batch not complete in the buffer

@@ -24,7 +24,9 @@ the log's segment list.
 Each walk has a native twin (storage/_cleaner_native.c: whole chunks of a segment, without the GIL) that
 takes the common batches -- not control, transactional or compressed, not a producer's last, not ending
 the round -- and leaves every other batch, and anything malformed, to the Python code here, which stays
-the reference (tests/storage/test_cleaner_native.py holds both to the same bytes).  With it the scan of
+the reference (tests/storage/test_cleaner_native.py holds both to the same bytes); of those, a compressed
+or committed transactional batch's records still go through C (map_section / filter_section) once this
+code has decompressed them.  With it the scan of
 step 1 reads batch headers only, and each batch's CRC is checked once per pass: by the map walk for the
 dirty segments, by the recopy for the others (closed segments do not change meanwhile).
 """
