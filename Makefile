@@ -8,7 +8,7 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: run test test-fast lint bench chaos clean compat-deps bench-deps compile fuzz
 
-$(STAMP): pyproject.toml kproto/_records_native.c
+$(STAMP): pyproject.toml kproto/_records_native.c storage/_cleaner_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e .

@@ -22,18 +22,29 @@ just before, and the concurrent producer's p50 / p99 / max quiet vs cleaning. Wr
 bench/results/cleaner-<UTC>.json (not with --smoke).
 
     .venv/bin/python -m bench.cleaner [--mib 256] [--keys 100000] [--value-bytes 1000] [--no-kafka] [--smoke]
+
+`--off-loop` measures instead where the cleaning's heavy part should run (issue 16: "a thread or a process"),
+without brokers: the same data set as a log on disk, one cleaning pass (transaction scan, offset map, recopy
+into .cleaned files, no swap) run from an asyncio event loop in a worker thread with the Python walks, in a
+worker thread with the native walks, and in a warmed-up worker process (spawn) with the native walks, each on
+a fresh copy of the log; an event-loop ticker (sleep 1 ms, lateness recorded) gives the loop's lag p50 / p99 /
+max quiet and during each cleaning, and the wall time of each.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
 import json
+import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +55,9 @@ from bench.machine import describe
 from samsa.broker.client import Connection
 from samsa.broker.launcher import ServeOptions, free_port, start_serve
 from samsa.kproto.records import encode_batch
+from samsa.storage import Log, LogConfig
+from samsa.storage.cleaner import Cleaner
+from samsa.storage.cleaner_manager import cleanable_range
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -239,6 +253,104 @@ def _print(r: dict[str, Any]) -> None:
           f"(n={p['cleaning']['count']}), {p['errors']} errors", flush=True)
 
 
+def _write_log(directory: Path, args: argparse.Namespace) -> LogConfig:
+    """The data set of `_load`, appended straight to a Log (no broker), everything but the last segment closed."""
+    config = LogConfig(segment_bytes=args.segment_mib << 20, retention_ms=-1, cleanup_policy="compact",
+                       file_delete_delay_ms=0)
+    now = int(time.time() * 1000)
+    log = Log.open(directory, config, now_ms=now)
+    per_batch = max(1, BATCH_BYTES // (args.value_bytes + 40))
+    value = os.urandom(args.value_bytes)
+    written = 0
+    while written * (args.value_bytes + 20) < args.mib << 20:
+        recs = [(b"key-%08d" % ((written + i) % args.keys), value, ()) for i in range(per_batch)]
+        log.append_as_leader(encode_batch(recs, timestamp_ms=now), leader_epoch=0, now_ms=now)
+        written += per_batch
+    log.roll(now)
+    log.close()
+    return config
+
+
+def _clean_pass(directory: str, config: LogConfig, native: bool) -> float:
+    """One cleaning of the log at `directory` up to its active segment, without the swap; its seconds."""
+    t = time.monotonic()
+    now = int(time.time() * 1000)
+    log = Log.open(Path(directory), config, now_ms=now)
+    log.update_high_watermark(log.log_end_offset)
+    try:
+        r = cleanable_range(log, None, now)
+        cleaner = Cleaner(128 << 20, native=native)
+        p = cleaner.begin(log, r.first_dirty_offset, r.first_uncleanable_offset, now)
+        cleaner.plan(p)
+        for group in p.groups:
+            cleaner.clean_group(p, group).discard()
+    finally:
+        log.close()
+    return time.monotonic() - t
+
+
+def _warm() -> bool:
+    return Cleaner is not None  # the worker process has imported the cleaner
+
+
+async def _lag_during(work: Callable[[], Awaitable[float]]) -> tuple[dict[str, float], dict[str, float], float]:
+    """The loop's lag (ms) quiet for 1 s, then while `work` runs; and the work's own seconds."""
+    lags: list[tuple[float, float]] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            t = time.monotonic()
+            await asyncio.sleep(0.001)
+            lags.append((t, (time.monotonic() - t - 0.001) * 1000))
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(1.0)
+    start = time.monotonic()
+    t0 = time.monotonic()
+    seconds = await work()
+    wall = time.monotonic() - t0
+    stop.set()
+    await task
+
+    def stats(sel: list[float]) -> dict[str, float]:
+        s = sorted(sel) or [0.0]
+        return {"count": len(sel), "p50_ms": round(s[len(s) // 2], 2), "p99_ms": round(s[int(0.99 * (len(s) - 1))], 2),
+                "max_ms": round(s[-1], 2)}
+
+    return (stats([ms for at, ms in lags if at < start]), stats([ms for at, ms in lags if at >= start]),
+            round(max(wall, seconds), 3))
+
+
+def off_loop(args: argparse.Namespace) -> dict[str, Any]:
+    """Thread (Python walks), thread (native walks), process (native walks): the loop's lag and the time."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="cleaner-offloop-") as work, \
+            concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        source = Path(work) / "source" / f"{TOPIC}-0"
+        config = _write_log(source, args)
+        assert pool.submit(_warm).result(60)
+        for name, native, executor in (("thread-python", False, None), ("thread-native", True, None),
+                                       ("process-native", True, pool)):
+            copy = Path(work) / name / f"{TOPIC}-0"
+            shutil.copytree(source, copy)
+
+            async def run(copy: Path = copy, native: bool = native,
+                          executor: concurrent.futures.Executor | None = executor) -> float:
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(executor, _clean_pass, str(copy), config, native)
+
+            quiet, busy, seconds = asyncio.run(_lag_during(run))
+            mb = sum(p.stat().st_size for p in source.glob("*.log")) / 1e6
+            out[name] = {"seconds": seconds, "mb_per_s": round(mb / seconds, 1), "loop_lag_quiet": quiet,
+                         "loop_lag_cleaning": busy}
+            print(f"{name:14} {seconds:.3f} s = {mb / seconds:.0f} MB/s; loop lag p50/p99/max quiet "
+                  f"{quiet['p50_ms']}/{quiet['p99_ms']}/{quiet['max_ms']} ms, cleaning "
+                  f"{busy['p50_ms']}/{busy['p99_ms']}/{busy['max_ms']} ms", flush=True)
+            shutil.rmtree(copy)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=256, help="data set size in MiB")
@@ -248,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet-s", type=float, default=10.0, help="producer baseline before the cleaning")
     parser.add_argument("--smoke", action="store_true", help="16 MiB, 10,000 keys, 1 MiB segments, no JSON")
     parser.add_argument("--no-kafka", action="store_true", help="skip the Apache Kafka baseline")
+    parser.add_argument("--off-loop", action="store_true", help="thread vs process, no brokers (see above)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.mib, args.keys, args.segment_mib, args.quiet_s = 16, 10_000, 1, 3.0
@@ -256,6 +369,14 @@ def main(argv: list[str] | None = None) -> int:
     settings = {k: getattr(args, k) for k in ("mib", "keys", "value_bytes", "segment_mib", "quiet_s")}
     print(f"settings: {settings}, broker {CLEANER_SETTINGS}", flush=True)
     result: dict[str, Any] = {"machine": machine, "settings": settings, "broker_settings": CLEANER_SETTINGS}
+    if args.off_loop:
+        result["off_loop"] = off_loop(args)
+        if not args.smoke:
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            out = RESULTS / f"cleaner-offloop-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+            out.write_text(json.dumps(result, indent=2) + "\n")
+            print(f"wrote {out}")
+        return 0
     brokers = {"samsa": samsa_broker} | ({} if args.no_kafka else {"kafka": kafka_broker})
     for name, start in brokers.items():
         with start() as b:

@@ -118,6 +118,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
                                         at_least(0), dynamic=True),
     "log.cleaner.io.buffer.load.factor": K(DOUBLE, "0.9", "how full an offset map may get", between(0.01, 1),
                                            dynamic=True),
+    "log.cleaner.io.buffer.size": K(INT, "524288", "the cleaners' read and write buffers, shared by the threads",
+                                    at_least(0), dynamic=True),
     "log.cleaner.io.max.bytes.per.second": K(DOUBLE, "1.7976931348623157E308",
                                              "the cleaners' read + write rate (all threads)", dynamic=True),
     "log.cleaner.backoff.ms": K(LONG, "15000", "sleep when no log needs cleaning", at_least(0), dynamic=True),

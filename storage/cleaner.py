@@ -20,6 +20,15 @@ markers are deleted only once no batch of their transaction is left, after the s
 The cleaner reads segments through descriptors of its own (never the handle cache), so steps 1-3 may run
 in a worker thread while the event loop appends to the active segment; only `replace_segments` touches
 the log's segment list.
+
+Each walk has a native twin (storage/_cleaner_native.c: whole chunks of a segment, without the GIL) that
+takes the common batches -- not control, transactional or compressed, not a producer's last, not ending
+the round -- and leaves every other batch, and anything malformed, to the Python code here, which stays
+the reference (tests/storage/test_cleaner_native.py holds both to the same bytes); of those, a compressed
+or committed transactional batch's records still go through C (map_section / filter_section) once this
+code has decompressed them.  With it the scan of
+step 1 reads batch headers only, and each batch's CRC is checked once per pass: by the map walk for the
+dirty segments, by the recopy for the others (closed segments do not change meanwhile).
 """
 
 from __future__ import annotations
@@ -28,14 +37,18 @@ import bisect
 import contextlib
 import logging
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader, CorruptBatchError, is_crc_valid, parse_header
+from samsa.kproto.batch import BATCH_HEADER_BYTES, BatchHeader, CorruptBatchError
 from samsa.storage.cleaner_records import (
     RawRecord,
+    SegmentReader,
     delete_horizon_ms,
+    empty_batch,
     iter_raw_records,
+    pack_batch,
     rebuild_batch,
     records_section,
 )
@@ -46,11 +59,16 @@ from samsa.storage.offset_map import OffsetMap
 from samsa.storage.segment import MAX_RELATIVE_OFFSET, LogSegment
 from samsa.storage.txn_index import AbortedTxn
 
+try:
+    from samsa.storage import _cleaner_native as native
+except ImportError:  # built without a C compiler: the Python walks alone
+    native = None  # type: ignore[assignment]
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["CleanResult", "Cleaner", "CleanerStats", "CleaningPass", "LogCleaningAbortedError", "UncleanableLogError"]
 
-READ_CHUNK_BYTES = 1 << 20
+DEFAULT_IO_BUFFER_BYTES = 524288  # log.cleaner.io.buffer.size: half for reads, half for writes (Kafka's split)
 MAX_DECOMPRESSED_BATCH_BYTES = 64 << 20  # a stored batch decompressing past this is treated as corrupt
 _ABORT, _COMMIT = 0, 1
 
@@ -78,38 +96,6 @@ class CleanerStats:
 class CleanResult:
     end_offset: int  # the first offset not cleaned: the next pass's first dirty offset
     stats: CleanerStats = field(default_factory=CleanerStats)
-
-
-def _iter_batches(io: FileIO, fd: int, size: int, start: int = 0,
-                  throttle: Callable[[int], None] | None = None) -> Iterator[tuple[BatchHeader, bytes]]:
-    """Each whole batch of the file open at `fd` from position `start` up to `size`, CRC-checked, read in
-    chunks; CorruptBatchError on a bad header, a torn batch or a CRC mismatch."""
-    pos = start
-    buf = b""
-    buf_start = 0
-    while pos < size:
-        rel = pos - buf_start
-        if len(buf) - rel < BATCH_HEADER_BYTES:
-            buf = io.pread(fd, min(READ_CHUNK_BYTES, size - pos), pos)
-            buf_start, rel = pos, 0
-            if throttle is not None:
-                throttle(len(buf))
-            if len(buf) < BATCH_HEADER_BYTES:
-                raise CorruptBatchError(f"torn batch header at position {pos}")
-        h = parse_header(buf, rel)
-        n = h.size_bytes
-        if pos + n > size:
-            raise CorruptBatchError(f"batch at position {pos} runs past the end of the segment")
-        if len(buf) - rel < n:
-            buf = io.pread(fd, max(min(READ_CHUNK_BYTES, size - pos), n), pos)
-            buf_start, rel = pos, 0
-            if throttle is not None:
-                throttle(len(buf))
-        data = buf[rel : rel + n]
-        if len(data) < n or not is_crc_valid(data, h):
-            raise CorruptBatchError(f"CRC mismatch or short read in batch at position {pos}")
-        yield h, data
-        pos += n
 
 
 def _control_type(data: bytes, h: BatchHeader) -> int | None:
@@ -207,8 +193,15 @@ class Cleaner:
 
     def __init__(self, map_memory_bytes: int, *, load_factor: float = 0.9,
                  throttle: Callable[[int], None] | None = None,
-                 check_done: Callable[[], None] | None = None) -> None:
-        self.offset_map = OffsetMap(map_memory_bytes, load_factor)
+                 check_done: Callable[[], None] | None = None,
+                 io_buffer_bytes: int = DEFAULT_IO_BUFFER_BYTES, native: bool | None = None) -> None:
+        """`io_buffer_bytes`: this thread's share of log.cleaner.io.buffer.size, half of it the read chunk.
+        `native`: use the C walks (default: when built and SAMSA_PURE_PYTHON is unset); False: Python only."""
+        self.offset_map = OffsetMap(map_memory_bytes, load_factor, native=native)
+        self._read_chunk_bytes = max(BATCH_HEADER_BYTES, io_buffer_bytes // 2)
+        # the segments whose every batch this pass's map walk read and CRC-checked: closed segments do not
+        # change, so the recopy need not check them again (one CRC per batch per pass)
+        self._crc_checked: set[int] = set()
         self._throttle = throttle  # called with each chunk of bytes read or written (the I/O throttler)
         self._check_done = check_done  # raises LogCleaningAbortedError when the pass must stop
 
@@ -286,8 +279,19 @@ class Cleaner:
                 break
             self._check()
             last = i == len(segments) - 1
+            fd = io.open(seg.log_path, write=False)
             try:
-                for h, data in self._read_segment(io, seg):
+                reader = self._reader(io, fd, seg)
+                while not reader.done:
+                    if self.offset_map.table is not None:  # past the batches that are not transactional
+                        rel, status = native.scan_txn_batches(reader.buf, reader.rel, upto,
+                                                              reader.size - reader.buf_start)
+                        reader.advance(rel)
+                        if reader.done:
+                            break
+                        if status == native.NEED_MORE and reader.refill_header():
+                            continue
+                    h, data = reader.next_batch()
                     if h.base_offset >= upto and not any(f < upto for f in open_first.values()):
                         break
                     if h.producer_id < 0 or not h.is_transactional:
@@ -303,14 +307,12 @@ class Cleaner:
                 if not last:
                     raise
                 # the active segment's tail may be an append in progress: the scan ends there
+            finally:
+                io.close(fd)
         return aborted
 
-    def _read_segment(self, io: FileIO, seg: LogSegment, start: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        fd = io.open(seg.log_path, write=False)
-        try:
-            yield from _iter_batches(io, fd, seg.size_bytes, start, self._throttle)
-        finally:
-            io.close(fd)
+    def _reader(self, io: FileIO, fd: int, seg: LogSegment) -> SegmentReader:
+        return SegmentReader(io, fd, seg.size_bytes, self._read_chunk_bytes, throttle=self._throttle)
 
     # =====================================================================================================
     # 2. the offset map
@@ -326,6 +328,7 @@ class Cleaner:
         """
         m = self.offset_map
         m.clear()
+        self._crc_checked.clear()
         m.update_latest_offset(start - 1)
         bases = [s.base_offset for s in segments]
         first = max(0, bisect.bisect_right(bases, start) - 1)
@@ -336,22 +339,60 @@ class Cleaner:
             if seg.base_offset >= end:
                 break
             self._check()
-            for h, data in self._read_segment(io, seg):
-                stats.map_bytes_read += len(data)
-                if h.is_control:
-                    tracker.on_control(h, _control_type(data, h))
-                elif not tracker.on_batch(h) and h.last_offset >= start:
-                    for r in iter_raw_records(records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES), h):
-                        stats.map_messages_read += 1
-                        if r.offset < start or r.key is None:
-                            continue
-                        if not m.put(r.key, r.offset):
-                            return m.latest_offset + 1
-                        m.update_latest_offset(r.offset)
-                if h.last_offset >= start:
-                    m.update_latest_offset(h.last_offset)
+            fd = io.open(seg.log_path, write=False)
+            try:
+                if self._map_segment(self._reader(io, fd, seg), tracker, start, stats):
+                    return m.latest_offset + 1
+            finally:
+                io.close(fd)
+            self._crc_checked.add(seg.base_offset)
             m.update_latest_offset(segments[i + 1].base_offset - 1)  # a gap at the segment's end
         return min(m.latest_offset + 1, end)
+
+    def _map_segment(self, reader: SegmentReader, tracker: _TxnTracker, start: int, stats: CleanerStats) -> bool:
+        """One segment into the map; True if the map filled.  The plain batches (not control, transactional or
+        compressed) go through the native walk when there is one (the tracker needs only the other batches:
+        it catches up on the next one it sees), every other batch through the Python walk below."""
+        m = self.offset_map
+        table = m.table
+        while not reader.done:
+            if table is not None:
+                rel, status, m.latest_offset, n_bytes, n_messages = native.map_batches(
+                    table, reader.buf, reader.rel, start, m.latest_offset, True)
+                reader.advance(rel)
+                stats.map_bytes_read += n_bytes
+                stats.map_messages_read += n_messages
+                if status == native.FULL:
+                    return True
+                if reader.done:
+                    break
+                if status == native.NEED_MORE and reader.refill():
+                    continue
+            h, data = reader.next_batch()
+            stats.map_bytes_read += len(data)
+            if h.is_control:
+                tracker.on_control(h, _control_type(data, h))
+            elif not tracker.on_batch(h) and h.last_offset >= start:
+                section = records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES)
+                if table is not None:  # a compressed or transactional batch's records, natively if they parse
+                    status, latest, n_messages = native.map_section(table, data, section, start, m.latest_offset)
+                    if status != native.SPECIAL:
+                        m.latest_offset = latest
+                        stats.map_messages_read += n_messages
+                        if status == native.FULL:
+                            return True
+                        m.update_latest_offset(h.last_offset)
+                        continue
+                for r in iter_raw_records(section, h):
+                    stats.map_messages_read += 1
+                    if r.offset < start or r.key is None:
+                        continue
+                    if not m.put(r.key, r.offset):
+                        return True
+                    m.update_latest_offset(r.offset)
+            if h.last_offset >= start:
+                m.update_latest_offset(h.last_offset)
+        return False
 
     # =====================================================================================================
     # 3. recopy
@@ -363,26 +404,61 @@ class Cleaner:
         """Kafka's cleanSegments: recopy `group` into one `.cleaned` segment named after its first base."""
         writer = CleanedSegmentWriter(log._io, log.directory, group[0].base_offset, log.config.index_interval_bytes)
         tracker.cleaned_index = writer.aborted
+        # the batches the native walk leaves to _filter_batch: the producers' last batches (is_last_of_producer)
+        special = array("q", sorted({last for last, _ in last_batches.values() if last is not None}))
         try:
             for seg in group:
                 self._check()
                 writer.source_sizes.append(seg.size_bytes)
-                for h, data in self._read_segment(log._io, seg):
-                    stats.bytes_read += len(data)
-                    out, read, kept = self._filter_batch(h, data, tracker, last_batches, upper_bound,
-                                                         log.config.delete_retention_ms, now_ms)
-                    stats.messages_read += read
-                    if out is not None:
-                        stats.messages_written += kept
-                        stats.bytes_written += len(out)
-                        writer.append(h, out)
-                        if self._throttle is not None:
-                            self._throttle(len(out))
+                fd = log._io.open(seg.log_path, write=False)
+                try:
+                    self._recopy_segment(self._reader(log._io, fd, seg), writer, tracker, last_batches, special,
+                                         upper_bound, log.config.delete_retention_ms, now_ms, stats,
+                                         verify_crc=seg.base_offset not in self._crc_checked)
+                finally:
+                    log._io.close(fd)
             writer.finish()
         except BaseException:
             writer.discard()
             raise
         return writer
+
+    def _recopy_segment(self, reader: SegmentReader, writer: CleanedSegmentWriter, tracker: _TxnTracker,
+                        last_batches: dict[int, tuple[int | None, int]], special: array[int], upper_bound: int,
+                        delete_retention_ms: int, now_ms: int, stats: CleanerStats, *, verify_crc: bool) -> None:
+        """One segment through the filter into `writer`: the plain batches (not control, transactional or
+        compressed, not a producer's last, not ending the round) through the native walk when there is one,
+        which decides them as _filter_batch does; the others through _filter_batch."""
+        table = self.offset_map.table
+        while not reader.done:
+            if table is not None:
+                rel, status, out, index, n_read, m_read, m_written = native.filter_batches(
+                    table, reader.buf, reader.rel, self.offset_map.latest_offset, special, upper_bound, now_ms,
+                    delete_retention_ms, verify_crc)
+                reader.advance(rel)
+                stats.bytes_read += n_read
+                stats.messages_read += m_read
+                stats.messages_written += m_written
+                if out:
+                    stats.bytes_written += len(out)
+                    writer.append_batches(out, index)
+                    if self._throttle is not None:
+                        self._throttle(len(out))
+                if reader.done:
+                    break
+                if status == native.NEED_MORE and reader.refill():
+                    continue
+            h, data = reader.next_batch()
+            stats.bytes_read += len(data)
+            batch, read, kept = self._filter_batch(h, data, tracker, last_batches, upper_bound, delete_retention_ms,
+                                                   now_ms)
+            stats.messages_read += read
+            if batch is not None:
+                stats.messages_written += kept
+                stats.bytes_written += len(batch)
+                writer.append(h, batch)
+                if self._throttle is not None:
+                    self._throttle(len(batch))
 
     def _filter_batch(self, h: BatchHeader, data: bytes, tracker: _TxnTracker,
                       last_batches: dict[int, tuple[int | None, int]], upper_bound: int,
@@ -409,8 +485,17 @@ class Cleaner:
         if discard_records and not retain_empty:
             return None, h.records_count, 0
         section = records_section(data, h, MAX_DECOMPRESSED_BATCH_BYTES)
-        records = list(iter_raw_records(section, h))
         m = self.offset_map
+        if m.table is not None and not h.is_control and not discard_records:  # (a compressed batch's) records
+            decided = native.filter_section(m.table, data, section, m.latest_offset, now_ms, delete_retention_ms)
+            if decided is not None:
+                n_kept, body, base_ts, max_ts, horizon_bit = decided
+                if body is None and n_kept == h.records_count:
+                    return data, n_kept, n_kept
+                if body is None:
+                    return (empty_batch(h) if retain_empty else None), h.records_count, 0
+                return pack_batch(h, body, n_kept, base_ts, max_ts, horizon_bit), h.records_count, n_kept
+        records = list(iter_raw_records(section, h))
         kept: list[RawRecord] = []
         tombstones = False
         for r in records:

@@ -11,12 +11,14 @@ Kafka's MemoryRecords.filterTo for magic v2, which we follow:
 - a batch that must stay although none of its records do (the last batch of an active producer, the last
   batch of a cleaning round) becomes an empty batch: the header alone, recordsCount 0, both timestamps the
   batch's max timestamp (Kafka's MemoryRecords.writeEmptyHeader).
+
+`SegmentReader` reads a segment's batches in chunks for the cleaner's walks (native or Python).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from samsa.kproto.batch import (
@@ -29,12 +31,16 @@ from samsa.kproto.batch import (
     TRANSACTIONAL_BIT,
     BatchHeader,
     CorruptBatchError,
+    is_crc_valid,
+    parse_header,
     write_crc,
 )
 from samsa.kproto.compression import compress, decompress
 from samsa.kproto.record_scan import read_varint
+from samsa.storage.file_io import FileIO
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_READ_BYTES = 4096  # a header-only walk's read when batches outgrow the read chunk
 
 
 class RawRecord(NamedTuple):
@@ -130,15 +136,22 @@ def rebuild_batch(header: BatchHeader, section: bytes, kept: list[RawRecord], ho
         max_ts = max(max_ts, r.timestamp_ms)
     if header.is_log_append_time:
         max_ts = header.max_timestamp
+    return pack_batch(header, body, len(kept), base_ts, max_ts, horizon_ms is not None)
+
+
+def pack_batch(header: BatchHeader, body: bytes | bytearray, records_count: int, base_ts: int, max_ts: int,
+               horizon: bool) -> bytes:
+    """`header`'s batch around `body` (records, compressed here with the batch's codec): rebuild_batch's
+    last step, also used for the records the native filter kept."""
     codec = header.compression
     data = compress(codec, body) if codec else bytes(body)
     attributes = header.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT)
-    if horizon_ms is not None:
+    if horizon:
         attributes |= DELETE_HORIZON_BIT
     out = bytearray(BATCH_HEADER_BYTES + len(data))
     _HEADER.pack_into(out, 0, header.base_offset, len(out) - LOG_OVERHEAD_BYTES, header.partition_leader_epoch,
                       2, 0, attributes, header.last_offset_delta, base_ts, max_ts, header.producer_id,
-                      header.producer_epoch, header.base_sequence, len(kept))
+                      header.producer_epoch, header.base_sequence, records_count)
     out[BATCH_HEADER_BYTES:] = data
     write_crc(out)
     return bytes(out)
@@ -155,3 +168,89 @@ def empty_batch(header: BatchHeader) -> bytes:
                       header.base_sequence, 0)
     write_crc(out)
     return bytes(out)
+
+
+class SegmentReader:
+    """The batches of the file open at `fd`, from `start` up to `size`, read `chunk_bytes` at a time (the read
+    half of log.cleaner.io.buffer.size per cleaner thread, as Kafka's Cleaner splits it), a read growing to
+    hold a larger batch (Kafka grows its read buffer up to max.message.bytes).
+
+    Two ways through: `next_batch` parses, checks and returns one batch (the Python walk); a native walk
+    takes `buf` from `rel`, handles whole batches and reports where it stopped (`advance`); when it stopped at
+    a batch not whole in the buffer, `refill` reads it in.
+    """
+
+    __slots__ = ("_chunk", "_fd", "_io", "_throttle", "buf", "buf_start", "pos", "size")
+
+    def __init__(self, io: FileIO, fd: int, size: int, chunk_bytes: int, start: int = 0,
+                 throttle: Callable[[int], None] | None = None) -> None:
+        self._io, self._fd, self.size, self._chunk, self._throttle = io, fd, size, max(chunk_bytes, 1), throttle
+        self.buf = b""
+        self.buf_start = self.pos = start
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= self.size
+
+    @property
+    def rel(self) -> int:
+        """The position in `buf` of the next batch."""
+        return self.pos - self.buf_start
+
+    def advance(self, rel: int) -> None:
+        self.pos = self.buf_start + rel
+
+    def _read(self, n: int) -> None:
+        self.buf = self._io.pread(self._fd, n, self.pos)
+        self.buf_start = self.pos
+        if self._throttle is not None:
+            self._throttle(len(self.buf))
+
+    def _peek_size(self) -> int | None:
+        rel = self.rel
+        if len(self.buf) - rel < LOG_OVERHEAD_BYTES:
+            return None
+        return int.from_bytes(self.buf[rel + 8 : rel + 12], "big", signed=True) + LOG_OVERHEAD_BYTES
+
+    def refill(self) -> bool:
+        """Read so that `buf` holds the whole batch at `pos`; False if it cannot (`next_batch` says why)."""
+        remaining = self.size - self.pos
+        n = self._peek_size()
+        if n is None:  # not even the batch's size in the buffer: a chunk first
+            self._read(min(self._chunk, remaining))
+            n = self._peek_size()
+            if n is None:
+                return False
+        if n > remaining:
+            return False
+        if len(self.buf) - self.rel < n:
+            self._chunk = max(self._chunk, n)  # grown for the rest of the segment, as Kafka's read buffer
+            self._read(min(self._chunk, remaining))
+        return len(self.buf) - self.rel >= max(n, BATCH_HEADER_BYTES)
+
+    def refill_header(self) -> bool:
+        """For a walk that reads headers only and may have jumped past `buf`: read at `pos`, one page when it
+        jumped (the batches are larger than the buffer), else a chunk; False if not even a header is left."""
+        jumped = self.rel > len(self.buf)
+        self._read(min(self.size - self.pos, HEADER_READ_BYTES if jumped else self._chunk))
+        return len(self.buf) >= BATCH_HEADER_BYTES
+
+    def next_batch(self) -> tuple[BatchHeader, bytes]:
+        """The batch at `pos`, CRC-checked; CorruptBatchError on a bad header, a torn batch or a CRC mismatch."""
+        pos, size = self.pos, self.size
+        if len(self.buf) - self.rel < BATCH_HEADER_BYTES:
+            self._read(min(self._chunk, size - pos))
+            if len(self.buf) < BATCH_HEADER_BYTES:
+                raise CorruptBatchError(f"torn batch header at position {pos}")
+        h = parse_header(self.buf, self.rel)
+        n = h.size_bytes
+        if pos + n > size:
+            raise CorruptBatchError(f"batch at position {pos} runs past the end of the segment")
+        if len(self.buf) - self.rel < n:
+            self._read(max(min(self._chunk, size - pos), n))
+        rel = self.rel
+        data = self.buf[rel : rel + n]
+        if len(data) < n or not is_crc_valid(data, h):
+            raise CorruptBatchError(f"CRC mismatch or short read in batch at position {pos}")
+        self.pos += n
+        return h, data

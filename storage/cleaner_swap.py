@@ -34,6 +34,7 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 _OFFSET_ENTRY = struct.Struct(">II")
 _TIME_ENTRY = struct.Struct(">qI")
+_NATIVE_ENTRY = struct.Struct("=qqq")
 
 
 class LogCleaningAbortedError(Exception):
@@ -79,17 +80,26 @@ class CleanedSegmentWriter:
     def append(self, h: BatchHeader, data: bytes) -> None:
         """Append one batch (`h` is the original header: the rewritten batch keeps its offsets)."""
         self._io.pwrite(self._fd, data, self.size_bytes)
-        max_ts = int.from_bytes(data[35:43], "big", signed=True)
+        self._indexed(h.last_offset, int.from_bytes(data[35:43], "big", signed=True), len(data))
+
+    def append_batches(self, data: bytes, index: bytes) -> None:
+        """Append batches lying back to back in `data`; `index` holds one (last offset, max timestamp, size)
+        triple of native int64s per batch (the cleaner's native walk writes them)."""
+        self._io.pwrite(self._fd, data, self.size_bytes)
+        for last_offset, max_ts, size in _NATIVE_ENTRY.iter_unpack(index):
+            self._indexed(last_offset, max_ts, size)
+
+    def _indexed(self, last_offset: int, max_ts: int, size: int) -> None:
         if max_ts > self._max_ts:
-            self._max_ts, self._offset_of_max = max_ts, h.last_offset
+            self._max_ts, self._offset_of_max = max_ts, last_offset
         if self._since_index > self._interval:
-            self._offset_entries.append((h.last_offset - self.base_offset, self.size_bytes))
+            self._offset_entries.append((last_offset - self.base_offset, self.size_bytes))
             if not self._time_entries or self._max_ts > self._time_entries[-1][0]:
                 self._time_entries.append((self._max_ts, self._offset_of_max - self.base_offset))
             self._since_index = 0
-        self._since_index += len(data)
-        self.size_bytes += len(data)
-        self.next_offset = h.next_offset
+        self._since_index += size
+        self.size_bytes += size
+        self.next_offset = last_offset + 1
 
     def finish(self) -> None:
         """Write the indexes and fsync every file (Kafka's onBecomeInactiveSegment + flush)."""
@@ -115,6 +125,9 @@ class CleanedSegmentWriter:
                 io.fsync(fd)
             finally:
                 io.close(fd)
+        # the .cleaned names made durable here, off the event loop: the swap's own directory fsyncs, which
+        # run on the loop, then commit only its renames
+        io.fsync_dir(self.directory)
 
     def discard(self) -> None:
         if self._fd >= 0:
@@ -125,11 +138,13 @@ class CleanedSegmentWriter:
 
 
 def replace_segments(log: Log, cleaned: CleanedSegmentWriter, old: list[LogSegment], *, now_ms: int,
-                     stop_after: SwapStep | None = None) -> LogSegment | None:
+                     stop_after: SwapStep | None = None, sync_done: bool = True) -> LogSegment | None:
     """Swap `cleaned` in for `old` (consecutive segments of `log`, the first with cleaned's base offset).
 
     Meant for the thread that owns the log (the event loop).  Returns the new segment, or None when
     `stop_after` stopped the protocol early (crash tests: then the log object is to be dropped, not used).
+    `sync_done=False` leaves the last directory fsync (after DONE's renames) to the caller, who may run it
+    off the event loop: a crash before it finds `.swap` files and completes the swap, as after SWAP.
     """
     io = log._io
     directory = log.directory
@@ -173,7 +188,8 @@ def replace_segments(log: Log, cleaned: CleanedSegmentWriter, old: list[LogSegme
             src = cleaned.path(which, SWAP_SUFFIX)
             if io.size(src) >= 0:
                 io.rename(src, cleaned.path(which))
-        io.fsync_dir(directory)
+        if sync_done:
+            io.fsync_dir(directory)
     except OSError as e:
         log._go_offline(f"swapping in cleaned segment {cleaned.path(0)} failed: {e}")
         raise KafkaStorageError(f"cleaner swap in {directory} failed: {e}") from e

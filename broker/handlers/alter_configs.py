@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
+from samsa.broker.log_cleaner import threads_reconfiguration_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -131,6 +132,13 @@ def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dic
         return ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
     if r.resource_type == TOPIC and r.resource_name in ctx.broker.image.topics_by_name:
         problem = _check_topic(ctx, r, changes, replace_all)
+        if problem is not None:
+            return ErrorCode.invalid_config, problem
+    threads = changes.get("log.cleaner.threads")
+    if r.resource_type == BROKER and threads is not None and threads.strip().lstrip("-").isdigit():
+        # Kafka's DynamicBrokerConfig.validate runs LogCleaner.validateReconfiguration against this broker's
+        # cleaner (a malformed value is left to the schema check, which answers it)
+        problem = threads_reconfiguration_error(ctx.broker.log_cleaner.threads, int(threads))
         if problem is not None:
             return ErrorCode.invalid_config, problem
     return ConfigChange(r.resource_type, r.resource_name, changes)

@@ -14,7 +14,7 @@ import pytest
 
 from samsa.broker.client import Connection
 from samsa.broker.config import BROKER_SCHEMA, BrokerConfig, validate_broker_config
-from samsa.broker.log_cleaner import LogCleaner
+from samsa.broker.log_cleaner import LogCleaner, threads_reconfiguration_error
 from samsa.kproto.records import encode_batch
 from samsa.storage.cleaner_manager import LogCleaningCandidate
 from samsa.storage.config import LogConfig
@@ -27,9 +27,9 @@ SET = 0
 BROKER = 4  # ConfigResource type BROKER
 
 # Kafka 4.1's LogCleaner.ReconfigurableConfigs, and the topic defaults its DynamicLogConfig makes dynamic
-# (less log.cleaner.io.buffer.size, which Samsa does not know: it reads in chunks of its own size)
 KAFKA_DYNAMIC_CLEANER_KEYS = (
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size",
     "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
     "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
@@ -103,20 +103,49 @@ def test_a_change_of_threads_starts_and_retires_cleaner_tasks(tmp_path: Path) ->
             await _until(lambda: len(cleaner.active) == 2, "two cleanings at once")
             assert cleaner.running_threads == {0, 1}
 
-            current[0] = _config(log_cleaner_threads="0")
-            cleaner.release.set()  # both cleanings end; with 0 threads neither task picks another log
-            await _until(lambda: not cleaner.running_threads, "the cleaner tasks to exit")
+            current[0] = _config(log_cleaner_threads="0")  # Kafka refuses it: the two tasks stay
             await anyio.sleep(0.2)
-            assert cleaner.running_threads == frozenset()
-            assert len(cleaner.started) == 2  # the third dirty log was never picked once threads went to 0
+            assert cleaner.threads == 2 and cleaner.running_threads == {0, 1}
 
-            current[0] = _config(log_cleaner_threads="1")  # and cleaning resumes when threads come back
-            await _until(lambda: len(cleaner.started) > 2, "cleaning to resume")
+            current[0] = _config(log_cleaner_threads="1")
+            cleaner.release.set()  # both cleanings end; task 1 is surplus and exits, task 0 goes on cleaning
+            await _until(lambda: cleaner.running_threads == {0}, "the surplus cleaner task to exit")
+            await _until(lambda: len(cleaner.started) > 2, "cleaning to go on")
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)
     assert cleaner.most_at_once == 2
     assert len(set(cleaner.started[:2])) == 2
+
+
+def test_threads_change_by_at_most_double_or_half_and_never_below_one() -> None:
+    # Kafka's LogCleaner.validateReconfiguration, with its messages
+    assert threads_reconfiguration_error(1, 0) == "Log cleaner threads should be at least 1"
+    assert threads_reconfiguration_error(1, 2) is None
+    assert threads_reconfiguration_error(1, 3) == (
+        "Log cleaner threads cannot be increased to more than double the current value 1")
+    assert threads_reconfiguration_error(4, 8) is None
+    assert threads_reconfiguration_error(4, 2) is None
+    assert threads_reconfiguration_error(5, 2) is None  # 5 / 2 rounds down, as Java's int division
+    assert threads_reconfiguration_error(6, 2) == (
+        "Log cleaner threads cannot be reduced to less than half the current value 6")
+    assert threads_reconfiguration_error(0, 1) == (
+        "Log cleaner threads cannot be increased to more than double the current value 0")
+
+
+def test_a_refused_thread_count_reaching_the_config_is_not_applied(tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    current = [_config(log_cleaner_threads="2")]
+    cleaner = LogCleaner(_dirty_logs(tmp_path / "data", ["a"]), lambda: current[0])
+    current[0] = _config(log_cleaner_threads="5")
+    with caplog.at_level("ERROR"):
+        assert cleaner.threads == 2
+        assert cleaner.threads == 2
+    assert [r.getMessage() for r in caplog.records if "not applied" in r.getMessage()] == [
+        "log cleaner: log.cleaner.threads=5 not applied (Log cleaner threads cannot be increased to more than "
+        "double the current value 2); still 2"]
+    current[0] = _config(log_cleaner_threads="4")
+    assert cleaner.threads == 4
 
 
 def test_a_change_of_the_dedupe_buffer_is_used_by_the_next_cleaning(tmp_path: Path) -> None:
@@ -169,7 +198,12 @@ def test_incremental_alter_configs_of_cleaner_threads_on_the_cluster_default(sam
                               "include_synonyms": False, "include_documentation": False}, version=4)
         return [(c.name, c.value) for c in r.results[0].configs]
 
-    for name, value in (("log.cleaner.threads", "2"), ("log.cleaner.dedupe.buffer.size", "1048576")):
+    # Kafka's LogCleaner.validateReconfiguration, against this broker's 1 thread: INVALID_CONFIG
+    assert alter("log.cleaner.threads", "0") == (40, "Log cleaner threads should be at least 1")
+    assert alter("log.cleaner.threads", "3") == (
+        40, "Log cleaner threads cannot be increased to more than double the current value 1")
+    for name, value in (("log.cleaner.threads", "2"), ("log.cleaner.dedupe.buffer.size", "1048576"),
+                        ("log.cleaner.io.buffer.size", "1048576")):
         error, message = alter(name, value)
         assert error == 0, message
     assert alter("log.cleaner.enable", "false") == (

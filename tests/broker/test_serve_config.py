@@ -115,7 +115,8 @@ def test_unknown_and_unimplemented_keys_warn_once_each_and_static_keys_are_descr
     samsa_factory: Any, tmp_path: Path
 ) -> None:
     s = samsa_factory(extra_args=("--override", "num.partitons=3", "--override", "authorizer.class.name=x.Y",
-                                  "--override", "log.cleaner.io.buffer.size=2", "--override", "num.partitions=3"))
+                                  "--override", "remote.log.storage.system.enable=false",
+                                  "--override", "num.partitions=3"))
     s.start()
     with s.connect() as conn:
         r = conn.request(32, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
@@ -137,7 +138,7 @@ def test_unknown_and_unimplemented_keys_warn_once_each_and_static_keys_are_descr
                               "validate_only": False})
         assert r.topics[0].error_code.value == 0 and r.topics[0].num_partitions == 3
     warnings = [line for line in s.log_tail(200).splitlines() if "WARNING" in line]
-    for key in ("num.partitons", "authorizer.class.name", "log.cleaner.io.buffer.size"):
+    for key in ("num.partitons", "authorizer.class.name", "remote.log.storage.system.enable"):
         assert sum(key in line for line in warnings) == 1, (key, warnings)
     assert any("did you mean num.partitions?" in line for line in warnings)
     assert not any("num.partitions " in line for line in warnings)
