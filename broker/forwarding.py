@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 ZERO_UUID = uuid.UUID(int=0)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
+CREATE_ACLS, DELETE_ACLS = 30, 31
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -80,6 +81,15 @@ def _alter_reassignments_error(request: Any, error: ErrorCode, message: str) -> 
             for p in t.partitions]} for t in request.topics]}
 
 
+def _create_acls_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "results": [{"error_code": error, "error_message": message} for _ in request.creations]}
+
+
+def _delete_acls_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "filter_results": [
+        {"error_code": error, "error_message": message, "matching_acls": ()} for _ in request.filters]}
+
+
 def _list_reassignments_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": error, "error_message": message, "topics": ()}
 
@@ -93,6 +103,8 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     ELECT_LEADERS: _elect_leaders_error,
     ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments_error,
     LIST_PARTITION_REASSIGNMENTS: _list_reassignments_error,
+    CREATE_ACLS: _create_acls_error,
+    DELETE_ACLS: _delete_acls_error,
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 
