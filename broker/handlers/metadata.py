@@ -144,8 +144,9 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
     topics: list[TopicEntry] = []
     # KafkaApis: DESCRIBE on each topic, decided before its existence (no leaks); CREATE (cluster or
     # topic) to auto-create; all-topics requests list only the describable ones.
-    auth = MetadataAuthorization(ctx, all_topics=request.topics is None or (version == 0 and not request.topics))
-    if auth.all_topics:
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    auth = MetadataAuthorization(ctx, all_topics=all_topics)
+    if request.topics is None or (version == 0 and not request.topics):
         image = broker.image
         topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()
                   if auth.describable(t.name)]

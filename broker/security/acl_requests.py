@@ -54,6 +54,32 @@ def transactional_id_error(ctx: AuthContext, operation: AclOperation, transactio
     return ErrorCode.transactional_id_authorization_failed
 
 
+# ConfigResource.Type ids: which resource's ACLs guard its configs (ConfigHelper / ControllerApis).
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
+_CONFIG_CLUSTER_TYPES = frozenset({4, 8, 16})  # BROKER, BROKER_LOGGER, CLIENT_METRICS: the cluster's
+# Kafka's Errors.message() of the three, which these APIs answer as error_message.
+_AUTHORIZATION_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+}
+
+
+def config_resource_error(ctx: AuthContext, operation: AclOperation, config_resource_type: int,
+                          name: str) -> tuple[ErrorCode, str] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on a config resource: (error, Kafka's message) if denied, else None
+    (an unknown resource type is left to the handler's own INVALID_REQUEST)."""
+    if config_resource_type in _CONFIG_CLUSTER_TYPES:
+        error = cluster_error(ctx, operation)
+    elif config_resource_type == _CONFIG_TOPIC:
+        error = topic_error(ctx, operation, name)
+    elif config_resource_type == _CONFIG_GROUP:
+        error = group_error(ctx, operation, name)
+    else:
+        return None
+    return (error, _AUTHORIZATION_MESSAGES[error]) if error else None
+
+
 def authorized_topics(ctx: AuthContext, operation: AclOperation, names: Iterable[str]) -> set[str]:
     return filter_authorized(ctx, operation, ResourceType.TOPIC, names, lambda n: n)
 
@@ -132,11 +158,61 @@ class MetadataAuthorization:
                                                                              entry["name"])
 
     def cluster_operations(self, all_operations: int) -> int:
-        if not enabled(self._ctx):
-            return all_operations
-        if not authorize_cluster(self._ctx, AclOperation.DESCRIBE):
-            return 0
-        return authorized_operations(self._ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+        return cluster_authorized_operations(self._ctx, all_operations)
+
+
+def cluster_authorized_operations(ctx: AuthContext, all_operations: int) -> int:
+    """The cluster's authorized-operations field when asked for (AuthHelper): 0 without DESCRIBE on it;
+    `all_operations` when authorization is off."""
+    if not enabled(ctx):
+        return all_operations
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def offset_for_leader_epoch_authorization(ctx: AuthContext) -> Callable[[str], bool]:
+    """KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION (a follower) allows every topic; else
+    DESCRIBE on each."""
+    if not enabled(ctx) or authorize_cluster(ctx, AclOperation.CLUSTER_ACTION, log_if_denied=False):
+        return _everything
+    return _TopicAuthorization(ctx, AclOperation.DESCRIBE)
+
+
+class CreateTopicsAuthorization:
+    """ControllerApis.createTopics: CREATE on the cluster, else on each topic; DESCRIBE_CONFIGS (not logged)
+    to be answered a created topic's configs."""
+
+    def __init__(self, ctx: AuthContext) -> None:
+        self._cluster = authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False)
+        self._creatable = _TopicAuthorization(ctx, AclOperation.CREATE)
+        self.may_describe_configs = _TopicAuthorization(ctx, AclOperation.DESCRIBE_CONFIGS, log_if_denied=False)
+
+    def __call__(self, name: str) -> bool:
+        return self._cluster or self._creatable(name)
+
+
+def create_topics_authorization(ctx: AuthContext) -> CreateTopicsAuthorization:
+    return CreateTopicsAuthorization(ctx)
+
+
+def _everything(_name: str) -> bool:
+    return True
+
+
+class DeleteTopicsAuthorization:
+    """ControllerApis.deleteTopics: DELETE on the cluster allows all; else DESCRIBE and DELETE per topic."""
+
+    def __init__(self, ctx: AuthContext) -> None:
+        cluster = authorize_cluster(ctx, AclOperation.DELETE, log_if_denied=False)
+        self.describable: Callable[[str], bool] = (
+            _everything if cluster else _TopicAuthorization(ctx, AclOperation.DESCRIBE))
+        self.deletable: Callable[[str], bool] = (
+            _everything if cluster else _TopicAuthorization(ctx, AclOperation.DELETE))
+
+
+def delete_topics_authorization(ctx: AuthContext) -> DeleteTopicsAuthorization:
+    return DeleteTopicsAuthorization(ctx)
 
 
 class ProducerPrincipals:
