@@ -72,14 +72,14 @@ def create_topic(broker: Broker, name: str, partitions: int = 1) -> None:
 
 
 def call(broker: Broker, api_key: int, version: int, values: dict[str, Any], principal: str = ALICE,
-         host: str = HOST) -> Any:
+         host: str = HOST, now_ms: int = T0_MS) -> Any:
     """The decoded response to one request sent by `principal` from `host`."""
 
     async def answer() -> Any:
         frame = encode_request(build(request_class(api_key, version), values), correlation_id=7, client_id="acl-test")
         header = parse_request_header(frame[4:])
         request = decode_request(header, frame[4:])
-        ctx = RequestContext(header=header, broker=broker, client_host=host, now_ms=T0_MS, principal=principal)
+        ctx = RequestContext(header=header, broker=broker, client_host=host, now_ms=now_ms, principal=principal)
         result = HANDLERS[api_key].handler(request, ctx)
         if inspect.isawaitable(result):
             result = await asyncio.wait_for(result, TIMEOUT_S)
