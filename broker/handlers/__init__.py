@@ -35,6 +35,7 @@ from samsa.broker.handlers import (
     describe_transactions,
     elect_leaders,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -162,7 +163,9 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (quorum.ALLOCATE_PRODUCER_IDS, quorum.handle_allocate_producer_ids),
     (create_acls.API, create_acls.handle_create_acls),
     (delete_acls.API, delete_acls.handle_delete_acls),
+    (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
 )
+envelope.set_handlers(CONTROLLER_HANDLERS)
 
 
 def _advertised(table: dict[int, Api]) -> Callable[[], list[tuple[int, int, int]]]:

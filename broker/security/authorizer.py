@@ -209,6 +209,8 @@ class AuthContext(Protocol):
     def client_host(self) -> str: ...
     @property
     def now_ms(self) -> int: ...
+    @property
+    def controller_plane(self) -> bool: ...
 
 
 class _Cache:
@@ -234,11 +236,19 @@ def authorizer_for(config: _Config, acls: Mapping[str, Acl]) -> Authorizer | Non
     return authorizer
 
 
+def _authorizer(ctx: AuthContext) -> Authorizer | None:
+    """The authorizer for this request; None lets it through: authorization is off, or the request came on
+    the controller listener from a node (Kafka's inter-broker principal is a super user). A client request
+    a broker forwards there comes in an Envelope, whose context is the client's, not controller_plane."""
+    if ctx.controller_plane:
+        return None
+    return authorizer_for(ctx.broker.config, ctx.broker.image.acls)
+
+
 def authorize(ctx: AuthContext, operation: AclOperation, resource_type: ResourceType, name: str, *,
               log_if_denied: bool = True) -> bool:
     """May the request's principal, from its host, do `operation` on this resource?"""
-    broker = ctx.broker
-    authorizer = authorizer_for(broker.config, broker.image.acls)
+    authorizer = _authorizer(ctx)
     if authorizer is None:
         return True
     decision = authorizer.decide(ctx.principal, ctx.client_host, operation, resource_type, name)
@@ -252,8 +262,7 @@ def authorize_cluster(ctx: AuthContext, operation: AclOperation, *, log_if_denie
 
 
 def authorize_by_resource_type(ctx: AuthContext, operation: AclOperation, resource_type: ResourceType) -> bool:
-    broker = ctx.broker
-    authorizer = authorizer_for(broker.config, broker.image.acls)
+    authorizer = _authorizer(ctx)
     if authorizer is None:
         return True
     return authorizer.decide_by_resource_type(ctx.principal, ctx.client_host, operation, resource_type)
@@ -268,8 +277,7 @@ def filter_authorized(ctx: AuthContext, operation: AclOperation, resource_type: 
 
 def authorized_operations(ctx: AuthContext, resource_type: ResourceType, name: str) -> int:
     """The authorized-operations bit field of a resource for this request's principal (all, when off)."""
-    broker = ctx.broker
-    authorizer = authorizer_for(broker.config, broker.image.acls)
+    authorizer = _authorizer(ctx)
     if authorizer is None:
         bits = 0
         for op in SUPPORTED_OPERATIONS.get(resource_type, ()):

@@ -120,7 +120,8 @@ ROWS = [
     Row("DeleteRecords", 21, 2, lambda t: {"timeout": 5000, "topics": [
         {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}]}, topic_partitions("topics"),
         TOPIC_DENIED, ((Op.DELETE, TOPIC, EXISTING),), topic=True),
-    Row("DescribeLogDirs", 35, 4, lambda t: {"topics": None}, top, CLUSTER_DENIED, ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
+    Row("DescribeLogDirs", 35, 4, lambda t: {"topics": None}, top, CLUSTER_DENIED,
+        ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
     Row("ElectLeaders", 43, 2, lambda t: {"election_type": 0, "timeout": 5000, "topic_partitions": [
         {"topic": EXISTING, "partitions": [0]}]}, top, CLUSTER_DENIED, ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),
     Row("AlterPartitionReassignments", 45, 0, lambda t: {"timeout": 5000, "topics": [

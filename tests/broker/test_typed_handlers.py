@@ -36,6 +36,7 @@ from samsa.broker.handlers import (
     describe_transactions,
     elect_leaders,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -98,6 +99,7 @@ TYPED = [
     (create_acls, "CreateAclsRequest", "CreateAclsResponse"),
     (describe_acls, "DescribeAclsRequest", "DescribeAclsResponse"),
     (delete_acls, "DeleteAclsRequest", "DeleteAclsResponse"),
+    (envelope, "EnvelopeRequest", "EnvelopeResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
