@@ -22,7 +22,7 @@ import anyio
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
-from samsa.broker.security.acl_requests import ProduceAuthorization, produce_authorization
+from samsa.broker.security.acl_requests import ProduceChecks, produce_authorization
 from samsa.broker.wire import build, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -253,7 +253,7 @@ def _failed(appended: PartitionResult, error: ErrorCode) -> PartitionResult:
     return dataclasses.replace(appended, error=error, base_offset=-1)
 
 
-def _authorization(request: ProduceRequest, ctx: RequestContext) -> ProduceAuthorization:
+def _authorization(request: ProduceRequest, ctx: RequestContext) -> ProduceChecks:
     """WRITE on each topic, on the transactional id for transactional batches (broker.security.acl_requests)."""
     return produce_authorization(ctx, request.transactional_id, (
         (t.name, (d.records for d in t.partition_data)) for t in request.topic_data))

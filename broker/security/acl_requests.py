@@ -28,6 +28,7 @@ from samsa.broker.security.authorizer import (
 from samsa.kproto.errors import ErrorCode
 
 PRODUCER_PRINCIPALS_MAX_COUNT = 100_000
+ANONYMOUS = "User:ANONYMOUS"
 _ATTRIBUTES_AT, _PRODUCER_ID_AT, _BATCH_HEADER_BYTES = 21, 43, 61
 _TRANSACTIONAL_FLAG = 0x10
 
@@ -221,10 +222,12 @@ class ProducerPrincipals:
     def __init__(self, max_count: int = PRODUCER_PRINCIPALS_MAX_COUNT) -> None:
         self._max_count = max_count
         self._by_id: OrderedDict[int, str] = OrderedDict()
+        self._named = False
 
     def issued(self, producer_id: int, principal: str) -> None:
         if producer_id < 0:
             return
+        self._note(principal)
         self._by_id[producer_id] = principal
         self._by_id.move_to_end(producer_id)
         while len(self._by_id) > self._max_count:
@@ -232,6 +235,14 @@ class ProducerPrincipals:
 
     def owner(self, producer_id: int) -> str | None:
         return self._by_id.get(producer_id)
+
+    def any(self) -> bool:
+        """Has any id been issued to a principal other than the anonymous one (else nothing to check)?"""
+        return self._named
+
+    def _note(self, principal: str) -> None:
+        if principal != ANONYMOUS:
+            self._named = True
 
 
 producer_principals = ProducerPrincipals()
@@ -260,7 +271,7 @@ class ProduceAuthorization:
                  any_transactional: bool) -> None:
         self._ctx = ctx
         self._transactional_error = (transactional_id_error(ctx, AclOperation.WRITE, transactional_id)
-                                     if any_transactional and enabled(ctx) else ErrorCode.none)
+                                     if any_transactional else ErrorCode.none)
         self._allowed = authorized_topics(ctx, AclOperation.WRITE, topics)
 
     def refusal(self, topic: str, records: bytes | None) -> tuple[ErrorCode, str | None] | None:
@@ -268,17 +279,40 @@ class ProduceAuthorization:
             return self._transactional_error, None
         if topic not in self._allowed:
             return ErrorCode.topic_authorization_failed, None
-        producer_id = _producer_id(records)
-        if producer_id >= 0:
-            owner = producer_principals.owner(producer_id)
-            if owner is not None and owner != self._ctx.principal:
-                return (ErrorCode.invalid_producer_id_mapping,
-                        f"Producer id {producer_id} was issued to another principal than {self._ctx.principal}")
-        return None
+        return _producer_refusal(self._ctx, records)
+
+
+class ProducerBinding:
+    """Produce with the authorizer off: only the producer-id binding."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: AuthContext) -> None:
+        self._ctx = ctx
+
+    def refusal(self, topic: str, records: bytes | None) -> tuple[ErrorCode, str | None] | None:
+        return _producer_refusal(self._ctx, records)
+
+
+def _producer_refusal(ctx: AuthContext, records: bytes | None) -> tuple[ErrorCode, str | None] | None:
+    if ctx.principal == ANONYMOUS and not producer_principals.any():
+        return None  # nothing issued to anyone else (the common case when nothing authenticates)
+    producer_id = _producer_id(records)
+    if producer_id >= 0:
+        owner = producer_principals.owner(producer_id)
+        if owner is not None and owner != ctx.principal:
+            return (ErrorCode.invalid_producer_id_mapping,
+                    f"Producer id {producer_id} was issued to another principal than {ctx.principal}")
+    return None
+
+
+ProduceChecks = ProduceAuthorization | ProducerBinding
 
 
 def produce_authorization(ctx: AuthContext, transactional_id: str | None,
-                          topic_records: Iterable[tuple[str, Iterable[bytes | None]]]) -> ProduceAuthorization:
+                          topic_records: Iterable[tuple[str, Iterable[bytes | None]]]) -> ProduceChecks:
+    if not enabled(ctx):
+        return ProducerBinding(ctx)
     topics: list[str] = []
     any_transactional = False
     for name, batches in topic_records:

@@ -47,7 +47,8 @@ __all__ = [
 audit_logger = logging.getLogger("samsa.authorizer")
 
 AUDIT_LINES_PER_SECOND = 10
-UNSET_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked" value of the authorized-operations fields
+UNSET_AUTHORIZED_OPERATIONS = -2147483648
+DECISIONS_MAX_COUNT = 100_000  # cached decisions per ACL set; past it the cache starts again  # Kafka's "not asked" value of the authorized-operations fields
 
 T = TypeVar("T")
 
@@ -62,9 +63,10 @@ _SUPER_USER = Decision(True, "SuperUser")
 
 
 class Authorizer:
-    """StandardAuthorizer over one set of ACLs (an image's) and the authorizer configs. Immutable."""
+    """StandardAuthorizer over one set of ACLs (an image's) and the authorizer configs. Its decisions never
+    change (it caches them); a change of ACLs or configs makes a new one."""
 
-    __slots__ = ("_allow_if_no_acl", "_literal", "_prefixed", "_types_with_acls", "super_users")
+    __slots__ = ("_allow_if_no_acl", "_decisions", "_literal", "_prefixed", "_types_with_acls", "super_users")
 
     def __init__(self, acls: Iterable[Acl], super_users: Iterable[str], allow_if_no_acl: bool) -> None:
         self.super_users = frozenset(super_users)
@@ -73,6 +75,9 @@ class Authorizer:
         self._literal: dict[tuple[ResourceType, str], list[Acl]] = {}
         self._prefixed: dict[ResourceType, list[Acl]] = {}
         self._types_with_acls: set[ResourceType] = set()
+        # Decisions already taken with these ACLs (an image's ACLs change rarely; a new set is a new
+        # Authorizer): a produce or fetch decides each topic once, not once per ACL each time.
+        self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str], Decision] = {}
         for acl in acls:
             self._types_with_acls.add(acl.resource_type)
             if acl.pattern_type == PatternType.LITERAL:
@@ -90,6 +95,16 @@ class Authorizer:
 
     def decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
                name: str) -> Decision:
+        key = (principal, host, operation, resource_type, name)
+        found = self._decisions.get(key)
+        if found is None:
+            if len(self._decisions) >= DECISIONS_MAX_COUNT:
+                self._decisions.clear()
+            found = self._decisions[key] = self._decide(principal, host, operation, resource_type, name)
+        return found
+
+    def _decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
+                name: str) -> Decision:
         if principal in self.super_users:
             return _SUPER_USER
         has_resource_acls = False

@@ -153,3 +153,14 @@ def test_list_offsets_needs_describe(broker: Broker) -> None:
     assert list_offsets("orders", ALICE).error_code == ErrorCode.none
     assert list_offsets("orders", MALLORY).error_code == AUTH_FAILED
     assert list_offsets("missing", MALLORY).error_code == AUTH_FAILED
+
+
+def test_a_producer_id_issued_to_the_anonymous_principal_is_refused_to_a_named_one(broker: Broker) -> None:
+    create_topic(broker, "t")
+    allow(broker, "User:ANONYMOUS", Op.WRITE, TOPIC, "t")
+    allow(broker, ALICE, Op.WRITE, TOPIC, "t")
+    r = call(broker, 22, 4, {"transactional_id": None, "transaction_timeout": 60000, "producer_id": -1,
+                             "producer_epoch": -1}, "User:ANONYMOUS")
+    assert r.error_code == ErrorCode.none
+    assert produce(broker, "t", ALICE, producer_id=r.producer_id).error_code == ErrorCode.invalid_producer_id_mapping
+    assert produce(broker, "t", "User:ANONYMOUS", producer_id=r.producer_id).error_code == ErrorCode.none
