@@ -47,8 +47,8 @@ __all__ = [
 audit_logger = logging.getLogger("samsa.authorizer")
 
 AUDIT_LINES_PER_SECOND = 10
-UNSET_AUTHORIZED_OPERATIONS = -2147483648
-DECISIONS_MAX_COUNT = 100_000  # cached decisions per ACL set; past it the cache starts again  # Kafka's "not asked" value of the authorized-operations fields
+UNSET_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked" value of the authorized-operations fields
+DECISIONS_MAX_COUNT = 100_000  # cached decisions per ACL set; past it the cache starts again
 
 T = TypeVar("T")
 
