@@ -272,7 +272,7 @@ DYNAMIC_BROKER_CONFIGS = frozenset(name for name, entry in BROKER_SCHEMA.items()
 
 # Kafka broker configs Samsa knows and does not implement: given at start, each gets one WARN line.
 KAFKA_UNIMPLEMENTED_KEYS = frozenset({
-    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "principal.builder.class",
+    "principal.builder.class",
     "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
     "controller.listener.names", "controller.quorum.bootstrap.servers", "controller.quorum.request.timeout.ms",
     "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "early.start.listeners",
