@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.security.acl import Acl, AclOperation, AclPermissionType, PatternType, ResourceType
 from samsa.broker.security.acl_control import AclCreationResult
 from samsa.broker.security.authorizer import authorize_cluster, enabled
@@ -43,8 +44,11 @@ async def handle_create_acls(request: CreateAclsRequest, ctx: RequestContext) ->
     if not authorize_cluster(ctx, AclOperation.ALTER):
         return _response(ctx, [AclCreationResult(ErrorCode.cluster_authorization_failed, None)]
                          * len(request.creations))
-    results = await ctx.broker.controller.acls.create_acls([_acl(c) for c in request.creations])
-    return _response(ctx, results)
+    try:
+        pending = ctx.broker.controller.acls.create_acls([_acl(c) for c in request.creations])
+    except TooManyRecordsError as e:  # more than one controller operation may write (Kafka's bound)
+        return _response(ctx, [AclCreationResult(e.error_code, e.message)] * len(request.creations))
+    return _response(ctx, await pending)
 
 
 def _response(ctx: RequestContext, results: list[AclCreationResult]) -> CreateAclsResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.handlers.describe_acls import acl_filter
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_control import AclDeletionResult
@@ -34,8 +35,11 @@ async def handle_delete_acls(request: DeleteAclsRequest, ctx: RequestContext) ->
         return _response(ctx, [AclDeletionResult(ErrorCode.cluster_authorization_failed, None)] * count)
     filters = [acl_filter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                           f.host_filter, f.operation, f.permission_type) for f in request.filters]
-    results = await ctx.broker.controller.acls.delete_acls(filters)
-    return _response(ctx, results)
+    try:
+        pending = ctx.broker.controller.acls.delete_acls(filters)
+    except TooManyRecordsError as e:  # more than one controller operation may write (Kafka's bound)
+        return _response(ctx, [AclDeletionResult(e.error_code, e.message)] * count)
+    return _response(ctx, await pending)
 
 
 def _response(ctx: RequestContext, results: list[AclDeletionResult]) -> DeleteAclsResponse:

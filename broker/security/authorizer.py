@@ -38,16 +38,17 @@ __all__ = [
     "AuthContext",
     "Authorizer",
     "authorize",
+    "authorize_by_resource_type",
     "authorize_cluster",
     "authorized_operations",
     "authorizer_for",
+    "enabled",
     "filter_authorized",
 ]
 
 audit_logger = logging.getLogger("samsa.authorizer")
 
 AUDIT_LINES_PER_SECOND = 10
-UNSET_AUTHORIZED_OPERATIONS = -2147483648  # Kafka's "not asked" value of the authorized-operations fields
 DECISIONS_MAX_COUNT = 100_000  # cached decisions per ACL set; past it the cache starts again
 
 T = TypeVar("T")
@@ -228,26 +229,26 @@ class AuthContext(Protocol):
     def controller_plane(self) -> bool: ...
 
 
-class _Cache:
-    """The Authorizer of the last (ACLs, config) pair seen: rebuilt only when either object changes."""
-
-    key: tuple[object, object] | None = None
-    value: Authorizer | None = None
-
-
-_cache = _Cache()
+# The Authorizers of the (config, ACLs) pairs last seen, by the objects' ids (each entry holds the objects,
+# so an id is not reused while its entry lives): one per broker of the process, rebuilt only when its
+# config or its image's ACLs change. A few entries: one process runs one broker (tests run a few).
+AUTHORIZERS_MAX_COUNT = 8
+_authorizers: dict[tuple[int, int], tuple[object, object, Authorizer]] = {}
 
 
 def authorizer_for(config: _Config, acls: Mapping[str, Acl]) -> Authorizer | None:
     """The authorizer to apply, or None when authorization is off (authorizer.class.name unset)."""
     if not config.get("authorizer.class.name"):
         return None
-    key = (config, acls)
-    if _cache.key is not None and _cache.key[0] is config and _cache.key[1] is acls and _cache.value is not None:
-        return _cache.value
+    key = (id(config), id(acls))
+    found = _authorizers.get(key)
+    if found is not None:
+        return found[2]
     supers = [s.strip() for s in config.get("super.users").split(";") if s.strip()]
     authorizer = Authorizer(acls.values(), supers, config.get_bool("allow.everyone.if.no.acl.found"))
-    _cache.key, _cache.value = key, authorizer
+    if len(_authorizers) >= AUTHORIZERS_MAX_COUNT:
+        del _authorizers[next(iter(_authorizers))]
+    _authorizers[key] = (config, acls, authorizer)
     return authorizer
 
 

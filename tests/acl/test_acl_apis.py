@@ -134,3 +134,9 @@ def test_denials_are_audited_and_rate_limited(broker: Broker, caplog: pytest.Log
     assert last.endswith("(5 more denials not logged)")
     assert lines[0] == ("Principal = User:mallory is Denied operation = DESCRIBE from host = 10.1.2.3 on resource = "
                         "TOPIC:LITERAL:orders for request = Metadata based on rule DefaultDeny")
+
+
+def test_more_creations_than_one_operation_may_write_are_refused_whole(broker: Broker) -> None:
+    r = call(broker, 30, 3, {"creations": [creation(f"t{i}") for i in range(10_001)]}, ADMIN)
+    assert {x.error_code for x in r.results} == {ErrorCode.policy_violation}
+    assert not broker.image.acls
