@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from samsa.broker.config_schema import (
+    AUTHORIZER_KEYS,
     LONG_MAX,
     TOPIC_CONFIGS,
     ConfigDef,
@@ -35,7 +36,6 @@ from samsa.broker.config_schema import (
     expected,
     one_of,
 )
-from samsa.broker.security.acl import AUTHORIZER_CLASS_NAMES
 from samsa.storage.config import LogConfig
 
 __all__ = [
@@ -168,12 +168,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "offset.metadata.max.bytes": K(INT, "4096", "the longest metadata string of a committed offset"),
     "offsets.retention.check.interval.ms": K(LONG, "600000", "how often expired offsets are removed", at_least(1)),
     "offsets.commit.timeout.ms": K(INT, "5000", "how long an offset commit waits for replication", at_least(1)),
-    # Authorization (broker/security/authorizer.py): Kafka's StandardAuthorizer over the ACLs of the metadata
-    # image, on when authorizer.class.name is set. super.users is Kafka's ;-separated list of principals.
-    "authorizer.class.name": K(STRING, "", "the authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer "
-                               "turns ACLs on; empty allows every request", one_of("", *AUTHORIZER_CLASS_NAMES)),
-    "super.users": K(STRING, "", "principals allowed everything, ;-separated (User:admin;User:broker)"),
-    "allow.everyone.if.no.acl.found": K(BOOLEAN, "false", "allow a request on a resource no ACL names"),
+    # Authorization (broker/security/authorizer.py): authorizer.class.name, super.users, ...
+    **{name: K(*entry) for name, entry in AUTHORIZER_KEYS.items()},
     # KRaft: the metadata quorum and broker liveness (Kafka's names and defaults).
     "process.roles": K(LIST, "broker,controller", "broker, controller, or both (combined mode)",
                        one_of("broker", "controller")),
