@@ -57,7 +57,8 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
     member_id = request.member_id or ""
     error = group_error(ctx, AclOperation.READ, group_id) or groups.coordinator_error(group_id)
     if error != ErrorCode.none:
-        return _response(ctx, JoinResult(error, member_id))
+        # Kafka's JoinGroupRequest.getErrorResponse answers an authorization failure with no member id.
+        return _response(ctx, JoinResult(error, "" if error == ErrorCode.group_authorization_failed else member_id))
     session_timeout_ms = ms(request.session_timeout)
     rebalance_timeout_ms = ms(field(request, "rebalance_timeout"), session_timeout_ms)
     join = JoinRequest(

@@ -19,7 +19,7 @@ import pytest
 from samsa.broker.broker import Broker
 from samsa.broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from samsa.kproto.errors import ErrorCode
-from tests.acl.harness import ALICE, MALLORY, allow, call, create_topic
+from tests.acl.harness import ADMIN, ALICE, MALLORY, allow, call, create_topic
 
 Op = AclOperation
 TOPIC, GROUP, CLUSTER, TXN = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
@@ -199,8 +199,25 @@ def test_denied_then_allowed(broker: Broker, row: Row) -> None:
     assert row.denied not in allowed, allowed
 
 
+def test_an_unauthorized_join_is_answered_without_a_member_id(broker: Broker) -> None:
+    r = call(broker, 11, 7, {"group_id": "g", "session_timeout": 10000, "rebalance_timeout": 10000,
+                             "member_id": "someone", "group_instance_id": None, "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": b""}]}, MALLORY)
+    assert r.error_code == GROUP_DENIED and r.member_id == "" and r.generation_id == -1
+
+
 def test_list_groups_and_list_transactions_show_only_what_may_be_described(broker: Broker) -> None:
-    assert call(broker, 16, 4, {"states_filter": []}, MALLORY).error_code == ErrorCode.none
+    assert call(broker, 10, 3, {"key": "g", "key_type": 0}, ADMIN).error_code == ErrorCode.none
+    joined = call(broker, 11, 7, {"group_id": "g", "session_timeout": 10000, "rebalance_timeout": 10000,
+                                  "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+                                  "protocols": [{"name": "range", "metadata": b""}]}, ADMIN)
+    assert joined.error_code == ErrorCode.member_id_required  # the group exists now
+    assert [g.group_id for g in call(broker, 16, 4, {"states_filter": []}, ADMIN).groups] == ["g"]
+    assert list(call(broker, 16, 4, {"states_filter": []}, MALLORY).groups) == []
+    allow(broker, ALICE, Op.DESCRIBE, GROUP, "g")
+    assert [g.group_id for g in call(broker, 16, 4, {"states_filter": []}, ALICE).groups] == ["g"]
+    allow(broker, MALLORY, Op.DESCRIBE, CLUSTER, CLUSTER_NAME)  # DESCRIBE on the cluster: every group
+    assert [g.group_id for g in call(broker, 16, 4, {"states_filter": []}, MALLORY).groups] == ["g"]
     r = call(broker, 66, 1, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}, MALLORY)
     assert r.error_code == ErrorCode.none and list(r.transaction_states) == []
 
@@ -232,3 +249,22 @@ def test_delete_topics_by_id_keeps_the_id_but_not_the_name(broker: Broker) -> No
     (r,) = call(broker, 20, 6, {"timeout": 5000, "topics": [{"name": None, "topic_id": topic_id}]}, MALLORY).responses
     assert r.error_code == TOPIC_DENIED and r.name is None and r.topic_id == topic_id
     assert EXISTING in broker.image.topics_by_name
+
+
+def test_offset_fetch_of_all_topics_leaves_out_the_ones_not_describable(broker: Broker) -> None:
+    for name in ("orders", "hidden"):
+        create_topic(broker, name)
+    assert call(broker, 10, 3, {"key": "g", "key_type": 0}, ADMIN).error_code == ErrorCode.none
+    committed = call(broker, 8, 8, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                    "group_instance_id": None, "topics": [
+        {"name": name, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                       "committed_metadata": ""}]} for name in ("orders", "hidden")]}, ADMIN)
+    assert {p.error_code for t in committed.topics for p in t.partitions} == {ErrorCode.none}
+    allow(broker, ALICE, Op.DESCRIBE, GROUP, "g")
+    allow(broker, ALICE, Op.DESCRIBE, TOPIC, "orders")
+    everything = call(broker, 9, 7, {"group_id": "g", "topics": None, "require_stable": False}, ALICE)
+    assert everything.error_code == ErrorCode.none and [t.name for t in everything.topics] == ["orders"]
+    named = call(broker, 9, 7, {"group_id": "g", "require_stable": False, "topics": [
+        {"name": "orders", "partition_indexes": [0]}, {"name": "hidden", "partition_indexes": [0]}]}, ALICE)
+    assert {t.name: t.partitions[0].error_code for t in named.topics} == {"orders": ErrorCode.none,
+                                                                          "hidden": TOPIC_DENIED}
