@@ -4,9 +4,10 @@ binding of producer ids to the principal they were issued to.
 
 The binding is Samsa's (stricter than Kafka, from the seeds): InitProducerId records which principal a
 producer id went to, and a Produce by another principal with that id is refused with
-INVALID_PRODUCER_ID_MAPPING and a message saying why. It is kept in memory by the process that issued
-the id (bounded, oldest forgotten first): an id this process did not issue, or issued before a restart,
-is not checked.
+INVALID_PRODUCER_ID_MAPPING and a message saying why. It is kept in memory (bounded, oldest forgotten
+first) by each broker: an id this broker did not issue (another broker did, or it did before a restart) is
+bound to the first principal that produces with it here. While no id went to a principal other than
+User:ANONYMOUS and the producer is anonymous too, there is nothing to tell apart and nothing is checked.
 """
 
 from __future__ import annotations
@@ -300,7 +301,10 @@ def _producer_refusal(ctx: AuthContext, records: bytes | None) -> tuple[ErrorCod
     producer_id = _producer_id(records)
     if producer_id >= 0:
         owner = producer_principals.owner(producer_id)
-        if owner is not None and owner != ctx.principal:
+        if owner is None:
+            # Issued by another broker (or before a restart): the first principal to use it here keeps it.
+            producer_principals.issued(producer_id, ctx.principal)
+        elif owner != ctx.principal:
             return (ErrorCode.invalid_producer_id_mapping,
                     f"Producer id {producer_id} was issued to another principal than {ctx.principal}")
     return None

@@ -164,3 +164,12 @@ def test_a_producer_id_issued_to_the_anonymous_principal_is_refused_to_a_named_o
     assert r.error_code == ErrorCode.none
     assert produce(broker, "t", ALICE, producer_id=r.producer_id).error_code == ErrorCode.invalid_producer_id_mapping
     assert produce(broker, "t", "User:ANONYMOUS", producer_id=r.producer_id).error_code == ErrorCode.none
+
+
+def test_a_producer_id_issued_elsewhere_is_bound_to_its_first_user_here(broker: Broker) -> None:
+    create_topic(broker, "t")
+    for who in (ALICE, MALLORY):
+        allow(broker, who, Op.WRITE, TOPIC, "t")
+    foreign = 987_654  # never issued by this broker (another broker's block, or before a restart)
+    assert produce(broker, "t", ALICE, producer_id=foreign).error_code == ErrorCode.none
+    assert produce(broker, "t", MALLORY, producer_id=foreign).error_code == ErrorCode.invalid_producer_id_mapping
