@@ -1,7 +1,8 @@
 """kafka-acls.sh (Kafka 4.1.2's org.apache.kafka.tools.AclCommand) against a live Samsa with the ACL authorizer on:
-adding, listing and removing ACLs, as an operator runs it. Every step checks what the tool prints.
+adding, listing and removing ACLs, as an operator runs it, and the Java producer refused by one. Every step
+checks what the tool prints.
 
-The broker runs with super.users=User:ANONYMOUS, the way the first ACLs are written on a cluster without
+The first broker runs with super.users=User:ANONYMOUS, the way the first ACLs are written on a cluster without
 authentication (Kafka's own bootstrap); once TLS / SASL land, the same steps can run as a named admin."""
 
 from __future__ import annotations
