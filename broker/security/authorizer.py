@@ -67,7 +67,7 @@ class Authorizer:
     """StandardAuthorizer over one set of ACLs (an image's) and the authorizer configs. Its decisions never
     change (it caches them); a change of ACLs or configs makes a new one."""
 
-    __slots__ = ("_allow_if_no_acl", "_decisions", "_literal", "_prefixed", "_types_with_acls", "super_users")
+    __slots__ = ("_allow_if_no_acl", "_decisions", "_literal", "_prefixed", "super_users")
 
     def __init__(self, acls: Iterable[Acl], super_users: Iterable[str], allow_if_no_acl: bool) -> None:
         self.super_users = frozenset(super_users)
@@ -75,12 +75,10 @@ class Authorizer:
         # LITERAL ACLs by (type, name) (the wildcard "*" under its own name); PREFIXED by type.
         self._literal: dict[tuple[ResourceType, str], list[Acl]] = {}
         self._prefixed: dict[ResourceType, list[Acl]] = {}
-        self._types_with_acls: set[ResourceType] = set()
         # Decisions already taken with these ACLs (an image's ACLs change rarely; a new set is a new
         # Authorizer): a produce or fetch decides each topic once, not once per ACL each time.
         self._decisions: dict[tuple[str, str, AclOperation, ResourceType, str], Decision] = {}
         for acl in acls:
-            self._types_with_acls.add(acl.resource_type)
             if acl.pattern_type == PatternType.LITERAL:
                 self._literal.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
             else:
@@ -125,12 +123,12 @@ class Authorizer:
 
     def decide_by_resource_type(self, principal: str, host: str, operation: AclOperation,
                                 resource_type: ResourceType) -> bool:
-        """KIP-679's authorizeByResourceType: could the principal `operation` on some resource of this
-        type? True when an ALLOW ACL applies to it whose pattern no DENY ACL covers."""
-        if principal in self.super_users:
+        """KIP-679's authorizeByResourceType (Kafka's Authorizer default): could the principal `operation`
+        on some resource of this type? Yes if it may on a made-up name (super users, allow.everyone for
+        a name no ACL covers, an ALLOW on "*"), or if an ALLOW ACL applies to it whose pattern no DENY
+        ACL covers (a DENY on "*" covers all)."""
+        if self.decide(principal, host, operation, resource_type, "hardcode").allowed:
             return True
-        if resource_type not in self._types_with_acls:
-            return self._allow_if_no_acl
         acls = [a for lst in self._literal.values() for a in lst if a.resource_type == resource_type]
         acls += self._prefixed.get(resource_type, [])
         matching = [a for a in acls if _principal_host_match(a, principal, host)
@@ -143,6 +141,8 @@ class Authorizer:
         for allow in matching:
             if allow.permission_type != AclPermissionType.ALLOW:
                 continue
+            if allow.pattern_type == PatternType.LITERAL and allow.resource_name == WILDCARD:
+                return True
             if any(allow.resource_name.startswith(p) for p in deny_prefixes):
                 continue
             if allow.pattern_type == PatternType.LITERAL and allow.resource_name in deny_literal:

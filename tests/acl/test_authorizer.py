@@ -106,6 +106,13 @@ def test_authorize_by_resource_type() -> None:
     assert not authorizer.decide_by_resource_type("User:carol", HOST, Op.READ, TOPIC)
     wildcard_deny = Authorizer([*acls, acl(TOPIC, "*", LIT, "User:*", Op.WRITE, DENY)], [], allow_if_no_acl=False)
     assert not wildcard_deny.decide_by_resource_type("User:carol", HOST, Op.WRITE, TOPIC)
+    wildcard_allow = Authorizer([acl(TOPIC, "*", LIT, ALICE, Op.WRITE), acl(TOPIC, "a", PRE, ALICE, Op.WRITE, DENY)],
+                                [], allow_if_no_acl=False)
+    assert wildcard_allow.decide_by_resource_type(ALICE, HOST, Op.WRITE, TOPIC)  # Kafka: "*" allows, whatever prefix
+    # allow.everyone.if.no.acl.found: some name is covered by no ACL at all, so some topic may be written
+    assert Authorizer(acls, [], allow_if_no_acl=True).decide_by_resource_type(ALICE, HOST, Op.WRITE, TOPIC)
+    assert Authorizer(acls, ["User:root"], allow_if_no_acl=False).decide_by_resource_type("User:root", HOST,
+                                                                                        Op.WRITE, TOPIC)
 
 
 def test_authorized_operations_bits() -> None:
