@@ -154,8 +154,8 @@ class MetadataAuthorization:
     def fill_topic_operations(self, topics: list[Any]) -> None:
         if not enabled(self._ctx):
             return
-        for entry in topics:
-            if entry.get("name") is not None and entry["error_code"] == ErrorCode.none:
+        for entry in topics:  # Kafka fills every topic it answers for, but the ones refused DESCRIBE
+            if entry.get("name") is not None and entry["error_code"] != ErrorCode.topic_authorization_failed:
                 entry["topic_authorized_operations"] = authorized_operations(self._ctx, ResourceType.TOPIC,
                                                                              entry["name"])
 
