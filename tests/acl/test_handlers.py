@@ -154,6 +154,25 @@ ROWS = [
             {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
                                         "committed_metadata": ""}]}]}, topic_partitions("topics"), TOPIC_DENIED,
         ((Op.WRITE, TXN, "tx"), (Op.READ, GROUP, "g"), (Op.READ, TOPIC, EXISTING)), topic=True),
+    Row("TxnOffsetCommit/txn", 28, 3, lambda t: {
+        "transactional_id": "tx", "group_id": "g", "producer_id": 1, "producer_epoch": 0, "generation_id": -1,
+        "member_id": "", "group_instance_id": None, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}]}, topic_partitions("topics"), TXN_DENIED,
+        ((Op.READ, GROUP, "g"), (Op.READ, TOPIC, EXISTING), (Op.WRITE, TXN, "tx"))),
+    Row("TxnOffsetCommit/group", 28, 3, lambda t: {
+        "transactional_id": "tx", "group_id": "g", "producer_id": 1, "producer_epoch": 0, "generation_id": -1,
+        "member_id": "", "group_instance_id": None, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}]}, topic_partitions("topics"), GROUP_DENIED,
+        ((Op.WRITE, TXN, "tx"), (Op.READ, TOPIC, EXISTING), (Op.READ, GROUP, "g"))),
+    Row("AddPartitionsToTxn/v4", 24, 4, lambda t: {"transactions": [
+        {"transactional_id": "tx", "producer_id": 1, "producer_epoch": 0, "verify_only": True,
+         "topics": [{"name": t, "partitions": [0]}]}]}, top, CLUSTER_DENIED,
+        ((Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME),)),
+    Row("OffsetForLeaderEpoch/follower", 23, 4, lambda t: {"replica_id": 2, "topics": [
+        {"topic": t, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]},
+        topic_partitions("topics"), TOPIC_DENIED, ((Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME),)),
     Row("WriteTxnMarkers", 27, 1, lambda t: {"markers": [
         {"producer_id": 1, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
          "topics": [{"name": EXISTING, "partition_indexes": [0]}]}]},
@@ -197,6 +216,11 @@ def test_denied_then_allowed(broker: Broker, row: Row) -> None:
     allowed = row.errors(call(broker, row.api_key, row.version, row.values(EXISTING if row.name != "CreateTopics"
                                                                                    else MISSING), ALICE))
     assert row.denied not in allowed, allowed
+
+
+def test_api_versions_needs_no_acl(broker: Broker) -> None:
+    assert call(broker, 18, 3, {"client_software_name": "t", "client_software_version": "1"}, MALLORY).error_code \
+        == ErrorCode.none
 
 
 def test_an_unauthorized_join_is_answered_without_a_member_id(broker: Broker) -> None:
@@ -268,3 +292,22 @@ def test_offset_fetch_of_all_topics_leaves_out_the_ones_not_describable(broker: 
         {"name": "orders", "partition_indexes": [0]}, {"name": "hidden", "partition_indexes": [0]}]}, ALICE)
     assert {t.name: t.partitions[0].error_code for t in named.topics} == {"orders": ErrorCode.none,
                                                                           "hidden": TOPIC_DENIED}
+
+
+def test_offset_delete_answers_each_topic_not_readable(broker: Broker) -> None:
+    for name in ("orders", "hidden"):
+        create_topic(broker, name)
+    assert call(broker, 10, 3, {"key": "g", "key_type": 0}, ADMIN).error_code == ErrorCode.none
+    call(broker, 8, 8, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                        "group_instance_id": None, "topics": [
+        {"name": name, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                       "committed_metadata": ""}]} for name in ("orders", "hidden")]}, ADMIN)
+    allow(broker, ALICE, Op.DELETE, GROUP, "g")
+    allow(broker, ALICE, Op.READ, TOPIC, "orders")
+    r = call(broker, 47, 0, {"group_id": "g", "topics": [
+        {"name": name, "partitions": [{"partition_index": 0}]} for name in ("orders", "hidden", MISSING)]})
+    assert r.error_code == ErrorCode.none
+    assert {t.name: t.partitions[0].error_code for t in r.topics} == {
+        "orders": ErrorCode.none, "hidden": TOPIC_DENIED, MISSING: TOPIC_DENIED}
+    left = call(broker, 9, 7, {"group_id": "g", "topics": None, "require_stable": False}, ADMIN)
+    assert [t.name for t in left.topics] == ["hidden"]  # the denied topic's offset is still there
