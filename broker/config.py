@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from samsa.broker.config_schema import (
+    AUTHORIZER_KEYS,
     LONG_MAX,
     TOPIC_CONFIGS,
     ConfigDef,
@@ -169,6 +170,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "offset.metadata.max.bytes": K(INT, "4096", "the longest metadata string of a committed offset"),
     "offsets.retention.check.interval.ms": K(LONG, "600000", "how often expired offsets are removed", at_least(1)),
     "offsets.commit.timeout.ms": K(INT, "5000", "how long an offset commit waits for replication", at_least(1)),
+    # Authorization (broker/security/authorizer.py): authorizer.class.name, super.users, ...
+    **{name: K(*entry) for name, entry in AUTHORIZER_KEYS.items()},
     # KRaft: the metadata quorum and broker liveness (Kafka's names and defaults).
     "process.roles": K(LIST, "broker,controller", "broker, controller, or both (combined mode)",
                        one_of("broker", "controller")),
@@ -267,7 +270,7 @@ DYNAMIC_BROKER_CONFIGS = frozenset(name for name, entry in BROKER_SCHEMA.items()
 
 # Kafka broker configs Samsa knows and does not implement: given at start, each gets one WARN line.
 KAFKA_UNIMPLEMENTED_KEYS = frozenset({
-    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found", "principal.builder.class",
+    "principal.builder.class",
     "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
     "controller.listener.names", "controller.quorum.bootstrap.servers", "controller.quorum.request.timeout.ms",
     "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "early.start.listeners",

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Protocol
 
+from samsa.broker.security.acl import AUTHORIZER_CLASS_NAMES
+
 LONG_MAX = 9223372036854775807
 
 ConfigValue = bool | int | float | str | tuple[str, ...]
@@ -352,6 +354,18 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
         _t("unclean.leader.election.enable", BOOLEAN, "false", "unclean.leader.election.enable", None,
            "allow an out-of-sync replica to become leader (data loss)"),
     )
+}
+
+
+# Authorization (broker/security/authorizer.py), Kafka's StandardAuthorizer keys: name -> (type, default, doc,
+# validator), static as Kafka's. super.users is Kafka's ;-separated list of principals.
+AUTHORIZER_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None]] = {
+    "authorizer.class.name": (ConfigType.STRING, "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns "
+                              "ACLs on; empty allows every request", one_of("", *AUTHORIZER_CLASS_NAMES)),
+    "super.users": (ConfigType.STRING, "", "principals allowed everything, ;-separated (User:admin;User:broker)",
+                    None),
+    "allow.everyone.if.no.acl.found": (ConfigType.BOOLEAN, "false", "allow a request on a resource no ACL names",
+                                       None),
 }
 
 

@@ -38,6 +38,7 @@ from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.quorum import MetadataQuorum, NotControllerError
 from samsa.broker.metadata.records import MetadataRecord, ProducerIdsRecord
 from samsa.broker.reassignment import ReassignmentControl, isr_change
+from samsa.broker.security.acl_control import AclControl
 from samsa.broker.topic_control import TopicControl
 from samsa.kproto.errors import ErrorCode
 
@@ -79,6 +80,8 @@ class Controller:
         self.topics = TopicControl(self, self.node_id)
         # ElectLeaders, partition reassignments and the leader balancer (broker.reassignment)
         self.reassignments = ReassignmentControl(self)
+        # CreateAcls / DeleteAcls (broker.security.acl_control)
+        self.acls = AclControl(self)
 
     # --- the ControllerCore interface ----------------------------------------------------------------
 

@@ -10,6 +10,7 @@ per topic or resource as each API reports errors; Kafka's clients retry both.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,7 +19,7 @@ from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.node_client import NodeUnavailableError
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
-from samsa.kproto.messages import response_class
+from samsa.kproto.messages import decode_response, encode_request, request_class, response_class
 
 if TYPE_CHECKING:
     from samsa.broker.lifecycle import BrokerLifecycle
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 ZERO_UUID = uuid.UUID(int=0)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 33, 37, 44
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
+CREATE_ACLS, DELETE_ACLS = 30, 31
+ENVELOPE = 58
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -80,6 +83,15 @@ def _alter_reassignments_error(request: Any, error: ErrorCode, message: str) -> 
             for p in t.partitions]} for t in request.topics]}
 
 
+def _create_acls_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "results": [{"error_code": error, "error_message": message} for _ in request.creations]}
+
+
+def _delete_acls_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "filter_results": [
+        {"error_code": error, "error_message": message, "matching_acls": ()} for _ in request.filters]}
+
+
 def _list_reassignments_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": error, "error_message": message, "topics": ()}
 
@@ -93,6 +105,8 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     ELECT_LEADERS: _elect_leaders_error,
     ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments_error,
     LIST_PARTITION_REASSIGNMENTS: _list_reassignments_error,
+    CREATE_ACLS: _create_acls_error,
+    DELETE_ACLS: _delete_acls_error,
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 
@@ -112,8 +126,38 @@ def _not_controller(response: Any) -> bool:
     return False
 
 
-async def forward(broker: ForwardingBroker, api_key: int, version: int, request: Any) -> Any:
-    """Send `request` to the active controller and return its response (or an error response)."""
+def pack_host(host: str) -> bytes:
+    """An address as Envelope's client_host_address carries it: the IP's packed bytes."""
+    try:
+        return ipaddress.ip_address(host).packed
+    except ValueError:
+        return host.encode()
+
+
+def unpack_host(data: bytes) -> str:
+    if len(data) in (4, 16):
+        return str(ipaddress.ip_address(data))
+    return data.decode(errors="replace")
+
+
+def _enveloped(api_key: int, version: int, request: Any, principal: str, client_host: str) -> Any:
+    """The request wrapped with its client's principal and address (broker.handlers.envelope)."""
+    frame = encode_request(request, correlation_id=0, client_id="forwarded")
+    return build(request_class(ENVELOPE, 0), {"request_data": frame[4:], "request_principal": principal.encode(),
+                                              "client_host_address": pack_host(client_host)})
+
+
+def _unwrapped(api_key: int, version: int, request: Any, response: Any) -> Any:
+    if response.error_code != ErrorCode.none or response.response_data is None:
+        return error_response(api_key, version, request, response.error_code,
+                              f"The controller refused the forwarded request: {response.error_code.name}")
+    return decode_response(api_key, version, response.response_data)[1]
+
+
+async def forward(broker: ForwardingBroker, api_key: int, version: int, request: Any,
+                  principal: str | None = None, client_host: str = "") -> Any:
+    """Send `request` to the active controller and return its response (or an error response). With a
+    `principal` (the authorizer is on) it goes in an Envelope, so the controller authorizes its client."""
     deadline = asyncio.get_running_loop().time() + FORWARD_TIMEOUT_S
     last = "no active controller is known"
     while True:
@@ -124,7 +168,12 @@ async def forward(broker: ForwardingBroker, api_key: int, version: int, request:
         if broker.is_active_controller:
             return None  # leadership came here meanwhile: the caller handles it locally
         try:
-            response = await broker.lifecycle.channel.forward(request, timeout_s=remaining)
+            if principal is None:
+                response = await broker.lifecycle.channel.forward(request, timeout_s=remaining)
+            else:
+                wrapped = await broker.lifecycle.channel.forward(
+                    _enveloped(api_key, version, request, principal, client_host), timeout_s=remaining)
+                response = _unwrapped(api_key, version, request, wrapped)
             if not _not_controller(response):
                 return response
             last = "the controller we asked is no longer active"

@@ -140,7 +140,9 @@ async def _respond_when_done(header: RequestHeader, request: Any, pending: Await
 async def _forward_or_handle(broker: Broker, handler: Callable[..., Any], header: RequestHeader, request: Any,
                              ctx: RequestContext) -> tuple[Any, Any, Response]:
     """KIP-590: a request for the active controller, relayed to it (or handled here if that is us now)."""
-    result = await forward(broker, header.api_key, header.api_version, request)
+    # With the authorizer on, the controller authorizes the client (Envelope), not this broker.
+    principal = ctx.principal if ctx.broker.config.get("authorizer.class.name") else None
+    result = await forward(broker, header.api_key, header.api_version, request, principal, ctx.client_host)
     if result is None:
         try:
             result = handler(request, ctx)

@@ -19,11 +19,14 @@ from samsa.broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -32,6 +35,7 @@ from samsa.broker.handlers import (
     describe_transactions,
     elect_leaders,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -128,6 +132,9 @@ HANDLERS: dict[int, Api] = _table(
     (describe_transactions.API, describe_transactions.handle_describe_transactions),
     (list_transactions.API, list_transactions.handle_list_transactions),
     (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum_on_broker),
+    (describe_acls.API, describe_acls.handle_describe_acls),
+    (create_acls.API, create_acls.handle_create_acls),
+    (delete_acls.API, delete_acls.handle_delete_acls),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -154,7 +161,11 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (quorum.BROKER_REGISTRATION, quorum.handle_broker_registration),
     (quorum.BROKER_HEARTBEAT, quorum.handle_broker_heartbeat),
     (quorum.ALLOCATE_PRODUCER_IDS, quorum.handle_allocate_producer_ids),
+    (create_acls.API, create_acls.handle_create_acls),
+    (delete_acls.API, delete_acls.handle_delete_acls),
+    (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
 )
+envelope.set_handlers(CONTROLLER_HANDLERS)
 
 
 def _advertised(table: dict[int, Api]) -> Callable[[], list[tuple[int, int, int]]]:

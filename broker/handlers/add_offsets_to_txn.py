@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error, transactional_id_error
 from samsa.broker.txn.service import OFFSETS_TOPIC
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
@@ -29,7 +31,9 @@ API = ApiSpec(key=25, min_version=0, max_version=4)
 
 def handle_add_offsets_to_txn(request: AddOffsetsToTxnRequest, ctx: RequestContext) -> AddOffsetsToTxnResponse:
     groups = ctx.broker.groups
-    error = groups.ensure_offsets_topic()
+    # KafkaApis: WRITE on the transactional id, then READ on the group.
+    error = (transactional_id_error(ctx, AclOperation.WRITE, request.transactional_id)
+             or group_error(ctx, AclOperation.READ, request.group_id) or groups.ensure_offsets_topic())
     if error == ErrorCode.none:
         partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
         error = ctx.broker.txn.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,

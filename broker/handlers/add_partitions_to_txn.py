@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error, topic_authorization, transactional_id_error
 from samsa.broker.txn.state import TransactionState
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -43,9 +45,16 @@ def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_
     image = broker.image
     wanted = [(t.name, p) for t in topics for p in t.partitions]
     errors: dict[tuple[str, int], ErrorCode] = {}
+    # KafkaApis, v0-v3 (clients): WRITE on the transactional id, then WRITE on each topic (v4+ is brokers').
+    denied = transactional_id_error(ctx, AclOperation.WRITE, transactional_id) if ctx.version <= 3 else ErrorCode.none
+    writable = topic_authorization(ctx, AclOperation.WRITE)
     for topic, p in wanted:
         known = image.topics_by_name.get(topic)
-        if known is None or p not in known.partitions:
+        if denied:
+            errors[(topic, p)] = denied
+        elif ctx.version <= 3 and not writable(topic):
+            errors[(topic, p)] = ErrorCode.topic_authorization_failed
+        elif known is None or p not in known.partitions:
             errors[(topic, p)] = ErrorCode.unknown_topic_or_partition
     if errors:
         for tp in wanted:
@@ -77,6 +86,9 @@ def handle_add_partitions_to_txn(request: AddPartitionsToTxnRequest, ctx: Reques
                        field(request, "v3_and_below_producer_id"), field(request, "v3_and_below_producer_epoch"),
                        field(request, "v3_and_below_topics"), False)
         return build(cls, {"throttle_time": 0, "results_by_topic_v3_and_below": results})
+    denied = cluster_error(ctx, AclOperation.CLUSTER_ACTION)  # v4+ come from brokers only
+    if denied:
+        return build(cls, {"throttle_time": 0, "error_code": denied, "results_by_transaction": ()})
     transactions = [
         {"transactional_id": t.transactional_id,
          "topic_results": _one(ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only)}

@@ -21,6 +21,8 @@ from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
 from samsa.broker.log_cleaner import threads_reconfiguration_error
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import config_resource_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -128,6 +130,9 @@ def _check_topic(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: di
 def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
     """What the handler refuses itself, else the resource's change for the controller."""
+    denied = config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+    if denied is not None:  # ControllerApis.authorizeAlterResource
+        return denied
     if r.resource_type not in (BROKER, TOPIC):
         return ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
     if r.resource_type == TOPIC and r.resource_name in ctx.broker.image.topics_by_name:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import PartitionsSpec, TooManyRecordsError
 from samsa.broker.forwarding import error_response
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import topic_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -45,6 +47,10 @@ async def handle_create_partitions(request: CreatePartitionsRequest, ctx: Reques
     duplicates = sorted(duplicated)
     results = [TopicResult(name, ErrorCode.invalid_request, f"Duplicate topic in request: {name}")
                for name in duplicates]
+    alterable = topic_authorization(ctx, AclOperation.ALTER)  # ControllerApis: ALTER on each topic
+    denied = [n for n in dict.fromkeys(names) if n not in duplicated and not alterable(n)]
+    results += [TopicResult(name, ErrorCode.topic_authorization_failed, None) for name in denied]
+    duplicated.update(denied)
     specs = [PartitionsSpec(t.name, t.count,
                             [tuple(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
              for t in request.topics if t.name not in duplicated]

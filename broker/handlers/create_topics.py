@@ -16,6 +16,7 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import TopicSpec
 from samsa.broker.controller_types import EXCESSIVE_BATCH_MESSAGE, TopicResult
 from samsa.broker.forwarding import error_response
+from samsa.broker.security.acl_requests import create_topics_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -54,6 +55,7 @@ class TopicCreation:
     num_partitions: int = -1
     replication_factor: int = -1
     configs: tuple[TopicConfig, ...] = ()
+    config_error: ErrorCode = ErrorCode.none  # topic_config_error_code (v5+): TOPIC_AUTHORIZATION_FAILED
 
 
 def _spec(t: CreatableTopic) -> TopicSpec:
@@ -71,6 +73,10 @@ async def handle_create_topics(request: CreateTopicsRequest, ctx: RequestContext
     # Kafka refuses a topic named twice in one request with a single INVALID_REQUEST, creating nothing.
     duplicated = {n for n, times in Counter(names).items() if times > 1}  # (list.count was quadratic)
     duplicates = sorted(duplicated)
+    # ControllerApis.createTopics: CREATE on the cluster or on each topic; DESCRIBE_CONFIGS to see its configs.
+    creatable = create_topics_authorization(ctx)
+    denied = [n for n in dict.fromkeys(names) if n not in duplicated and not creatable(n)]
+    duplicated.update(denied)
     results = await ctx.broker.controller.create_topics([_spec(t) for t in request.topics if t.name not in duplicated],
                                                   validate_only=request.validate_only)
     if results and all(r.error_code == ErrorCode.policy_violation and r.error_message == EXCESSIVE_BATCH_MESSAGE
@@ -85,7 +91,10 @@ async def handle_create_topics(request: CreateTopicsRequest, ctx: RequestContext
                                                               f"entries for the following topics: {name}")
                for name in duplicates]
     answers.extend(_created(ctx, r, specs[r.name]) for r in results)
-    return _response(ctx, answers)
+    answers += [TopicCreation(name, ErrorCode.topic_authorization_failed, "Authorization failed.") for name in denied]
+    return _response(ctx, [a if a.error or creatable.may_describe_configs(a.name) else
+                           TopicCreation(a.name, a.error, a.message, a.topic_id,
+                                         config_error=ErrorCode.topic_authorization_failed) for a in answers])
 
 
 def _created(ctx: RequestContext, r: TopicResult, spec: TopicSpec) -> TopicCreation:
@@ -108,6 +117,7 @@ def _response(ctx: RequestContext, answers: list[TopicCreation]) -> CreateTopics
     return build(cls, {"throttle_time": 0, "topics": [
         {"name": a.name, "topic_id": a.topic_id, "error_code": a.error, "error_message": a.message,
          "num_partitions": a.num_partitions, "replication_factor": a.replication_factor,
+         "topic_config_error_code": a.config_error,
          "configs": [{"name": c.name, "value": c.value, "read_only": False, "config_source": c.config_source,
                       "is_sensitive": False} for c in a.configs]}
         for a in answers]})

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -28,7 +30,7 @@ async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext
     results: dict[str, ErrorCode] = {}
     deletable: list[str] = []
     for group_id in request.groups_names:
-        error = groups.coordinator_error(group_id)
+        error = group_error(ctx, AclOperation.DELETE, group_id) or groups.coordinator_error(group_id)
         if error != ErrorCode.none:
             results[group_id] = error
         else:

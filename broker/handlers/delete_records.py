@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import topic_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -55,8 +57,11 @@ def _delete(ctx: RequestContext, topic: str, partition_index: int, offset: int) 
 
 
 def handle_delete_records(request: DeleteRecordsRequest, ctx: RequestContext) -> DeleteRecordsResponse:
+    deletable = topic_authorization(ctx, AclOperation.DELETE)  # KafkaApis: DELETE, decided before existence
+    denied = PartitionDeletion(ErrorCode.topic_authorization_failed)
     results: list[tuple[str, list[tuple[int, PartitionDeletion]]]] = [
-        (t.name, [(p.partition_index, _delete(ctx, t.name, p.partition_index, p.offset)) for p in t.partitions])
+        (t.name, [(p.partition_index, _delete(ctx, t.name, p.partition_index, p.offset) if deletable(t.name)
+                   else denied) for p in t.partitions])
         for t in request.topics]
     return _response(ctx, results)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
+from samsa.broker.security.acl_requests import delete_topics_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -44,19 +45,33 @@ async def handle_delete_topics(request: DeleteTopicsRequest, ctx: RequestContext
     image = ctx.broker.image
     names: list[str] = []
     early: list[TopicDeletion] = []
+    # ControllerApis.deleteTopics: DELETE on the cluster or the topic; a topic named but not DESCRIBE-able
+    # is TOPIC_AUTHORIZATION_FAILED whether or not it exists (one named by id keeps its id: ids are not secret).
+    auth = delete_topics_authorization(ctx)
+
+    def by_name(name: str) -> None:
+        if not auth.describable(name) or (name in image.topics_by_name and not auth.deletable(name)):
+            early.append(TopicDeletion(name, ErrorCode.topic_authorization_failed, topic_id=ZERO_UUID))
+        else:
+            names.append(name)
+
     if ctx.version >= 6:  # v6 names topics by name or id (the request was decoded with this version's class)
         for t in cast("v6.DeleteTopicsRequest", request).topics:
             if t.name is not None:
-                names.append(t.name)
+                by_name(t.name)
                 continue
             topic = image.topics_by_id.get(str(t.topic_id))
             if topic is None:
                 early.append(TopicDeletion(None, ErrorCode.unknown_topic_id, topic_id=t.topic_id))
+            elif not auth.deletable(topic.name):
+                early.append(TopicDeletion(topic.name if auth.describable(topic.name) else None,
+                                           ErrorCode.topic_authorization_failed, topic_id=t.topic_id))
             else:
                 names.append(topic.name)
     else:
-        names = list(cast("v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest"
-                          " | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest", request).topic_names)
+        for name in cast("v1.DeleteTopicsRequest | v2.DeleteTopicsRequest | v3.DeleteTopicsRequest"
+                         " | v4.DeleteTopicsRequest | v5.DeleteTopicsRequest", request).topic_names:
+            by_name(name)
     if not ctx.broker.config.get_bool("delete.topic.enable"):
         responses = [TopicDeletion(n, ErrorCode.topic_deletion_disabled) for n in names]
     else:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
+from samsa.broker.security.acl_requests import cluster_authorized_operations
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -46,7 +47,8 @@ def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False))),  # v2+
-        "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+        "cluster_authorized_operations": (cluster_authorized_operations(ctx, CLUSTER_OPERATIONS)
+                                          if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.config import BROKER_SCHEMA, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import config_resource_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -155,6 +157,10 @@ def handle_describe_configs(request: DescribeConfigsRequest, ctx: RequestContext
                                           "Duplicate resource."))
             continue
         seen.add(identity)
+        denied = config_resource_error(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+        if denied is not None:  # ConfigHelper: DESCRIBE_CONFIGS on the cluster (brokers) or the resource
+            results.append(ResourceResult(r.resource_type, r.resource_name, *denied))
+            continue
         results.append(_describe(ctx, r.resource_type, r.resource_name, keys, synonyms, docs))
     return _response(ctx, results)
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation, ResourceType
+from samsa.broker.security.acl_requests import group_error
+from samsa.broker.security.authorizer import authorized_operations, enabled
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -35,7 +38,12 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str, Any]:
     groups = ctx.broker.groups
-    ops = GROUP_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS
+    denied = group_error(ctx, AclOperation.DESCRIBE, group_id)  # KafkaApis: DESCRIBE on the group
+    if denied:
+        return {"group_id": group_id, "error_code": denied, "group_state": "",
+                "authorized_operations": NO_AUTHORIZED_OPERATIONS}
+    ops = NO_AUTHORIZED_OPERATIONS if not include_ops else (
+        authorized_operations(ctx, ResourceType.GROUP, group_id) if enabled(ctx) else GROUP_OPERATIONS)
     error = groups.coordinator_error(group_id)
     if error != ErrorCode.none:
         return {"group_id": group_id, "error_code": error, "group_state": "", "authorized_operations": ops}

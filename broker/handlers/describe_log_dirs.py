@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.metadata.log import METADATA_TOPIC
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -58,6 +60,10 @@ class LogDirResult:
 
 def handle_describe_log_dirs(request: DescribeLogDirsRequest, ctx: RequestContext) -> DescribeLogDirsResponse:
     log_manager = ctx.broker.log_manager
+    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # KafkaApis: DESCRIBE on the cluster, else no results
+    if denied:
+        cls: type[DescribeLogDirsResponse] = response_class(35, ctx.version)
+        return build(cls, {"throttle_time": 0, "error_code": denied, "results": ()})
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, int(p)) for t in request.topics for p in t.partitions}

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import topic_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -41,7 +43,10 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
 
 
 def handle_describe_producers(request: DescribeProducersRequest, ctx: RequestContext) -> DescribeProducersResponse:
-    topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
-              for t in request.topics]
+    readable = topic_authorization(ctx, AclOperation.READ)  # KafkaApis: READ on each topic
+    topics = [{"name": t.name, "partitions": [
+        _partition(ctx, t.name, p) if readable(t.name) else
+        {"partition_index": p, "error_code": ErrorCode.topic_authorization_failed, "error_message": None,
+         "active_producers": []} for p in t.partition_indexes]} for t in request.topics]
     cls: type[DescribeProducersResponse] = response_class(61, ctx.version)
     return build(cls, {"throttle_time": 0, "topics": topics})

@@ -15,6 +15,8 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.reassignment import ElectionType, PartitionResult, TopicResults
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -28,6 +30,11 @@ API = ApiSpec(key=43, min_version=0, max_version=2)
 
 
 async def handle_elect_leaders(request: ElectLeadersRequest, ctx: RequestContext) -> ElectLeadersResponse:
+    denied = cluster_error(ctx, AclOperation.ALTER)  # ControllerApis: ALTER on the cluster
+    if denied:
+        refused_whole: ElectLeadersResponse = error_response(43, ctx.version, request, denied,
+                                                             "Cluster authorization failed.")
+        return refused_whole
     raw_type = int(field(request, "election_type", ElectionType.PREFERRED))  # v1+
     requested = request.topic_partitions
     if raw_type not in tuple(ElectionType):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.add_partitions_to_txn import fenced
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import transactional_id_error
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
 
@@ -26,8 +28,8 @@ API = ApiSpec(key=26, min_version=0, max_version=4)
 
 
 def handle_end_txn(request: EndTxnRequest, ctx: RequestContext) -> EndTxnResponse:
-    error = ctx.broker.txn.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                   bool(request.committed), ctx.now_ms)
+    error = transactional_id_error(ctx, AclOperation.WRITE, request.transactional_id) or ctx.broker.txn.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, bool(request.committed), ctx.now_ms)
     cls: type[EndTxnResponse] = response_class(26, ctx.version)
     return build(cls, {"throttle_time": 0, "error_code": fenced(error, ctx.version, 2),
                        "producer_id": -1, "producer_epoch": -1})

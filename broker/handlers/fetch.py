@@ -39,6 +39,7 @@ import anyio
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.replica_manager import Partition
+from samsa.broker.security.acl_requests import fetch_readable
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import LARGE_WRITE_BYTES, response_class
@@ -140,8 +141,10 @@ class _Wanted:
     last_fetched_epoch: int = -1
 
 
-def _resolve(request: FetchRequest, ctx: RequestContext) -> list[tuple[str | uuid.UUID, list[_Wanted]]]:
+def _resolve(request: FetchRequest, ctx: RequestContext, replica: int = -1
+             ) -> list[tuple[str | uuid.UUID, list[_Wanted]]]:
     broker = ctx.broker
+    readable = fetch_readable(ctx, replica)  # KafkaApis: CLUSTER_ACTION for a follower, READ per topic
     by_id = ctx.version >= 13
     image = broker.image
     out: list[tuple[str | uuid.UUID, list[_Wanted]]] = []
@@ -161,7 +164,9 @@ def _resolve(request: FetchRequest, ctx: RequestContext) -> list[tuple[str | uui
         for p in t.partitions:
             partition = broker.replica_manager.get_partition(name, p.partition) if name is not None else None
             error = ErrorCode.none
-            if partition is None:
+            if name is not None and not readable(name):
+                partition, error = None, ErrorCode.topic_authorization_failed  # before existence: no leak
+            elif partition is None:
                 error = missing if name is None else broker.replica_manager.missing_error(name, p.partition)
             wanted.append(_Wanted(key, p.partition, partition, error, p.fetch_offset,
                                   field(p, "current_leader_epoch", -1), p.partition_max_bytes,
@@ -290,7 +295,7 @@ def handle_fetch(request: FetchRequest, ctx: RequestContext) -> FetchAnswer:
     isolation: int = field(request, "isolation_level", 0)
     replica_state = field(request, "replica_state", None)
     replica = int(replica_state.replica_id) if replica_state is not None else int(field(request, "replica_id", -1))
-    resolved = _resolve(request, ctx)
+    resolved = _resolve(request, ctx, replica)
     responses, total, any_error = _collect(resolved, ctx, max_bytes, isolation, replica)
     if max_wait_ms > 0 and total < min_bytes and not any_error:
         return _long_poll(cls, resolved, ctx, max_wait_ms, min_bytes, max_bytes, isolation, replica)

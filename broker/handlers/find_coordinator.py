@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, cast
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.service import OFFSETS_TOPIC
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error, transactional_id_error
 from samsa.broker.txn.service import TRANSACTION_STATE_TOPIC
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -48,6 +50,12 @@ class Coordinator:
 
 def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     broker = ctx.broker
+    # KafkaApis.getCoordinator: DESCRIBE on the group / transactional id, before anything else.
+    denied = (group_error(ctx, AclOperation.DESCRIBE, key) if key_type == GROUP_KEY_TYPE
+              else transactional_id_error(ctx, AclOperation.DESCRIBE, key) if key_type == TRANSACTION_KEY_TYPE
+              else ErrorCode.none)
+    if denied:
+        return _error(key, denied, None)
     if key_type == TRANSACTION_KEY_TYPE:
         if not key:
             return _error(key, ErrorCode.invalid_request, "The transactional id must not be empty")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -26,7 +28,7 @@ API = ApiSpec(key=12, min_version=0, max_version=4)
 
 def handle_heartbeat(request: HeartbeatRequest, ctx: RequestContext) -> HeartbeatResponse:
     groups = ctx.broker.groups
-    error = groups.coordinator_error(request.group_id)
+    error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     if error == ErrorCode.none:
         group_instance_id: str | None = field(request, "group_instance_id")  # v3+
         error = groups.coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,

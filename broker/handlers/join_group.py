@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import JoinRequest, JoinResult
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -53,9 +55,10 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
     groups = ctx.broker.groups
     group_id = request.group_id
     member_id = request.member_id or ""
-    error = groups.coordinator_error(group_id)
+    error = group_error(ctx, AclOperation.READ, group_id) or groups.coordinator_error(group_id)
     if error != ErrorCode.none:
-        return _response(ctx, JoinResult(error, member_id))
+        # Kafka's JoinGroupRequest.getErrorResponse answers an authorization failure with no member id.
+        return _response(ctx, JoinResult(error, "" if error == ErrorCode.group_authorization_failed else member_id))
     session_timeout_ms = ms(request.session_timeout)
     rebalance_timeout_ms = ms(field(request, "rebalance_timeout"), session_timeout_ms)
     join = JoinRequest(

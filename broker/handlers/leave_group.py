@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -32,7 +34,7 @@ async def handle_leave_group(request: LeaveGroupRequest, ctx: RequestContext) ->
         members = [(m.member_id or "", field(m, "group_instance_id")) for m in field(request, "members")]
     else:
         members = [(field(request, "member_id"), None)]
-    error = groups.coordinator_error(request.group_id)
+    error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     results: list[tuple[str, str | None, ErrorCode]] = []
     if error == ErrorCode.none:
         # The group's last members leaving write its Empty record. That write is the request's: not

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.state import GroupState, parse_state
+from samsa.broker.security.acl import AclOperation, ResourceType
+from samsa.broker.security.authorizer import authorize, authorize_cluster
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -40,6 +42,10 @@ def handle_list_groups(request: ListGroupsRequest, ctx: RequestContext) -> ListG
     if types_filter and GROUP_TYPE not in {t.strip().lower() for t in types_filter}:
         return build(cls, {"error_code": ErrorCode.none, "groups": []})
     listed = ctx.broker.groups.coordinator.list_groups(states or None)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
+        # KafkaApis: without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
+        listed = [g for g in listed if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0],
+                                                  log_if_denied=False)]
     return build(cls, {"error_code": ErrorCode.none, "groups": [
         {"group_id": g, "protocol_type": t, "group_state": s.value, "group_type": GROUP_TYPE}
         for g, t, s in sorted(listed)]})

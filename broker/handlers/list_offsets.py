@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import topic_authorization
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -116,8 +118,11 @@ def handle_list_offsets(request: ListOffsetsRequest, ctx: RequestContext) -> Lis
             else:
                 first[key] = p
     topics: dict[str, list[tuple[int, PartitionOffset]]] = {}
+    describable = topic_authorization(ctx, AclOperation.DESCRIBE)  # KafkaApis: DESCRIBE, before existence
     for (name, index), query in first.items():
-        if (name, index) in duplicated:
+        if not describable(name):
+            out = PartitionOffset(ErrorCode.topic_authorization_failed)
+        elif (name, index) in duplicated:
             out = PartitionOffset(ErrorCode.invalid_request)
         else:
             out = _lookup(ctx, name, query, isolation)

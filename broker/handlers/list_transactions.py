@@ -11,6 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation, ResourceType
+from samsa.broker.security.authorizer import authorize
 from samsa.broker.txn.state import STATE_BY_NAME
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -49,6 +51,9 @@ def handle_list_transactions(request: ListTransactionsRequest, ctx: RequestConte
             continue
         if pattern is not None and not pattern.fullmatch(md.transactional_id):
             continue
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, md.transactional_id,
+                         log_if_denied=False):
+            continue  # KafkaApis: only the transactional ids the principal may DESCRIBE
         out.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
                     "transaction_state": md.state.kafka_name})
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "unknown_state_filters": unknown,

@@ -16,6 +16,7 @@ from samsa.broker.config import is_valid_topic_name
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import TopicSpec
 from samsa.broker.metadata.image import PartitionImage, TopicImage
+from samsa.broker.security.acl_requests import MetadataAuthorization
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -141,9 +142,14 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
         "auto.create.topics.enable"
     )
     topics: list[TopicEntry] = []
+    # KafkaApis: DESCRIBE on each topic, decided before its existence (no leaks); CREATE (cluster or
+    # topic) to auto-create; all-topics requests list only the describable ones.
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    auth = MetadataAuthorization(ctx, all_topics=all_topics)
     if request.topics is None or (version == 0 and not request.topics):
         image = broker.image
-        topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()]
+        topics = [topic_entry(t, include_ops=include_ops, live=live) for t in image.topics_by_name.values()
+                  if auth.describable(t.name)]
     else:
         # Each topic once, however often the request names it (Kafka takes the names and ids as sets):
         # a repeated name must not repeat a topic of thousands of partitions in the answer.
@@ -159,17 +165,19 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
                 found = broker.image.topics_by_id.get(str(topic_id))
                 if found is None:
                     topics.append(_error_entry(None, topic_id, ErrorCode.unknown_topic_id))
+                elif not auth.describable(found.name):  # topic ids are not secret (KafkaApis)
+                    topics.append(_error_entry(None, topic_id, ErrorCode.topic_authorization_failed))
                 else:
                     topics.append(topic_entry(found, include_ops=include_ops, live=live))
                 continue
             if name is None:
                 topics.append(_error_entry(None, topic_id, ErrorCode.invalid_request))
                 continue
-            if name in broker.image.topics_by_name:
+            if not auth.describable(name) or name in broker.image.topics_by_name:
                 continue
             if not is_valid_topic_name(name):
                 continue
-            if allow_auto_create:
+            if allow_auto_create and auth.creatable(name):
                 to_create[name] = None
         creating: set[str] = set()
         if to_create and broker.create_topics_soon([TopicSpec(name) for name in to_create]) is None:
@@ -180,7 +188,12 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
             if name is None:
                 continue
             found = image.topics_by_name.get(name)
-            if found is not None:
+            if not auth.describable(name):
+                topics.append(_error_entry(name, None, ErrorCode.topic_authorization_failed))
+            elif found is None and allow_auto_create and not auth.creatable(name):
+                topics.append({**_error_entry(name, None, ErrorCode.topic_authorization_failed),
+                               "is_internal": name in INTERNAL_TOPICS})
+            elif found is not None:
                 topics.append(topic_entry(found, include_ops=include_ops, live=live))
             elif not is_valid_topic_name(name):
                 topics.append(_error_entry(name, None, ErrorCode.invalid_topic_exception))
@@ -188,6 +201,8 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
                 topics.append(_error_entry(name, None, ErrorCode.leader_not_available))
             else:
                 topics.append(_error_entry(name, None, ErrorCode.unknown_topic_or_partition))
+    if include_ops:
+        auth.fill_topic_operations(topics)
     cls: type[MetadataResponse] = response_class(3, version)
     return build(
         cls,
@@ -198,7 +213,8 @@ def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataRe
             "controller_id": broker.node_id,
             "topics": topics,
             "cluster_authorized_operations": (
-                CLUSTER_OPERATIONS if field(request, "include_cluster_authorized_operations", False)
+                auth.cluster_operations(CLUSTER_OPERATIONS)
+                if field(request, "include_cluster_authorized_operations", False)
                 else AUTHORIZED_OPERATIONS_OMITTED
             ),
             "error_code": ErrorCode.none,

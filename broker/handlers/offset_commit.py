@@ -27,6 +27,8 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import ResetAuditKey, decode_skip_metadata, encode_audit_value
 from samsa.broker.group.state import GroupState
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error, topic_authorization
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -81,7 +83,9 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     generation = request.generation_id_or_member_epoch
     member_id = request.member_id or ""
     instance_id = field(request, "group_instance_id")
-    error = groups.coordinator_error(group_id)
+    # KafkaApis: READ on the group (every partition answers GROUP_AUTHORIZATION_FAILED), then READ per topic.
+    error = group_error(ctx, AclOperation.READ, group_id) or groups.coordinator_error(group_id)
+    readable = topic_authorization(ctx, AclOperation.READ)
     past_end: dict[tuple[str, int], int] = {}
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
@@ -102,6 +106,8 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
             tp: tuple[str, int] = (topic.name, p.partition_index)
             if error != ErrorCode.none:
                 errors[tp] = error
+            elif not readable(topic.name):
+                errors[tp] = ErrorCode.topic_authorization_failed
             elif known is None or p.partition_index not in known.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             elif tp in past_end:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error, topic_authorization
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -31,21 +33,29 @@ API = ApiSpec(key=9, min_version=1, max_version=9)
 
 def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, list[dict[str, Any]]]:
     groups = ctx.broker.groups
-    error = groups.coordinator_error(group_id)
+    # KafkaApis: DESCRIBE on the group; DESCRIBE per topic (all topics: the others are left out silently).
+    error = group_error(ctx, AclOperation.DESCRIBE, group_id) or groups.coordinator_error(group_id)
     if error != ErrorCode.none:
         return error, []
+    describable = topic_authorization(ctx, AclOperation.DESCRIBE, log_if_denied=topics is not None)
     committed = groups.committed_offsets(group_id)  # as of the high watermark
     wanted: dict[str, list[int]] = {}
     if topics is None:
         for topic, partition in sorted(committed):
-            wanted.setdefault(topic, []).append(partition)
+            if describable(topic):
+                wanted.setdefault(topic, []).append(partition)
     else:
         for t in topics:
             wanted.setdefault(t.name, []).extend(t.partition_indexes)
     out = []
     for topic, partitions in wanted.items():
         parts = []
+        allowed = describable(topic)
         for partition in partitions:
+            if not allowed:
+                parts.append({"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
+                              "metadata": "", "error_code": ErrorCode.topic_authorization_failed})
+                continue
             o = committed.get((topic, partition))
             parts.append({"partition_index": partition, "committed_offset": o.offset if o else -1,
                           "committed_leader_epoch": o.leader_epoch if o else -1,

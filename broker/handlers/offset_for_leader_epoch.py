@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl_requests import offset_for_leader_epoch_authorization
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -53,8 +54,11 @@ def _lookup(ctx: RequestContext, topic: str, p: OffsetForLeaderPartition) -> Epo
 
 def handle_offset_for_leader_epoch(request: OffsetForLeaderEpochRequest,
                                    ctx: RequestContext) -> OffsetForLeaderEpochResponse:
+    allowed = offset_for_leader_epoch_authorization(ctx)  # CLUSTER_ACTION, else DESCRIBE per topic
+    denied = EpochEndOffset(ErrorCode.topic_authorization_failed)
     topics: list[tuple[str, list[tuple[int, EpochEndOffset]]]] = [
-        (t.topic, [(p.partition, _lookup(ctx, t.topic, p)) for p in t.partitions]) for t in request.topics]
+        (t.topic, [(p.partition, _lookup(ctx, t.topic, p) if allowed(t.topic) else denied) for p in t.partitions])
+        for t in request.topics]
     return _response(ctx, topics)
 
 

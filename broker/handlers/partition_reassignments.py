@@ -16,6 +16,8 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import TooManyRecordsError
 from samsa.broker.forwarding import error_response
 from samsa.broker.reassignment import OngoingReassignment, TopicResults
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -36,6 +38,11 @@ LIST_PARTITION_REASSIGNMENTS = ApiSpec(key=46, min_version=0, max_version=0)
 
 async def handle_alter_partition_reassignments(request: AlterPartitionReassignmentsRequest,
                                                ctx: RequestContext) -> AlterPartitionReassignmentsResponse:
+    denied = cluster_error(ctx, AclOperation.ALTER)  # ControllerApis: ALTER on the cluster
+    if denied:
+        refused_whole: AlterPartitionReassignmentsResponse = error_response(
+            45, ctx.version, request, denied, "Cluster authorization failed.")
+        return refused_whole
     topics = [(str(t.name), [(int(p.partition_index), None if p.replicas is None else [int(b) for b in p.replicas])
                              for p in t.partitions]) for t in request.topics]
     try:
@@ -59,6 +66,11 @@ def _alter_response(ctx: RequestContext, results: list[TopicResults]) -> AlterPa
 
 def handle_list_partition_reassignments(request: ListPartitionReassignmentsRequest,
                                         ctx: RequestContext) -> ListPartitionReassignmentsResponse:
+    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # ControllerApis: DESCRIBE on the cluster
+    if denied:
+        refused: ListPartitionReassignmentsResponse = error_response(46, ctx.version, request, denied,
+                                                                     "Cluster authorization failed.")
+        return refused
     topics = None if request.topics is None else [(str(t.name), [int(p) for p in t.partition_indexes])
                                                   for t in request.topics]
     return _list_response(ctx, ctx.broker.controller.reassignments.list_ongoing(topics))

@@ -22,6 +22,7 @@ import anyio
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
+from samsa.broker.security.acl_requests import ProduceChecks, produce_authorization
 from samsa.broker.wire import build, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -252,17 +253,26 @@ def _failed(appended: PartitionResult, error: ErrorCode) -> PartitionResult:
     return dataclasses.replace(appended, error=error, base_offset=-1)
 
 
+def _authorization(request: ProduceRequest, ctx: RequestContext) -> ProduceChecks:
+    """WRITE on each topic, on the transactional id for transactional batches (broker.security.acl_requests)."""
+    return produce_authorization(ctx, request.transactional_id, (
+        (t.name, (d.records for d in t.partition_data)) for t in request.topic_data))
+
+
 def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
     if any(is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
         return _handle_produce_off_loop(request, ctx)
     acks = request.acks
     results: _Results = []
+    auth = _authorization(request, ctx)
     for topic in request.topic_data:
         partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
             result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
+            elif (refused := auth.refusal(topic.name, data.records)) is not None:
+                result = _result(*refused)
             else:
                 result = _produce_partition(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
             partitions.append((data.index, result))
@@ -274,12 +284,15 @@ async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext)
     """handle_produce for a request holding a large batch: partitions in request order, as on the loop."""
     acks = request.acks
     results: _Results = []
+    auth = _authorization(request, ctx)
     for topic in request.topic_data:
         partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
             result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
+            elif (refused := auth.refusal(topic.name, data.records)) is not None:
+                result = _result(*refused)
             elif data.records and is_large(data.records):
                 result = await _produce_partition_off_loop(ctx, topic.name, data.index, data.records, acks,
                                                            request.transactional_id)

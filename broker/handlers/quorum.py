@@ -20,6 +20,8 @@ from samsa.broker.controller import AlterPartitionChange
 from samsa.broker.controller_types import AlterPartitionResult
 from samsa.broker.metadata.quorum import NotControllerError
 from samsa.broker.node_client import NodeUnavailableError
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -182,6 +184,11 @@ async def handle_describe_quorum_on_broker(request: DescribeQuorumRequest,
                                            ctx: RequestContext) -> DescribeQuorumResponse:
     """kafka-metadata-quorum.sh --bootstrap-server asks a broker, which asks the active controller."""
     broker = ctx.broker
+    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # ControllerApis: DESCRIBE on the cluster
+    if denied:
+        cls: type[DescribeQuorumResponse] = response_class(55, ctx.version)
+        return build(cls, {"error_code": denied, "error_message": "Cluster authorization failed.", "topics": (),
+                           "nodes": ()})
     if broker.quorum.is_leader or broker.controller_endpoint() is None:
         return handle_describe_quorum(request, ctx)
     try:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import SyncResult
 from samsa.broker.group.service import now_ms
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -39,7 +41,7 @@ def _response(ctx: RequestContext, result: SyncResult) -> SyncGroupResponse:
 
 async def handle_sync_group(request: SyncGroupRequest, ctx: RequestContext) -> SyncGroupResponse:
     groups = ctx.broker.groups
-    error = groups.coordinator_error(request.group_id)
+    error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return _response(ctx, SyncResult(error))
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import group_error, topic_authorization, transactional_id_error
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -37,7 +39,10 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     broker = ctx.broker
     groups = broker.groups
     group_id = request.group_id
-    error = groups.coordinator_error(group_id)
+    # KafkaApis: WRITE on the transactional id, READ on the group (both: every partition), READ per topic.
+    error = (transactional_id_error(ctx, AclOperation.WRITE, request.transactional_id)
+             or group_error(ctx, AclOperation.READ, group_id) or groups.coordinator_error(group_id))
+    readable = topic_authorization(ctx, AclOperation.READ)
     past_end: dict[tuple[str, int], int] = {}
     if error == ErrorCode.none:
         # Before the checks below, which then stay in one step of the event loop with the commit.
@@ -58,6 +63,8 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
             tp = (topic.name, p.partition_index)
             if error != ErrorCode.none:
                 errors[tp] = error
+            elif not readable(topic.name):
+                errors[tp] = ErrorCode.topic_authorization_failed
             elif known is None or p.partition_index not in known.partitions:
                 errors[tp] = ErrorCode.unknown_topic_or_partition
             elif tp in past_end:

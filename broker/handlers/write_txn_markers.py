@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build
 from samsa.kproto.messages import response_class
 
@@ -25,10 +27,12 @@ API = ApiSpec(key=27, min_version=1, max_version=1)
 
 def handle_write_txn_markers(request: WriteTxnMarkersRequest, ctx: RequestContext) -> WriteTxnMarkersResponse:
     markers = []
+    denied = cluster_error(ctx, AclOperation.CLUSTER_ACTION)  # KafkaApis: from brokers only
     for m in request.markers:
         partitions: list[tuple[str, int]] = [(t.name, p) for t in m.topics for p in t.partition_indexes]
-        results = ctx.broker.txn.write_markers(m.producer_id, m.producer_epoch, m.coordinator_epoch,
-                                               bool(m.transaction_result), partitions, ctx.now_ms)
+        results = ({tp: denied for tp in partitions} if denied else
+                   ctx.broker.txn.write_markers(m.producer_id, m.producer_epoch, m.coordinator_epoch,
+                                                bool(m.transaction_result), partitions, ctx.now_ms))
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, p), error in results.items():
             by_topic.setdefault(topic, []).append({"partition_index": p, "error_code": error})

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from samsa.broker.metadata.records import (
     TOPIC_RESOURCE,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
@@ -19,10 +20,12 @@ from samsa.broker.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
 )
+from samsa.broker.security.acl import Acl, AclOperation, AclPermissionType, PatternType, ResourceType
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ class MetadataImage:
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = 0
     brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: MappingProxyType({}))
+    acls: Mapping[str, Acl] = field(default_factory=lambda: MappingProxyType({}))  # by record id
 
     def live_brokers(self) -> tuple[int, ...]:
         """Unfenced brokers, by id (Kafka places replicas and elects leaders only among these)."""
@@ -90,6 +94,7 @@ class MetadataImage:
         configs = dict(self.configs)
         next_producer_id = self.next_producer_id
         brokers: dict[int, BrokerImage] | None = None
+        acls: dict[str, Acl] | None = None  # copied on the first ACL record only
         # The partitions of the topics these records touch, copied once per topic and frozen into their
         # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
         touched: dict[str, dict[int, PartitionImage]] = {}
@@ -178,6 +183,12 @@ class MetadataImage:
                                                     if record.in_controlled_shutdown is None
                                                     else record.in_controlled_shutdown),
                         )
+                case AccessControlEntryRecord():
+                    acls = dict(self.acls) if acls is None else acls
+                    acls[record.id] = _acl(record)
+                case RemoveAccessControlEntryRecord():
+                    acls = dict(self.acls) if acls is None else acls
+                    acls.pop(record.id, None)
                 case UnregisterBrokerRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     gone = brokers.get(record.broker_id)
@@ -196,6 +207,7 @@ class MetadataImage:
             configs=MappingProxyType(configs),
             next_producer_id=next_producer_id,
             brokers=self.brokers if brokers is None else MappingProxyType(brokers),
+            acls=self.acls if acls is None else MappingProxyType(acls),
         )
 
     def to_records(self) -> list[MetadataRecord]:
@@ -216,4 +228,13 @@ class MetadataImage:
             records += [ConfigRecord(resource_type, resource_name, k, v) for k, v in values.items()]
         if self.next_producer_id:
             records.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        records += [AccessControlEntryRecord(acl_id, a.resource_type, a.resource_name, a.pattern_type, a.principal,
+                                             a.host, a.operation, a.permission_type)
+                    for acl_id, a in self.acls.items()]
         return records
+
+
+def _acl(record: AccessControlEntryRecord) -> Acl:
+    return Acl(ResourceType(record.resource_type), record.resource_name, PatternType(record.pattern_type),
+               record.principal, record.host, AclOperation(record.operation),
+               AclPermissionType(record.permission_type))

@@ -1,8 +1,8 @@
 """Metadata records: the facts appended to `__cluster_metadata`, one JSON object per record.
 
 They mirror Kafka's KRaft records (TopicRecord, PartitionRecord, ConfigRecord, RemoveTopicRecord,
-PartitionChangeRecord, ProducerIdsRecord) by name and field. Each record value carries its type and
-version so that a later version of Samsa can still replay an older log.
+PartitionChangeRecord, ProducerIdsRecord, AccessControlEntryRecord, ...) by name and field. Each record
+value carries its type and version so that a later version of Samsa can still replay an older log.
 """
 
 from __future__ import annotations
@@ -98,15 +98,36 @@ class UnregisterBrokerRecord:
     broker_epoch: int
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """Kafka's AccessControlEntryRecord: one ACL, by id; the codes are Kafka's (samsa.broker.security.acl)."""
+
+    id: str  # UUID, canonical string
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    id: str
+
+
 MetadataRecord = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | ConfigRecord | ProducerIdsRecord
     | RegisterBrokerRecord | BrokerRegistrationChangeRecord | UnregisterBrokerRecord
+    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
 )
 
 _TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
-                ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord)
+                ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord,
+                AccessControlEntryRecord, RemoveAccessControlEntryRecord)
 }
 _TUPLE_FIELDS = {"replicas", "isr", "removing_replicas", "adding_replicas"}
 # Fields added later, left out of the JSON at their default (PartitionRecord's (), PartitionChangeRecord's

@@ -114,7 +114,7 @@ def test_malformed_override_and_missing_config_file_are_one_line_refusals(tmp_pa
 def test_unknown_and_unimplemented_keys_warn_once_each_and_static_keys_are_described(
     samsa_factory: Any, tmp_path: Path
 ) -> None:
-    s = samsa_factory(extra_args=("--override", "num.partitons=3", "--override", "authorizer.class.name=x.Y",
+    s = samsa_factory(extra_args=("--override", "num.partitons=3", "--override", "replica.selector.class=x.Y",
                                   "--override", "remote.log.storage.system.enable=false",
                                   "--override", "num.partitions=3"))
     s.start()
@@ -138,7 +138,7 @@ def test_unknown_and_unimplemented_keys_warn_once_each_and_static_keys_are_descr
                               "validate_only": False})
         assert r.topics[0].error_code.value == 0 and r.topics[0].num_partitions == 3
     warnings = [line for line in s.log_tail(200).splitlines() if "WARNING" in line]
-    for key in ("num.partitons", "authorizer.class.name", "remote.log.storage.system.enable"):
+    for key in ("num.partitons", "replica.selector.class", "remote.log.storage.system.enable"):
         assert sum(key in line for line in warnings) == 1, (key, warnings)
     assert any("did you mean num.partitions?" in line for line in warnings)
     assert not any("num.partitions " in line for line in warnings)

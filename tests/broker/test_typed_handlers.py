@@ -20,11 +20,14 @@ from samsa.broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -33,6 +36,7 @@ from samsa.broker.handlers import (
     describe_transactions,
     elect_leaders,
     end_txn,
+    envelope,
     fetch,
     find_coordinator,
     heartbeat,
@@ -92,6 +96,10 @@ TYPED = [
     (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
     (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
     (elect_leaders, "ElectLeadersRequest", "ElectLeadersResponse"),
+    (create_acls, "CreateAclsRequest", "CreateAclsResponse"),
+    (describe_acls, "DescribeAclsRequest", "DescribeAclsResponse"),
+    (delete_acls, "DeleteAclsRequest", "DeleteAclsResponse"),
+    (envelope, "EnvelopeRequest", "EnvelopeResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

@@ -54,9 +54,10 @@ def _add_cluster_views(sub: Any) -> None:
 
 def add_commands(sub: Any, top: argparse.ArgumentParser | None = None) -> None:
     """Register the client commands on `samsa`'s subparsers; `top` (the `samsa` parser) gets one-line errors too."""
-    from samsa.broker.cli.commands import config_cmd, consume, groups, produce, topics
+    from samsa.broker.cli.commands import acl, config_cmd, consume, groups, produce, topics
 
     topics.add_commands(sub, one_line)
+    acl.add_commands(sub, one_line)
     produce.add_commands(sub, one_line)
     consume.add_commands(sub, one_line)
     groups.add_commands(sub, one_line)
