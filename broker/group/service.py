@@ -38,8 +38,10 @@ import anyio
 
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
+from samsa.broker.group.consumer_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
+    ConsumerGroupKey,
     CorruptRecordError,
     GroupMetadataKey,
     OffsetCommitKey,
@@ -102,6 +104,25 @@ def group_config(broker: GroupBroker) -> GroupConfig:
     )
 
 
+def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
+    try:
+        assignors = broker.config.get_list("group.consumer.assignors")
+    except KeyError:
+        assignors = ("uniform", "range")
+    return ConsumerGroupConfig(
+        session_timeout_ms=config_int(broker, "group.consumer.session.timeout.ms", 45_000),
+        heartbeat_interval_ms=config_int(broker, "group.consumer.heartbeat.interval.ms", 5_000),
+        max_size=config_int(broker, "group.consumer.max.size", 2**31 - 1),
+        assignors=tuple(_assignor_name(a) for a in assignors),
+    )
+
+
+def _assignor_name(value: str) -> str:
+    """An assignor's name; Kafka's config also takes its class (org.apache...UniformAssignor: uniform)."""
+    name = value.strip().rsplit(".", 1)[-1]
+    return name[:-len("Assignor")].lower() if name.endswith("Assignor") else name.lower()
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Groups before a change, for `persist_replicated` to revert to. (Reset audits live only in the log:
@@ -114,6 +135,10 @@ class GroupService:
     def __init__(self, broker: GroupBroker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
+        # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
+        self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker),
+                                                 lambda record: self.coordinator._records.append(record),
+                                                 self._classic_group_in_use)
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
         segment_bytes = config_int(broker, "offsets.topic.segment.bytes", INTERNAL_SEGMENT_BYTES)
         self.topic = InternalTopic(broker, OFFSETS_TOPIC, self.num_partitions, "offsets.topic.replication.factor",
@@ -129,6 +154,22 @@ class GroupService:
         # high watermark passes it: OffsetFetch answers the offsets as of the high watermark.
         self._unreplicated: dict[int, list[tuple[int, offset_manager.GroupSnapshot]]] = {}
         self.load()
+
+    def _classic_group_in_use(self, group_id: str) -> bool:
+        """A classic group with members (or mid-rebalance) keeps its id from the consumer protocol; an
+        empty one (or one that only holds offsets) is taken over, as Kafka converts an empty classic group."""
+        group = self.coordinator.groups.get(group_id)
+        return group is not None and bool(group.members) and group_id not in self.consumer.groups
+
+    def delete_groups(self, group_ids: list[str], now: int) -> dict[str, ErrorCode]:
+        """DeleteGroups for classic and consumer groups alike: only an empty group goes, with its offsets."""
+        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g)]
+        results = self.coordinator.delete_groups([g for g in group_ids if g not in consumer], now)
+        for group_id in consumer:
+            results[group_id] = self.consumer.delete_group(group_id)
+            if results[group_id] == ErrorCode.none and group_id in self.coordinator.groups:
+                self.coordinator.delete_groups([group_id], now)  # the offsets it leaves
+        return results
 
     # --- the internal topic -------------------------------------------------------------------
 
@@ -307,6 +348,7 @@ class GroupService:
             return
         self.last_load_records = count
         self.coordinator.finish_loading(now)
+        self.consumer.finish_loading(self.broker.image, now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)
 
@@ -321,6 +363,7 @@ class GroupService:
             for index in lost:
                 self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
+            count += self.consumer.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
@@ -342,6 +385,8 @@ class GroupService:
                             decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
                     case ResetAuditKey():
                         pass  # the audit trail lives in the log; the CLI reads it from there
+                    case ConsumerGroupKey():
+                        self.consumer.replay(decoded.record_type, decoded.group_id, decoded.member_id, value)
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
@@ -380,6 +425,7 @@ class GroupService:
         """One tick of the timer: fire every due timer, expire offsets when it is time, and write what
         they produced together with the timer writes that failed before."""
         self.coordinator.tick(now)
+        self.consumer.tick(now)
         if expire_offsets:
             expired = self.expire_offsets(now)
             if expired:

@@ -19,6 +19,8 @@ from samsa.broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -128,6 +130,8 @@ HANDLERS: dict[int, Api] = _table(
     (describe_transactions.API, describe_transactions.handle_describe_transactions),
     (list_transactions.API, list_transactions.handle_list_transactions),
     (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum_on_broker),
+    (consumer_group_heartbeat.API, consumer_group_heartbeat.handle_consumer_group_heartbeat),
+    (consumer_group_describe.API, consumer_group_describe.handle_consumer_group_describe),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

@@ -86,12 +86,18 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
         empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
+        consumer_group = groups.consumer.groups.get(group_id)  # KIP-848: member epochs, not generations
+        if consumer_group is not None:
+            empty = not consumer_group.members
         if not is_administrative_reset(generation, member_id, empty):
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
-        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version,
-                                                           ctx.now_ms)
+        if consumer_group is not None:
+            error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
+        else:
+            error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,
+                                                               ctx.version, ctx.now_ms)
     retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
     image = ctx.broker.image
     errors: dict[tuple[str, int], ErrorCode] = {}
