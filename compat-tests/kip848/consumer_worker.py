@@ -2,11 +2,14 @@
 
 argv: bootstrap group topic out_path. Each record is committed (synchronously) before it is written to
 out_path as "topic partition offset value"; assignment changes are written as "assign ..."/"revoke ...".
-SIGTERM closes the consumer (it leaves the group, member epoch -1); SIGKILL leaves it to the session timeout.
+A record whose commit fails (STALE_MEMBER_EPOCH while an epoch bump is in flight, as with Kafka) is
+read again. SIGTERM closes the consumer (it leaves the group, member epoch -1); SIGKILL leaves it to
+the session timeout.
 """
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import time
@@ -33,8 +36,12 @@ def main() -> None:
     def on_revoke(_c: Consumer, parts: list[TopicPartition]) -> None:
         out.write("revoke " + " ".join(str(p.partition) for p in parts) + "\n")
 
+    debug = logging.getLogger("rdkafka")
+    debug.addHandler(logging.FileHandler(out_path + ".debug"))
+    debug.setLevel(logging.DEBUG)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "debug": "cgrp"},
+                        logger=debug)
     consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     deadline = time.monotonic() + RUN_S
     while not stop and time.monotonic() < deadline:
@@ -49,6 +56,11 @@ def main() -> None:
             consumer.commit(message=msg, asynchronous=False)
         except Exception as e:
             out.write(f"commit-failed {msg.partition()} {msg.offset()} {e}\n")
+            # Read it again (if the partition is still ours; else its next owner starts at the commit).
+            try:
+                consumer.seek(TopicPartition(msg.topic(), msg.partition(), msg.offset()))
+            except Exception as seek_error:
+                out.write(f"seek-failed {msg.partition()} {seek_error}\n")
             continue
         out.write(f"record {msg.partition()} {msg.offset()} {msg.value().decode()}\n")
     consumer.close()
