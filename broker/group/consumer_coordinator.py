@@ -45,6 +45,25 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 MAX_CACHED_REGEXES = 1024
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a client's bad regex is its error, answered; not ours to log
+# RE2 (C++) error texts -> RE2/J's, which Kafka's INVALID_REGULAR_EXPRESSION message quotes.
+_RE2J_ERRORS = {
+    "missing )": "missing closing )", "missing ]": "missing closing ]", "unexpected )": "unexpected )",
+    "bad repetition operator": "invalid nested repetition operator", "invalid repetition size": "invalid repeat count",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "trailing \\": "trailing backslash at end of expression", "invalid named capture group": "invalid named capture",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+}
+
+
+def _re2j_error(error: Exception) -> str:
+    text = error.args[0] if error.args else ""
+    text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+    code = text.split(": ", 1)[0]
+    return _RE2J_ERRORS.get(code, code)
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupConfig:
     """Kafka's group.consumer.* broker settings."""
@@ -168,9 +187,9 @@ class ConsumerGroupCoordinator:
         compiled = self._regexes.get(regex)
         if compiled is None:
             try:
-                compiled = re2.compile(regex)
+                compiled = re2.compile(regex, _RE2_OPTIONS)
             except re2.error as e:
-                message = f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."
+                message = f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {_re2j_error(e)}."
                 raise HeartbeatError(ErrorCode.invalid_regular_expression, message) from None
             if len(self._regexes) >= MAX_CACHED_REGEXES:
                 self._regexes.clear()
