@@ -447,6 +447,21 @@ class ConsumerGroupCoordinator:
         deadlines += [d for g in self.groups.values() for _, d in g.rebalance_deadlines_ms.values()]
         return min(deadlines, default=None)
 
+    # --- reverting a change the log refused ---------------------------------------------------
+
+    def snapshot(self, group_id: str) -> tuple[str, ConsumerGroup | None]:
+        group = self.groups.get(group_id)
+        return group_id, None if group is None else group.copy()
+
+    def revert(self, snapshot: tuple[str, ConsumerGroup | None]) -> None:
+        """Put a group back as `snapshot` had it (its records were not appended: Kafka's CoordinatorRuntime
+        reverts to the last written state the same way)."""
+        group_id, group = snapshot
+        if group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = group
+
     # --- offsets, describe, list ----------------------------------------------------------------
 
     def is_consumer_group(self, group_id: str) -> bool:

@@ -141,6 +141,23 @@ class ConsumerGroup:
     def subscribed_topic_names(self) -> set[str]:
         return {name for m in self.members.values() for name in m.subscribed_topic_names}
 
+    def copy(self) -> ConsumerGroup:
+        """A copy to put back if a change's records cannot be written (members and assignments are
+        immutable values, so copying the dicts is enough)."""
+        other = ConsumerGroup(self.group_id)
+        other.group_epoch, other.assignment_epoch = self.group_epoch, self.assignment_epoch
+        other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
+        other.static_members, other.partition_epochs = dict(self.static_members), dict(self.partition_epochs)
+        other.subscription_metadata = dict(self.subscription_metadata)
+        other.session_deadlines_ms = dict(self.session_deadlines_ms)
+        other.rebalance_deadlines_ms = dict(self.rebalance_deadlines_ms)
+        return other
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Kafka's ConsumerGroup.isSubscribedToTopic: by name or through a member's regex."""
+        return topic in self.subscription_metadata or any(topic in m.subscribed_topic_names
+                                                           for m in self.members.values())
+
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)
         return None if member_id is None else self.members.get(member_id)

@@ -36,9 +36,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
+from samsa.broker.group import consumer_offsets
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
 from samsa.broker.group.consumer_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from samsa.broker.group.consumer_group import ConsumerGroup
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
     ConsumerGroupKey,
@@ -129,6 +131,7 @@ class Snapshot:
     a refused append drops them with the rest of the change.)"""
 
     groups: list[offset_manager.GroupSnapshot]
+    consumer_groups: tuple[tuple[str, ConsumerGroup | None], ...] = ()  # KIP-848 groups before the change
 
 
 class GroupService:
@@ -190,6 +193,17 @@ class GroupService:
         step of the event loop as the change and its append. `membership`: the change may add, replace
         or remove members (JoinGroup, LeaveGroup), so they are put back too."""
         return Snapshot([offset_manager.snapshot(self.coordinator.groups, g, membership) for g in group_ids])
+
+    def consumer_snapshot(self, group_id: str) -> Snapshot:
+        """A KIP-848 group as it is now, put back if the records of the change about to be made cannot be
+        appended (`persist_replicated(before)`)."""
+        return Snapshot([], (self.consumer.snapshot(group_id),))
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       now: int) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        if self.consumer.is_consumer_group(group_id):
+            return consumer_offsets.delete_offsets(self.coordinator, self.consumer, group_id, partitions, now)
+        return self.coordinator.delete_offsets(group_id, partitions, now)
 
     def fire_timers(self, group_id: str, now: int) -> None:
         """Fire a group's due timers and write what they produced (retried if it fails), so that a request's
@@ -263,6 +277,9 @@ class GroupService:
                     offset_manager.revert(self.coordinator.groups, group)
                 elif index in appended:
                     self._unreplicated.setdefault(index, []).append((appended[index][1], group))
+            for consumer_group in before.consumer_groups:
+                if self.partition_for(consumer_group[0]) in failed:
+                    self.consumer.revert(consumer_group)
             for index in appended:
                 self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
@@ -322,7 +339,8 @@ class GroupService:
     def expire_offsets(self, now: int) -> int:
         """Write the tombstones of expired offsets (and of the groups they leave empty), then remove what
         was written: a partition that refused them keeps its offsets until the next run."""
-        expiries = self.coordinator.expire_offsets(now)
+        with consumer_offsets.subscribed_offsets_hidden(self.coordinator, self.consumer):
+            expiries = self.coordinator.expire_offsets(now)
         errors, _appended = self._append(None, retry_unstored=True)
         expired = 0
         for expiry in expiries:

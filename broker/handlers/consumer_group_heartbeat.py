@@ -66,8 +66,12 @@ async def handle_consumer_group_heartbeat(request: ConsumerGroupHeartbeatRequest
     if ctx.version == 0 and not req.member_id and req.member_epoch == 0:
         req = HeartbeatRequest(**{**{f: getattr(req, f) for f in HeartbeatRequest.__dataclass_fields__},
                                   "member_id": str(uuid.uuid4())})
+    # Timers first, written on their own, so a refused append of this request's records reverts only them.
+    groups.consumer.fire_timers(req.group_id, ctx.now_ms)
+    groups.persist()
+    before = groups.consumer_snapshot(req.group_id)
     result = groups.consumer.heartbeat(req, ctx.broker.image, ctx.now_ms)
-    persisted = await groups.persist_replicated()
+    persisted = await groups.persist_replicated(before)
     if persisted != ErrorCode.none and result.error == ErrorCode.none:
         result = HeartbeatResult(persisted)
     return build(cls, _response(result))
