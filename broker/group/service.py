@@ -199,6 +199,19 @@ class GroupService:
         appended (`persist_replicated(before)`)."""
         return Snapshot([], (self.consumer.snapshot(group_id),))
 
+    def classic_join_error(self, group_id: str, now: int) -> ErrorCode:
+        """A classic JoinGroup to a KIP-848 group's id: an empty consumer group turns into a classic one (its
+        records are tombstoned, its offsets stay), as Kafka converts it; one with members refuses the join
+        (INCONSISTENT_GROUP_PROTOCOL) -- Kafka would take the classic member into the consumer group (KIP-848's
+        online migration), which Samsa does not do yet, and two groups under one id would share partitions."""
+        if not self.consumer.is_consumer_group(group_id):
+            return ErrorCode.none
+        self.consumer.fire_timers(group_id, now)
+        if self.consumer.groups[group_id].members:
+            return ErrorCode.inconsistent_group_protocol
+        self.consumer.delete_group(group_id)
+        return ErrorCode.none
+
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        now: int) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
         if self.consumer.is_consumer_group(group_id):

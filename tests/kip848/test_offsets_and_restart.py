@@ -79,3 +79,28 @@ def test_the_group_survives_a_restart(broker: Broker) -> None:
         again = heartbeat(conn, "m-b", b2.member_epoch, owned=owned_of(b2))
         assert again.error_code.value == 0 and again.member_epoch == b2.member_epoch
         assert fetch(conn, "m-b", b2.member_epoch).topics[0].partitions[0].committed_offset == 11
+
+
+def classic_join(conn: Connection) -> Any:
+    sub = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0: topic "t"
+    return conn.request(11, {"group_id": GROUP, "session_timeout": 10000, "rebalance_timeout": 10000,
+                             "member_id": "", "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": sub}]}, version=3)
+
+
+def test_classic_and_consumer_protocols_share_a_group_id_one_at_a_time(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert commit(conn, "m-a", a.member_epoch, offset=4) == 0
+        # A classic member may not join while consumer-protocol members hold the partitions.
+        assert classic_join(conn).error_code.value == 23  # INCONSISTENT_GROUP_PROTOCOL
+        assert heartbeat(conn, "m-a", -1).error_code.value == 0
+        # Empty, the group turns classic, and keeps its offsets.
+        joined = classic_join(conn)
+        assert joined.error_code.value == 0 and joined.member_id
+        listed = conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
+        assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "classic")]
+        assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
+        # And a consumer-protocol member cannot take a classic group that has members.
+        assert join(conn, "m-b", ["t"]).error_code.value == 69  # GROUP_ID_NOT_FOUND
