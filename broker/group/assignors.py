@@ -45,6 +45,45 @@ def _freeze(owned: dict[str, dict[str, set[int]]]) -> dict[str, TopicPartitions]
 
 def uniform(members: Mapping[str, MemberSubscription],
             partition_counts: Mapping[str, int]) -> dict[str, TopicPartitions]:
+    if len({m.subscribed_topic_ids for m in members.values()}) == 1:
+        return _uniform_homogeneous(members, partition_counts)
+    return _uniform_heterogeneous(members, partition_counts)
+
+
+def _uniform_homogeneous(members: Mapping[str, MemberSubscription],
+                         partition_counts: Mapping[str, int]) -> dict[str, TopicPartitions]:
+    """Every member subscribes to the same topics (the common case, Kafka's OptimizedUniformAssignmentBuilder):
+    each gets `partitions // members` or one more, keeping what it had up to that count; O(partitions)."""
+    order = sorted(members)
+    topics = sorted(t for t in next(iter(members.values())).subscribed_topic_ids if t in partition_counts)
+    everything = [(t, p) for t in topics for p in range(partition_counts[t])]
+    valid = set(everything)
+    taken: set[tuple[str, int]] = set()
+    previous: dict[str, list[tuple[str, int]]] = {}
+    for m in order:
+        mine = sorted((t, p) for t, ps in members[m].previous.items() for p in ps
+                      if (t, p) in valid and (t, p) not in taken)
+        taken.update(mine)
+        previous[m] = mine
+    quota, extra = divmod(len(everything), len(order))
+    # The one-more slots go to the members that already hold the most, so fewer partitions move.
+    by_holding = sorted(order, key=lambda m: (-len(previous[m]), m))
+    target = {m: quota + (1 if rank < extra else 0) for rank, m in enumerate(by_holding)}
+    owned = {m: previous[m][:target[m]] for m in order}
+    kept = {tp for m in order for tp in owned[m]}
+    free = iter(tp for tp in everything if tp not in kept)
+    for m in order:
+        while len(owned[m]) < target[m]:
+            owned[m].append(next(free))
+    out: dict[str, dict[str, set[int]]] = {m: {} for m in order}
+    for m in order:
+        for t, p in owned[m]:
+            out[m].setdefault(t, set()).add(p)
+    return _freeze(out)
+
+
+def _uniform_heterogeneous(members: Mapping[str, MemberSubscription],
+                           partition_counts: Mapping[str, int]) -> dict[str, TopicPartitions]:
     order = sorted(members)
     owned: dict[str, dict[str, set[int]]] = {m: {} for m in order}
     counts = dict.fromkeys(order, 0)

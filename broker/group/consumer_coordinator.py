@@ -135,6 +135,9 @@ class ConsumerGroupCoordinator:
         self.groups: dict[str, ConsumerGroup] = {}
         self._regexes: dict[str, object] = {}
         self._catalog: TopicCatalog | None = None
+        # regex -> the topic names it matches in `_resolved_for` (the image's topic map: a new map, new answers).
+        self._resolved: dict[str, frozenset[str]] = {}
+        self._resolved_for: object = None
 
     # --- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
@@ -364,18 +367,30 @@ class ConsumerGroupCoordinator:
     def _emit_target(self, group: ConsumerGroup, member_id: str) -> None:
         self._emit(cg_records.target_member(group.group_id, member_id, group.target_assignment[member_id]))
 
-    def _topic_names(self, member: ConsumerGroupMember, catalog: TopicCatalog) -> set[str]:
-        names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex:
-            pattern = self._compile(member.subscribed_topic_regex)
-            names.update(n for n in catalog.topics_by_name if n not in INTERNAL_TOPICS
-                         and pattern.fullmatch(n) is not None)  # type: ignore[attr-defined]
-        return names
+    def _resolve(self, regex: str, catalog: TopicCatalog) -> frozenset[str]:
+        """The topics a regex subscription matches (whole names, as RE2/J's matches()), cached until the
+        image's topics change: a heartbeat does not scan every topic again."""
+        topics = catalog.topics_by_name
+        if topics is not self._resolved_for:
+            self._resolved.clear()
+            self._resolved_for = topics
+        resolved = self._resolved.get(regex)
+        if resolved is None:
+            pattern = self._compile(regex)
+            resolved = frozenset(n for n in topics if n not in INTERNAL_TOPICS
+                                 and pattern.fullmatch(n) is not None)  # type: ignore[attr-defined]
+            if len(self._resolved) >= MAX_CACHED_REGEXES:
+                self._resolved.clear()
+            self._resolved[regex] = resolved
+        return resolved
 
     def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> dict[str, tuple[str, int]]:
         names: set[str] = set()
-        for member in group.members.values():
-            names |= self._topic_names(member, catalog)
+        subscriptions = {(m.subscribed_topic_names, m.subscribed_topic_regex) for m in group.members.values()}
+        for topic_names, regex in subscriptions:
+            names.update(topic_names)
+            if regex:
+                names |= self._resolve(regex, catalog)
         out: dict[str, tuple[str, int]] = {}
         for name in sorted(names):
             topic = catalog.topics_by_name.get(name)
@@ -398,15 +413,17 @@ class ConsumerGroupCoordinator:
         metadata = group.subscription_metadata
         counts = {topic_id: n for topic_id, n in metadata.values()}
         subscriptions = {}
+        by_regex: dict[str, set[str]] = {}
         for member_id, m in group.members.items():
             ids = set()
             for name in m.subscribed_topic_names:
                 if name in metadata:
                     ids.add(metadata[name][0])
-            if m.subscribed_topic_regex:
-                pattern = self._compile(m.subscribed_topic_regex)
-                ids.update(tid for name, (tid, _) in metadata.items()
-                           if pattern.fullmatch(name) is not None)  # type: ignore[attr-defined]
+            regex = m.subscribed_topic_regex
+            if regex and self._catalog is not None:
+                if regex not in by_regex:
+                    by_regex[regex] = {metadata[n][0] for n in self._resolve(regex, self._catalog) if n in metadata}
+                ids |= by_regex[regex]
             subscriptions[member_id] = MemberSubscription(frozenset(ids), group.target_assignment.get(member_id, {}))
         target = ASSIGNORS[self._preferred_assignor(group)](subscriptions, counts)
         for member_id, partitions in sorted(target.items()):
