@@ -123,8 +123,12 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
         # Reverted if the records cannot be appended, so OffsetFetch never answers an offset no log holds.
         before = groups.snapshot([group_id])
         group = groups.coordinator.groups.get(group_id)
-        if (generation < 0 and not member_id and group is not None and group.protocol_type
-                and group.state is GroupState.EMPTY) or _skip(offsets) is not None:
+        consumer_group = groups.consumer.groups.get(group_id)
+        if consumer_group is not None:  # an admin's commit to an empty KIP-848 group is audited as a classic one's
+            managed_and_empty = not consumer_group.members
+        else:
+            managed_and_empty = group is not None and bool(group.protocol_type) and group.state is GroupState.EMPTY
+        if (generation < 0 and not member_id and managed_and_empty) or _skip(offsets) is not None:
             _audit(ctx, group_id, offsets)
         errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
         # Answered once the commit is on every in-sync replica (Kafka writes offsets with acks=-1).

@@ -3,11 +3,13 @@ member, and Kafka's own kafka-consumer-groups.sh describing that group, against 
 
 Two Java members and a confluent-kafka member share 6 partitions (2 each, never one partition held by
 two); kafka-consumer-groups.sh --list/--describe/--members/--state show the group as it does on Kafka;
-a Java member closes (it leaves) and the others take its partitions; every record is consumed once.
+a Java member closes (it leaves) and the others take its partitions; every record is consumed once; once
+the group is empty, the tool resets its offsets.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,16 @@ def test_java_and_librdkafka_members_and_the_group_tool(samsa_kip848: SamsaProce
     seen = consumed(outputs)
     assert set(seen) == batch1 | batch2
     assert [v for v, n in seen.items() if n != 1] == []
+
+    # All gone, the group is Empty and the tool may reset its offsets (refused while it had members).
+    deadline = time.monotonic() + 60
+    while "Empty" not in tool(bootstrap, "--describe", "--state", "--group", group):
+        assert time.monotonic() < deadline, "the group never became Empty"
+        time.sleep(1)
+    reset = tool(bootstrap, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    reset_to = sorted(int(cols[2]) for line in reset.splitlines() if len(cols := line.split()) == 4
+                      and cols[1] == topic and cols[3] == "0")
+    assert reset_to == list(range(PARTITIONS)), reset
+    after = tool(bootstrap, "--describe", "--group", group)
+    current = [cols[3] for line in after.splitlines() if len(cols := line.split()) >= 6 and cols[1] == topic]
+    assert current == ["0"] * PARTITIONS, after

@@ -3,6 +3,9 @@ reloaded from __consumer_offsets after a restart."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 from samsa.broker.client import Connection
@@ -49,6 +52,12 @@ def test_offsets_follow_member_epochs(broker: Broker) -> None:
         # Leaving empties the group: an admin may commit, and DeleteGroups removes it.
         assert heartbeat(conn, "m-a", -1).error_code.value == 0
         assert commit(conn, "", -1, offset=7) == 0
+        # An administrative reset of an empty consumer group is audited like a classic group's.
+        history = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "history",
+                                  "--bootstrap-server", broker.bootstrap, "--json", "--group", GROUP],
+                                 capture_output=True, text=True, timeout=60)
+        assert history.returncode == 0, history.stderr
+        assert [c["to"] for line in history.stdout.splitlines() for c in json.loads(line)["changes"]] == [7]
         deleted = conn.request(42, {"groups_names": [GROUP]}, version=2)
         assert deleted.results[0].error_code.value == 0
         assert conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups == ()
