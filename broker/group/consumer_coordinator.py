@@ -533,10 +533,13 @@ class ConsumerGroupCoordinator:
         cg_records.replay(self.groups, record_type, group_id, member_id, value)
 
     def finish_loading(self, catalog: TopicCatalog, now_ms: int) -> None:
-        """After replay: every member gets a fresh session (Kafka schedules them on load) and the
-        subscription metadata is read from the image."""
+        """After replay, for the groups it brought: every member gets a fresh session (Kafka schedules them
+        on load) and the subscription metadata is read from the image. A group that was live before keeps
+        its own, so a topic change since its last heartbeat still bumps its epoch."""
         self._catalog = catalog
         for group in self.groups.values():
+            if group.session_deadlines_ms or not group.members:
+                continue  # live already (only the partitions this broker just took over were replayed)
             group.subscription_metadata = self._subscription_metadata(group, catalog)
             for member in group.members.values():
                 group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_ms

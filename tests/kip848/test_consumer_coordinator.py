@@ -138,3 +138,16 @@ def test_replay_rebuilds_the_group() -> None:
     assert after.target_assignment == before.target_assignment
     assert after.static_members == {"i-a": "a"}
     assert after.partition_epochs == before.partition_epochs
+
+
+def test_loading_other_partitions_does_not_hide_a_topic_change_from_a_live_group() -> None:
+    c, _ = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    epoch = c.groups["g"].group_epoch
+    grown = Catalog()
+    grown.add("t", T1, 3)  # partitions added; then this broker takes over another partition and replays it
+    c.finish_loading(grown, 10)
+    r = hb(c, grown, "a", a.member_epoch, 20, owned=a.assignment)
+    assert c.groups["g"].group_epoch == epoch + 1 and r.assignment == {T1: frozenset({0, 1, 2})}
