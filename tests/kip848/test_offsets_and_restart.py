@@ -113,3 +113,20 @@ def test_classic_and_consumer_protocols_share_a_group_id_one_at_a_time(broker: B
         assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
         # And a consumer-protocol member cannot take a classic group that has members.
         assert join(conn, "m-b", ["t"]).error_code.value == 69  # GROUP_ID_NOT_FOUND
+
+
+def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert commit(conn, "m-a", a.member_epoch, offset=3) == 0
+        out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "describe", "--bootstrap-server",
+                              broker.bootstrap, "--output", "json", "--group", GROUP], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        described = json.loads(out.stdout)
+        assert (described["state"], described["protocol_type"], described["protocol"], described["members"]) == (
+            "Stable", "consumer", "uniform", 1)
+        rows = {(r["topic"], r["partition"]): r for r in described["partitions"]}
+        assert set(rows) == {("t", 0), ("t", 1)} and rows[("t", 0)]["consumer_id"] == "m-a"
+        assert rows[("t", 0)]["current_offset"] == 3
