@@ -10,7 +10,17 @@
     consumer_protocol.py  reading consumer subscriptions/assignments (OffsetDelete, expiry, tools)
     service.py            the shell: creates/appends/replays __consumer_offsets, runs the timers
 
+KIP-848 consumer groups (group.protocol=consumer):
+
+    consumer_group.py         ConsumerGroup and ConsumerGroupMember: epochs, states, partition owners
+    consumer_coordinator.py   ConsumerGroupHeartbeat, fencing, session/rebalance timeouts, offset checks
+    reconciliation.py         a member's move towards its target: revoke first (CurrentAssignmentBuilder)
+    assignors.py              the server-side assignors, uniform and range
+    consumer_group_records.py the group's __consumer_offsets records, built and replayed
+    consumer_offsets.py       offset expiry and OffsetDelete rules of a consumer group
+
 Handlers live in broker/handlers/{find_coordinator,join_group,sync_group,heartbeat,leave_group,
-offset_commit,offset_fetch,describe_groups,list_groups,delete_groups,offset_delete}.py; the
+offset_commit,offset_fetch,describe_groups,list_groups,delete_groups,offset_delete,
+consumer_group_heartbeat,consumer_group_describe}.py; the
 `samsa groups` commands in broker/cli/commands/groups.py.
 """

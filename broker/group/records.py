@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import struct
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,7 +238,7 @@ class _Reader:
                 self._take(self.uvarint())
 
 
-def decode_key(data: bytes) -> Key | None:
+def decode_key(data: bytes) -> Key | ConsumerGroupKey | None:
     """The key of a `__consumer_offsets` record, or None for record types this broker ignores."""
     r = _Reader(data)
     record_type = r.i16()
@@ -247,6 +248,12 @@ def decode_key(data: bytes) -> Key | None:
         return GroupMetadataKey(r.str())
     if record_type == RESET_AUDIT_KEY:
         return ResetAuditKey(r.str(), r.i64(), r.str())
+    if record_type in (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_KEY,
+                       CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY):
+        return ConsumerGroupKey(record_type, r.str())
+    if record_type in (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+                       CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY):
+        return ConsumerGroupKey(record_type, r.str(), r.str())
     return None
 
 
@@ -318,3 +325,172 @@ def partition_for_group(group_id: str, partitions: int) -> int:
     """Kafka's Utils.abs(groupId.hashCode) % offsets.topic.num.partitions (abs(MIN_VALUE) is 0 there)."""
     h = java_string_hash(group_id)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+# --- KIP-848 consumer groups ---------------------------------------------------------------------
+#
+# Kafka 4.1's records of a consumer group (the "consumer" group protocol), keys non-flexible (the
+# int16 record type, then the fields), values version 0 and flexible (compact strings and arrays,
+# tagged fields; a topic is its 16-byte id):
+#
+#     3  ConsumerGroupMetadataKey            group          -> epoch int32 (+ tagged MetadataHash int64)
+#     4  ConsumerGroupPartitionMetadataKey   group          -> [topic_id, topic_name, num_partitions, [rack]]
+#                                                              (read and tombstoned, no longer written by 4.1)
+#     5  ConsumerGroupMemberMetadataKey      group, member  -> instance_id?, rack_id?, client_id, client_host,
+#                                                              [subscribed topic], regex?, rebalance_timeout,
+#                                                              server_assignor? (+ tagged classic metadata)
+#     6  ConsumerGroupTargetAssignmentMetadataKey group     -> assignment_epoch int32
+#     7  ConsumerGroupTargetAssignmentMemberKey group, member -> [topic_id, [partition]]
+#     8  ConsumerGroupCurrentMemberAssignmentKey group, member -> member_epoch, previous_member_epoch,
+#                                                              state int8, [assigned], [pending revocation]
+
+CONSUMER_GROUP_METADATA_KEY = 3
+CONSUMER_GROUP_PARTITION_METADATA_KEY = 4
+CONSUMER_GROUP_MEMBER_METADATA_KEY = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = 8
+
+# topic id (str of a UUID) -> partitions
+TopicPartitions = dict[str, frozenset[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupKey:
+    """Any of the consumer group record keys: `record_type` says which; `member_id` is "" for the
+    group-level ones (3, 4, 6)."""
+
+    record_type: int
+    group_id: str
+    member_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned_partitions: TopicPartitions
+    partitions_pending_revocation: TopicPartitions
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _cstr(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    data = value.encode()
+    return _uvarint(len(data) + 1) + data
+
+
+def _ctopics(topics: TopicPartitions) -> bytes:
+    out = [_uvarint(len(topics) + 1)]
+    for topic_id in sorted(topics):
+        parts = sorted(topics[topic_id])
+        out += [uuid.UUID(topic_id).bytes, _uvarint(len(parts) + 1), b"".join(_I32.pack(p) for p in parts), b"\x00"]
+    return b"".join(out)
+
+
+def encode_consumer_group_key(key: ConsumerGroupKey) -> bytes:
+    member = _str(key.member_id) if key.record_type in (CONSUMER_GROUP_MEMBER_METADATA_KEY,
+                                                        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+                                                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY) else b""
+    return _I16.pack(key.record_type) + _str(key.group_id) + member
+
+
+def encode_epoch_value(epoch: int) -> bytes:
+    """ConsumerGroupMetadataValue or ConsumerGroupTargetAssignmentMetadataValue (both one int32)."""
+    return _I16.pack(0) + _I32.pack(epoch) + b"\x00"
+
+
+def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> bytes:
+    names = value.subscribed_topic_names
+    return b"".join([
+        _I16.pack(0), _cstr(value.instance_id), _cstr(value.rack_id), _cstr(value.client_id),
+        _cstr(value.client_host), _uvarint(len(names) + 1), *(_cstr(n) for n in names),
+        _cstr(value.subscribed_topic_regex), _I32.pack(value.rebalance_timeout_ms), _cstr(value.server_assignor),
+        b"\x00"])
+
+
+def encode_target_assignment_member_value(partitions: TopicPartitions) -> bytes:
+    return _I16.pack(0) + _ctopics(partitions) + b"\x00"
+
+
+def encode_current_member_assignment_value(value: ConsumerGroupCurrentMemberAssignmentValue) -> bytes:
+    return (_I16.pack(0) + _I32.pack(value.member_epoch) + _I32.pack(value.previous_member_epoch)
+            + struct.pack(">b", value.state) + _ctopics(value.assigned_partitions)
+            + _ctopics(value.partitions_pending_revocation) + b"\x00")
+
+
+def _flexible(data: bytes) -> _Reader:
+    r = _Reader(data, flexible=True)
+    if r.i16() != 0:
+        raise CorruptRecordError("unknown consumer group record value version")
+    return r
+
+
+def _read_topics(r: _Reader) -> TopicPartitions:
+    topics: TopicPartitions = {}
+    for _ in range(r.array_len()):
+        topic_id = str(uuid.UUID(bytes=r._take(16)))
+        topics[topic_id] = frozenset(r.i32() for _ in range(r.array_len()))
+        r.skip_tags()
+    return topics
+
+
+def decode_epoch_value(data: bytes) -> int:
+    r = _flexible(data)
+    epoch = r.i32()
+    r.skip_tags()
+    return epoch
+
+
+def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValue:
+    r = _flexible(data)
+    instance_id, rack_id, client_id, client_host = r.nstr(), r.nstr(), r.str(), r.str()
+    names = tuple(r.str() for _ in range(r.array_len()))
+    regex = r.nstr()
+    rebalance_timeout_ms = r.i32()
+    assignor = r.nstr()
+    r.skip_tags()
+    return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
+                                            rebalance_timeout_ms, assignor)
+
+
+def decode_target_assignment_member_value(data: bytes) -> TopicPartitions:
+    r = _flexible(data)
+    topics = _read_topics(r)
+    r.skip_tags()
+    return topics
+
+
+def decode_current_member_assignment_value(data: bytes) -> ConsumerGroupCurrentMemberAssignmentValue:
+    r = _flexible(data)
+    epoch, previous = r.i32(), r.i32()
+    state = struct.unpack(">b", r._take(1))[0]
+    assigned = _read_topics(r)
+    pending = _read_topics(r)
+    r.skip_tags()
+    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, int(state), assigned, pending)

@@ -36,10 +36,14 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
+from samsa.broker.group import consumer_offsets
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
+from samsa.broker.group.consumer_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from samsa.broker.group.consumer_group import ConsumerGroup
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
+    ConsumerGroupKey,
     CorruptRecordError,
     GroupMetadataKey,
     OffsetCommitKey,
@@ -102,18 +106,42 @@ def group_config(broker: GroupBroker) -> GroupConfig:
     )
 
 
+def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
+    try:
+        assignors = broker.config.get_list("group.consumer.assignors")
+    except KeyError:
+        assignors = ("uniform", "range")
+    return ConsumerGroupConfig(
+        session_timeout_ms=config_int(broker, "group.consumer.session.timeout.ms", 45_000),
+        heartbeat_interval_ms=config_int(broker, "group.consumer.heartbeat.interval.ms", 5_000),
+        max_size=config_int(broker, "group.consumer.max.size", 2**31 - 1),
+        assignors=tuple(_assignor_name(a) for a in assignors),
+    )
+
+
+def _assignor_name(value: str) -> str:
+    """An assignor's name; Kafka's config also takes its class (org.apache...UniformAssignor: uniform)."""
+    name = value.strip().rsplit(".", 1)[-1]
+    return name[:-len("Assignor")].lower() if name.endswith("Assignor") else name.lower()
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Groups before a change, for `persist_replicated` to revert to. (Reset audits live only in the log:
     a refused append drops them with the rest of the change.)"""
 
     groups: list[offset_manager.GroupSnapshot]
+    consumer_groups: tuple[tuple[str, ConsumerGroup | None], ...] = ()  # KIP-848 groups before the change
 
 
 class GroupService:
     def __init__(self, broker: GroupBroker) -> None:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
+        # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
+        self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker),
+                                                 lambda record: self.coordinator._records.append(record),
+                                                 self._classic_group_in_use)
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
         segment_bytes = config_int(broker, "offsets.topic.segment.bytes", INTERNAL_SEGMENT_BYTES)
         self.topic = InternalTopic(broker, OFFSETS_TOPIC, self.num_partitions, "offsets.topic.replication.factor",
@@ -129,6 +157,22 @@ class GroupService:
         # high watermark passes it: OffsetFetch answers the offsets as of the high watermark.
         self._unreplicated: dict[int, list[tuple[int, offset_manager.GroupSnapshot]]] = {}
         self.load()
+
+    def _classic_group_in_use(self, group_id: str) -> bool:
+        """A classic group with members (or mid-rebalance) keeps its id from the consumer protocol; an
+        empty one (or one that only holds offsets) is taken over, as Kafka converts an empty classic group."""
+        group = self.coordinator.groups.get(group_id)
+        return group is not None and bool(group.members) and group_id not in self.consumer.groups
+
+    def delete_groups(self, group_ids: list[str], now: int) -> dict[str, ErrorCode]:
+        """DeleteGroups for classic and consumer groups alike: only an empty group goes, with its offsets."""
+        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g)]
+        results = self.coordinator.delete_groups([g for g in group_ids if g not in consumer], now)
+        for group_id in consumer:
+            results[group_id] = self.consumer.delete_group(group_id)
+            if results[group_id] == ErrorCode.none and group_id in self.coordinator.groups:
+                self.coordinator.delete_groups([group_id], now)  # the offsets it leaves
+        return results
 
     # --- the internal topic -------------------------------------------------------------------
 
@@ -149,6 +193,30 @@ class GroupService:
         step of the event loop as the change and its append. `membership`: the change may add, replace
         or remove members (JoinGroup, LeaveGroup), so they are put back too."""
         return Snapshot([offset_manager.snapshot(self.coordinator.groups, g, membership) for g in group_ids])
+
+    def consumer_snapshot(self, group_id: str) -> Snapshot:
+        """A KIP-848 group as it is now, put back if the records of the change about to be made cannot be
+        appended (`persist_replicated(before)`)."""
+        return Snapshot([], (self.consumer.snapshot(group_id),))
+
+    def classic_join_error(self, group_id: str, now: int) -> ErrorCode:
+        """A classic JoinGroup to a KIP-848 group's id: an empty consumer group turns into a classic one (its
+        records are tombstoned, its offsets stay), as Kafka converts it; one with members refuses the join
+        (INCONSISTENT_GROUP_PROTOCOL) -- Kafka would take the classic member into the consumer group (KIP-848's
+        online migration), which Samsa does not do yet, and two groups under one id would share partitions."""
+        if not self.consumer.is_consumer_group(group_id):
+            return ErrorCode.none
+        self.consumer.fire_timers(group_id, now)
+        if self.consumer.groups[group_id].members:
+            return ErrorCode.inconsistent_group_protocol
+        self.consumer.delete_group(group_id)
+        return ErrorCode.none
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       now: int) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        if self.consumer.is_consumer_group(group_id):
+            return consumer_offsets.delete_offsets(self.coordinator, self.consumer, group_id, partitions, now)
+        return self.coordinator.delete_offsets(group_id, partitions, now)
 
     def fire_timers(self, group_id: str, now: int) -> None:
         """Fire a group's due timers and write what they produced (retried if it fails), so that a request's
@@ -222,6 +290,9 @@ class GroupService:
                     offset_manager.revert(self.coordinator.groups, group)
                 elif index in appended:
                     self._unreplicated.setdefault(index, []).append((appended[index][1], group))
+            for consumer_group in before.consumer_groups:
+                if self.partition_for(consumer_group[0]) in failed:
+                    self.consumer.revert(consumer_group)
             for index in appended:
                 self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
@@ -281,7 +352,8 @@ class GroupService:
     def expire_offsets(self, now: int) -> int:
         """Write the tombstones of expired offsets (and of the groups they leave empty), then remove what
         was written: a partition that refused them keeps its offsets until the next run."""
-        expiries = self.coordinator.expire_offsets(now)
+        with consumer_offsets.subscribed_offsets_hidden(self.coordinator, self.consumer):
+            expiries = self.coordinator.expire_offsets(now)
         errors, _appended = self._append(None, retry_unstored=True)
         expired = 0
         for expiry in expiries:
@@ -307,6 +379,7 @@ class GroupService:
             return
         self.last_load_records = count
         self.coordinator.finish_loading(now)
+        self.consumer.finish_loading(self.broker.image, now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)
 
@@ -321,6 +394,7 @@ class GroupService:
             for index in lost:
                 self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
+            count += self.consumer.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
@@ -342,6 +416,8 @@ class GroupService:
                             decoded.group_id, None if value is None else decode_group_metadata_value(value), now)
                     case ResetAuditKey():
                         pass  # the audit trail lives in the log; the CLI reads it from there
+                    case ConsumerGroupKey():
+                        self.consumer.replay(decoded.record_type, decoded.group_id, decoded.member_id, value)
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
@@ -380,6 +456,7 @@ class GroupService:
         """One tick of the timer: fire every due timer, expire offsets when it is time, and write what
         they produced together with the timer writes that failed before."""
         self.coordinator.tick(now)
+        self.consumer.tick(now)
         if expire_offsets:
             expired = self.expire_offsets(now)
             if expired:

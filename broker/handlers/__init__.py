@@ -19,6 +19,8 @@ from samsa.broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -135,6 +137,8 @@ HANDLERS: dict[int, Api] = _table(
     (describe_acls.API, describe_acls.handle_describe_acls),
     (create_acls.API, create_acls.handle_create_acls),
     (delete_acls.API, delete_acls.handle_delete_acls),
+    (consumer_group_heartbeat.API, consumer_group_heartbeat.handle_consumer_group_heartbeat),
+    (consumer_group_describe.API, consumer_group_describe.handle_consumer_group_describe),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

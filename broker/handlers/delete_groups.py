@@ -38,7 +38,7 @@ async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext
     # A group whose tombstones cannot be appended is put back and answered the error; the others of the
     # request are deleted (Kafka 4 writes each __consumer_offsets partition's deletions separately).
     before = groups.snapshot(deletable)
-    results.update(groups.coordinator.delete_groups(deletable, ctx.now_ms))
+    results.update(groups.delete_groups(deletable, ctx.now_ms))
     persisted = await groups.persist_replicated_by_partition(before)
     for name in deletable:
         error = persisted.get(groups.partition_for(name), ErrorCode.none)

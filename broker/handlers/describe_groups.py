@@ -47,6 +47,13 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str
     error = groups.coordinator_error(group_id)
     if error != ErrorCode.none:
         return {"group_id": group_id, "error_code": error, "group_state": "", "authorized_operations": ops}
+    if groups.consumer.is_consumer_group(group_id):
+        # Kafka 4: a KIP-848 group is Dead to DescribeGroups, with an error from v6 on (ConsumerGroupDescribe
+        # describes it).
+        error = ErrorCode.group_id_not_found if ctx.version >= 6 else ErrorCode.none
+        return {"group_id": group_id, "error_code": error, "group_state": "Dead", "protocol_type": "",
+                "protocol_data": "", "authorized_operations": ops,
+                "error_message": f"Group {group_id} is not a classic group." if ctx.version >= 6 else None}
     d = groups.coordinator.describe_group(group_id)
     if d is None:
         missing = ErrorCode.group_id_not_found if ctx.version >= 6 else ErrorCode.none

@@ -59,6 +59,9 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
     if error != ErrorCode.none:
         # Kafka's JoinGroupRequest.getErrorResponse answers an authorization failure with no member id.
         return _response(ctx, JoinResult(error, "" if error == ErrorCode.group_authorization_failed else member_id))
+    error = groups.classic_join_error(group_id, ctx.now_ms)  # the id of a KIP-848 consumer group
+    if error != ErrorCode.none:
+        return _response(ctx, JoinResult(error, member_id))
     session_timeout_ms = ms(request.session_timeout)
     rebalance_timeout_ms = ms(field(request, "rebalance_timeout"), session_timeout_ms)
     join = JoinRequest(

@@ -1,7 +1,7 @@
 """ListGroups (key 16), v0-v5.
 
 v1 adds throttle_time; v3 is flexible; v4 adds states_filter and group_state (KIP-518); v5 adds
-types_filter and group_type (KIP-848: every Samsa group is "classic").
+types_filter and group_type (KIP-848: "classic", or "consumer" for a group of the consumer protocol).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
-from samsa.broker.group.state import GroupState, parse_state
 from samsa.broker.security.acl import AclOperation, ResourceType
 from samsa.broker.security.authorizer import authorize, authorize_cluster
 from samsa.broker.wire import build, field
@@ -26,26 +25,24 @@ if TYPE_CHECKING:
 API = ApiSpec(key=16, min_version=0, max_version=5)
 
 
-GROUP_TYPE = "classic"
+CLASSIC = "classic"
+CONSUMER = "consumer"  # a KIP-848 consumer group (protocol type "consumer" too)
 
 
 def handle_list_groups(request: ListGroupsRequest, ctx: RequestContext) -> ListGroupsResponse:
     cls: type[ListGroupsResponse] = response_class(16, ctx.version)
-    states_filter = field(request, "states_filter") or ()
-    types_filter = field(request, "types_filter") or ()
-    states: set[GroupState] = set()
-    for name in states_filter:
-        state = parse_state(name)
-        if state is None:
-            return build(cls, {"error_code": ErrorCode.none, "groups": []})  # unknown state: nothing matches
-        states.add(state)
-    if types_filter and GROUP_TYPE not in {t.strip().lower() for t in types_filter}:
-        return build(cls, {"error_code": ErrorCode.none, "groups": []})
-    listed = ctx.broker.groups.coordinator.list_groups(states or None)
+    states = {name.strip().lower() for name in field(request, "states_filter") or ()}
+    types = {t.strip().lower() for t in field(request, "types_filter") or ()}
+    groups = ctx.broker.groups
+    consumer = groups.consumer.list_groups()
+    consumer_ids = {g for g, _ in consumer}
+    listed = [(g, t, s.value, CLASSIC) for g, t, s in groups.coordinator.list_groups() if g not in consumer_ids]
+    listed += [(g, CONSUMER, s.value, CONSUMER) for g, s in consumer]
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
         # KafkaApis: without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
         listed = [g for g in listed if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0],
                                                   log_if_denied=False)]
     return build(cls, {"error_code": ErrorCode.none, "groups": [
-        {"group_id": g, "protocol_type": t, "group_state": s.value, "group_type": GROUP_TYPE}
-        for g, t, s in sorted(listed)]})
+        {"group_id": g, "protocol_type": t, "group_state": s, "group_type": kind}
+        for g, t, s, kind in sorted(listed)
+        if (not states or s.lower() in states) and (not types or kind in types)]})

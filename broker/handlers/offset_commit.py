@@ -90,12 +90,18 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
         empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
+        consumer_group = groups.consumer.groups.get(group_id)  # KIP-848: member epochs, not generations
+        if consumer_group is not None:
+            empty = not consumer_group.members
         if not is_administrative_reset(generation, member_id, empty):
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
-        error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, ctx.version,
-                                                           ctx.now_ms)
+        if consumer_group is not None:
+            error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
+        else:
+            error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,
+                                                               ctx.version, ctx.now_ms)
     retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
     image = ctx.broker.image
     errors: dict[tuple[str, int], ErrorCode] = {}
@@ -123,8 +129,12 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
         # Reverted if the records cannot be appended, so OffsetFetch never answers an offset no log holds.
         before = groups.snapshot([group_id])
         group = groups.coordinator.groups.get(group_id)
-        if (generation < 0 and not member_id and group is not None and group.protocol_type
-                and group.state is GroupState.EMPTY) or _skip(offsets) is not None:
+        consumer_group = groups.consumer.groups.get(group_id)
+        if consumer_group is not None:  # an admin's commit to an empty KIP-848 group is audited as a classic one's
+            managed_and_empty = not consumer_group.members
+        else:
+            managed_and_empty = group is not None and bool(group.protocol_type) and group.state is GroupState.EMPTY
+        if (generation < 0 and not member_id and managed_and_empty) or _skip(offsets) is not None:
             _audit(ctx, group_id, offsets)
         errors.update(groups.coordinator.commit_offsets(group_id, member_id, offsets, ctx.now_ms))
         # Answered once the commit is on every in-sync replica (Kafka writes offsets with acks=-1).

@@ -35,7 +35,7 @@ async def handle_offset_delete(request: OffsetDeleteRequest, ctx: RequestContext
     partitions: list[tuple[str, int]] = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
                                          if readable(t.name)]
     before = groups.snapshot([request.group_id])  # put back if the tombstones cannot be appended
-    error, per_partition = groups.coordinator.delete_offsets(request.group_id, partitions, ctx.now_ms)
+    error, per_partition = groups.delete_offsets(request.group_id, partitions, ctx.now_ms)
     if error != ErrorCode.none:
         return build(cls, {"error_code": error})
     persisted = await groups.persist_replicated(before)

@@ -31,10 +31,13 @@ API = ApiSpec(key=9, min_version=1, max_version=9)
 
 
 
-def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[ErrorCode, list[dict[str, Any]]]:
+def _group(ctx: RequestContext, group_id: str, topics: Any, member: tuple[str | None, int] = (None, -1)
+           ) -> tuple[ErrorCode, list[dict[str, Any]]]:
     groups = ctx.broker.groups
     # KafkaApis: DESCRIBE on the group; DESCRIBE per topic (all topics: the others are left out silently).
     error = group_error(ctx, AclOperation.DESCRIBE, group_id) or groups.coordinator_error(group_id)
+    if error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
+        error = groups.consumer.validate_offset_fetch(group_id, *member)  # v9: the member's epoch (KIP-848)
     if error != ErrorCode.none:
         return error, []
     describable = topic_authorization(ctx, AclOperation.DESCRIBE, log_if_denied=topics is not None)
@@ -76,7 +79,8 @@ def handle_offset_fetch(request: OffsetFetchRequest, ctx: RequestContext) -> Off
                 results.append({"group_id": g.group_id, "topics": (), "error_code": ErrorCode.invalid_request})
                 continue
             seen.add(g.group_id)
-            error, topics = _group(ctx, g.group_id, g.topics)
+            error, topics = _group(ctx, g.group_id, g.topics,
+                                   (field(g, "member_id"), int(field(g, "member_epoch", -1))))
             results.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(cls, {"groups": results})
     group_id: str = field(request, "group_id")

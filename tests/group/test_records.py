@@ -73,7 +73,7 @@ def test_audit_records_and_unknown_types() -> None:
     assert decode_key(encode_key(key)) == key
     audit = {"who": "me", "why": "because", "changes": [{"topic": "t", "partition": 0, "from": 1, "to": 0}]}
     assert decode_audit_value(encode_audit_value(audit)) == audit
-    assert decode_key(struct.pack(">h", 3) + b"whatever") is None  # a KIP-848 record type: skipped
+    assert decode_key(struct.pack(">h", 9) + b"whatever") is None  # a share group record type: skipped
 
 
 def test_batches_round_trip() -> None:

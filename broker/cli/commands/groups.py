@@ -37,7 +37,34 @@ GROUP_ID_NOT_FOUND = 69
 def _describe(client: RoutingClient, group: str) -> Any:
     r = client.group_request(group, 15, {"groups": [group], "include_authorized_operations": False},
                              error_of=lambda r: r.groups[0].error_code.value)
-    return r.groups[0]
+    d = r.groups[0]
+    if d.error_code.value == GROUP_ID_NOT_FOUND or d.group_state == "Dead":
+        # Kafka 4 (and Samsa) describe a KIP-848 consumer group with ConsumerGroupDescribe only.
+        try:
+            c = client.group_request(group, 69, {"group_ids": [group], "include_authorized_operations": False},
+                                     error_of=lambda r: r.groups[0].error_code.value).groups[0]
+        except CliError:  # a broker without ConsumerGroupDescribe: the group is what DescribeGroups said
+            return d
+        if c.error_code.value == 0:
+            return _ConsumerGroupDescription(c)
+    return d
+
+
+class _ConsumerGroupDescription:
+    """A ConsumerGroupDescribe answer in the shape the commands read of a DescribeGroups one."""
+
+    def __init__(self, g: Any) -> None:
+        self.error_code = g.error_code
+        self.group_state = g.group_state
+        self.protocol_type = "consumer"
+        self.protocol_data = g.assignor_name
+        self.members = [_ConsumerGroupMember(m) for m in g.members]
+
+
+class _ConsumerGroupMember:
+    def __init__(self, m: Any) -> None:
+        self.member_id, self.client_id, self.client_host = m.member_id, m.client_id, m.client_host
+        self.assigned = [(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions]
 
 
 def _committed(client: RoutingClient, group: str) -> dict[tuple[str, int], int]:
@@ -55,6 +82,9 @@ def _partitions(client: RoutingClient, topic: str) -> list[int]:
 
 def _assignments(member: Any) -> list[tuple[str, int]]:
     from samsa.broker.group.consumer_protocol import assigned_partitions
+
+    if isinstance(member, _ConsumerGroupMember):
+        return member.assigned
 
     parsed = assigned_partitions(bytes(member.member_assignment or b""))
     return [(t, p) for t, ps in parsed or () for p in ps]

@@ -1,0 +1,163 @@
+"""A KIP-848 consumer group and its members (Kafka's ConsumerGroup and ConsumerGroupMember).
+
+Three epochs drive the group (KIP-848):
+
+- the group epoch, bumped whenever what the assignor sees changes (a member joins, leaves, changes its
+  subscription, or a subscribed topic's partitions change);
+- the target assignment epoch, the group epoch the current target assignment was computed for;
+- each member's epoch: the target assignment epoch the member has reconciled to (it acknowledged all
+  the revocations it was asked for, then got its new partitions).
+
+Group states (Kafka's ConsumerGroupState): Empty (no members), Assigning (group epoch > target
+assignment epoch), Reconciling (some member not yet at the target), Stable.
+
+Every partition has at most one owner at any time: a member only gets a partition no other member
+holds (assigned or pending revocation), which `partition_epochs` tracks (Kafka's currentPartitionEpoch).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from samsa.broker.group.records import TopicPartitions
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+class MemberState(enum.IntEnum):
+    """Kafka's org.apache.kafka.coordinator.group.modern.MemberState (stored as an int8)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+class ConsumerGroupState(enum.Enum):
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    assigned_partitions: TopicPartitions = field(default_factory=dict)
+    partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+
+    def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
+
+
+def partition_count(partitions: TopicPartitions) -> int:
+    return sum(len(ps) for ps in partitions.values())
+
+
+def without_empty(partitions: dict[str, set[int]] | TopicPartitions) -> TopicPartitions:
+    return {t: frozenset(ps) for t, ps in partitions.items() if ps}
+
+
+class ConsumerGroup:
+    """One consumer group's state; the coordinator (consumer_coordinator.py) changes it and writes the
+    records that say so."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target_assignment: dict[str, TopicPartitions] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        # (topic id, partition) -> epoch of the member that holds it (assigned or pending revocation).
+        self.partition_epochs: dict[tuple[str, int], int] = {}
+        # Subscription metadata the target was computed from: topic name -> (topic id, partitions).
+        self.subscription_metadata: dict[str, tuple[str, int]] = {}
+        # Timers: member id -> session deadline; member id -> (epoch, deadline) of a pending revocation.
+        self.session_deadlines_ms: dict[str, int] = {}
+        self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def current_partition_epoch(self, topic_id: str, partition: int) -> int:
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def update_member(self, member: ConsumerGroupMember) -> None:
+        """Put `member` in place of its previous version, keeping the partition owners in step."""
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._hold(member)
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return None
+        self._release(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+        self.session_deadlines_ms.pop(member_id, None)
+        self.rebalance_deadlines_ms.pop(member_id, None)
+        return old
+
+    def _hold(self, member: ConsumerGroupMember) -> None:
+        for partitions in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, ps in partitions.items():
+                for p in ps:
+                    self.partition_epochs[(topic_id, p)] = member.member_epoch
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        for partitions in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, ps in partitions.items():
+                for p in ps:
+                    if self.partition_epochs.get((topic_id, p)) == member.member_epoch:
+                        del self.partition_epochs[(topic_id, p)]
+
+    def subscribed_topic_names(self) -> set[str]:
+        return {name for m in self.members.values() for name in m.subscribed_topic_names}
+
+    def copy(self) -> ConsumerGroup:
+        """A copy to put back if a change's records cannot be written (members and assignments are
+        immutable values, so copying the dicts is enough)."""
+        other = ConsumerGroup(self.group_id)
+        other.group_epoch, other.assignment_epoch = self.group_epoch, self.assignment_epoch
+        other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
+        other.static_members, other.partition_epochs = dict(self.static_members), dict(self.partition_epochs)
+        other.subscription_metadata = dict(self.subscription_metadata)
+        other.session_deadlines_ms = dict(self.session_deadlines_ms)
+        other.rebalance_deadlines_ms = dict(self.rebalance_deadlines_ms)
+        return other
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Kafka's ConsumerGroup.isSubscribedToTopic: by name or through a member's regex."""
+        return topic in self.subscription_metadata or any(topic in m.subscribed_topic_names
+                                                           for m in self.members.values())
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)

@@ -1,0 +1,104 @@
+"""The `__consumer_offsets` records of a consumer group: built from the group's state, and replayed
+into it at load (Kafka's GroupCoordinatorRecordHelpers and GroupMetadataManager.replay). The byte
+formats are in records.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from samsa.broker.group import records as r
+from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+
+GROUP_METADATA = r.CONSUMER_GROUP_METADATA_KEY
+PARTITION_METADATA = r.CONSUMER_GROUP_PARTITION_METADATA_KEY
+MEMBER_METADATA = r.CONSUMER_GROUP_MEMBER_METADATA_KEY
+TARGET_METADATA = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY
+TARGET_MEMBER = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY
+CURRENT_ASSIGNMENT = r.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY
+
+
+def _key(group_id: str, record_type: int, member_id: str = "") -> bytes:
+    return r.encode_consumer_group_key(r.ConsumerGroupKey(record_type, group_id, member_id))
+
+
+def tombstone(group_id: str, record_type: int, member_id: str = "") -> GroupRecord:
+    return GroupRecord(group_id, _key(group_id, record_type, member_id), None)
+
+
+def group_epoch(group: ConsumerGroup) -> GroupRecord:
+    return GroupRecord(group.group_id, _key(group.group_id, GROUP_METADATA), r.encode_epoch_value(group.group_epoch))
+
+
+def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
+    return GroupRecord(group.group_id, _key(group.group_id, TARGET_METADATA),
+                       r.encode_epoch_value(group.assignment_epoch))
+
+
+def member_metadata(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
+    value = r.ConsumerGroupMemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host,
+                                               m.subscribed_topic_names, m.subscribed_topic_regex,
+                                               m.rebalance_timeout_ms, m.server_assignor)
+    return GroupRecord(group_id, _key(group_id, MEMBER_METADATA, m.member_id), r.encode_member_metadata_value(value))
+
+
+def target_member(group_id: str, member_id: str, partitions: r.TopicPartitions) -> GroupRecord:
+    return GroupRecord(group_id, _key(group_id, TARGET_MEMBER, member_id),
+                       r.encode_target_assignment_member_value(partitions))
+
+
+def current_assignment(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
+    value = r.ConsumerGroupCurrentMemberAssignmentValue(m.member_epoch, m.previous_member_epoch, int(m.state),
+                                                        m.assigned_partitions, m.partitions_pending_revocation)
+    return GroupRecord(group_id, _key(group_id, CURRENT_ASSIGNMENT, m.member_id),
+                       r.encode_current_member_assignment_value(value))
+
+
+def _member(group: ConsumerGroup, member_id: str) -> ConsumerGroupMember:
+    return group.members.get(member_id) or ConsumerGroupMember(member_id)
+
+
+def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, member_id: str,
+           value: bytes | None) -> None:
+    """Apply one record (None: tombstone) in log order; records of one group may come in any order a
+    crash or compaction leaves them, so a member is created by whichever of its records comes first."""
+    group = groups.get(group_id)
+    if value is None:
+        if group is None:
+            return
+        if record_type == GROUP_METADATA:
+            del groups[group_id]
+        elif record_type == MEMBER_METADATA:
+            group.remove_member(member_id)
+        elif record_type == TARGET_MEMBER:
+            group.target_assignment.pop(member_id, None)
+        elif record_type == CURRENT_ASSIGNMENT and member_id in group.members:
+            group.update_member(replace(group.members[member_id], member_epoch=0, previous_member_epoch=0,
+                                        state=MemberState.STABLE, assigned_partitions={},
+                                        partitions_pending_revocation={}))
+        return
+    if group is None:
+        group = groups[group_id] = ConsumerGroup(group_id)
+    if record_type == GROUP_METADATA:
+        group.group_epoch = r.decode_epoch_value(value)
+    elif record_type == TARGET_METADATA:
+        group.assignment_epoch = r.decode_epoch_value(value)
+    elif record_type == TARGET_MEMBER:
+        group.target_assignment[member_id] = r.decode_target_assignment_member_value(value)
+    elif record_type == MEMBER_METADATA:
+        v = r.decode_member_metadata_value(value)
+        group.update_member(replace(_member(group, member_id), instance_id=v.instance_id, rack_id=v.rack_id,
+                                    client_id=v.client_id, client_host=v.client_host,
+                                    subscribed_topic_names=v.subscribed_topic_names,
+                                    subscribed_topic_regex=v.subscribed_topic_regex,
+                                    rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor))
+    elif record_type == CURRENT_ASSIGNMENT:
+        c = r.decode_current_member_assignment_value(value)
+        try:
+            state = MemberState(c.state)
+        except ValueError:
+            state = MemberState.UNKNOWN
+        group.update_member(replace(_member(group, member_id), member_epoch=c.member_epoch,
+                                    previous_member_epoch=c.previous_member_epoch, state=state,
+                                    assigned_partitions=c.assigned_partitions,
+                                    partitions_pending_revocation=c.partitions_pending_revocation))

@@ -1,0 +1,85 @@
+"""Moving a member from its current assignment towards the target (Kafka's CurrentAssignmentBuilder).
+
+The rule that keeps a partition from having two owners: a member is first asked to revoke what the
+target takes from it (UNREVOKED_PARTITIONS, its epoch unchanged); only once its heartbeat no longer
+reports those partitions does it move to the target epoch and get the partitions the target adds,
+and of those only the ones no other member still holds (the rest wait: UNRELEASED_PARTITIONS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from samsa.broker.group.consumer_group import ConsumerGroupMember, MemberState, without_empty
+from samsa.broker.group.records import TopicPartitions
+
+# The partitions a heartbeat says the member owns (topic id -> partitions); None: not sent this time.
+Owned = Mapping[str, frozenset[int]] | None
+
+
+class FencedMemberError(Exception):
+    """The member must abandon its partitions and rejoin (FENCED_MEMBER_EPOCH)."""
+
+
+def owns_any(owned: Owned, partitions: TopicPartitions) -> bool:
+    """Whether the member (as its heartbeat reports) still holds any of `partitions`; not knowing
+    (no owned partitions in the request) counts as holding them."""
+    if owned is None:
+        return True
+    return any(p in partitions.get(topic_id, ()) for topic_id, ps in owned.items() for p in ps)
+
+
+def reconcile(member: ConsumerGroupMember, target_epoch: int, target: TopicPartitions,
+              current_partition_epoch: Callable[[str, int], int], owned: Owned) -> ConsumerGroupMember:
+    """The member's next state towards `target` (computed at `target_epoch`)."""
+    match member.state:
+        case MemberState.STABLE:
+            if member.member_epoch != target_epoch:
+                return _next(member, member.member_epoch, target_epoch, target, current_partition_epoch, owned)
+            return member
+        case MemberState.UNREVOKED_PARTITIONS:
+            if owns_any(owned, member.partitions_pending_revocation):
+                return member
+            return _next(member, member.member_epoch + 1, target_epoch, target, current_partition_epoch, owned)
+        case MemberState.UNRELEASED_PARTITIONS:
+            return _next(member, member.member_epoch, target_epoch, target, current_partition_epoch, owned)
+        case _:
+            if owned is None or owned:
+                raise FencedMemberError("The consumer group member is in a unknown state. "
+                                        "The member must abandon all its partitions and rejoin.")
+            return _next(member, target_epoch, target_epoch, target, current_partition_epoch, owned)
+
+
+def _with_epoch(member: ConsumerGroupMember, epoch: int) -> ConsumerGroupMember:
+    """Kafka's Builder.updateMemberEpoch: the previous epoch is remembered when the epoch moves."""
+    return replace(member, member_epoch=epoch, previous_member_epoch=member.member_epoch)
+
+
+def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: TopicPartitions,
+          current_partition_epoch: Callable[[str, int], int], owned: Owned) -> ConsumerGroupMember:
+    assigned: dict[str, set[int]] = {}
+    revoking: dict[str, set[int]] = {}
+    pending: dict[str, set[int]] = {}
+    unreleased = False
+    for topic_id in set(target) | set(member.assigned_partitions):
+        wanted = target.get(topic_id, frozenset())
+        current = member.assigned_partitions.get(topic_id, frozenset())
+        keep = set(current & wanted)
+        assigned[topic_id] = keep
+        revoking[topic_id] = set(current - keep)
+        new = set(wanted - keep)
+        held = {p for p in new if current_partition_epoch(topic_id, p) != -1}
+        unreleased = unreleased or bool(held)
+        pending[topic_id] = new - held
+    to_revoke = without_empty(revoking)
+    to_assign = without_empty(pending)
+    if to_revoke and owns_any(owned, to_revoke):
+        # Revoke first; the member stays at its epoch until its heartbeat shows the partitions gone.
+        return replace(_with_epoch(member, epoch), state=MemberState.UNREVOKED_PARTITIONS,
+                       assigned_partitions=without_empty(assigned), partitions_pending_revocation=to_revoke)
+    for topic_id, ps in to_assign.items():
+        assigned.setdefault(topic_id, set()).update(ps)
+    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return replace(_with_epoch(member, target_epoch), state=state, assigned_partitions=without_empty(assigned),
+                   partitions_pending_revocation={})

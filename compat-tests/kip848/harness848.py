@@ -1,0 +1,118 @@
+"""Helpers of the KIP-848 client tests: members write "assign"/"revoke"/"record" lines to a file (see
+consumer_worker.py and ConsumerMember.java); these read them back and wait on them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from confluent_kafka import Producer
+from samsa_fixture import SamsaProcess
+
+HERE = Path(__file__).resolve().parent
+JAVA_LIB = HERE.parent / "java" / "target" / "lib"
+
+WORKER = HERE / "consumer_worker.py"
+PARTITIONS = 6
+PER_BATCH = 120
+WAIT_S = 90.0
+
+
+def produce(bootstrap: str, topic: str, batch: str) -> set[str]:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = {f"{batch}-{i}" for i in range(PER_BATCH)}
+    for i, value in enumerate(sorted(values)):
+        producer.produce(topic, value.encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    return values
+
+
+def consumed(outputs: list[Path]) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    for path in outputs:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.startswith("record "):
+                    seen[line.split()[3]] += 1
+    return seen
+
+
+def owned(path: Path) -> set[int]:
+    """The partitions a member holds now, from its assign/revoke lines (incremental, as KIP-848 is)."""
+    held: set[int] = set()
+    for line in path.read_text().splitlines() if path.exists() else ():
+        kind, *parts = line.split()
+        if kind == "assign":
+            held |= {int(p) for p in parts}
+        elif kind == "revoke":
+            held -= {int(p) for p in parts}
+    return held
+
+
+def wait_balanced(outputs: list[Path], samsa: SamsaProcess) -> None:
+    """Until every member holds PARTITIONS / len(outputs) partitions, and no partition has two holders."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        held = [owned(p) for p in outputs]
+        if all(len(h) == PARTITIONS // len(outputs) for h in held):
+            assert set().union(*held) == set(range(PARTITIONS))
+            return
+        samsa.check_alive()
+        time.sleep(0.2)
+    raise AssertionError(f"members never balanced: {[sorted(owned(p)) for p in outputs]}\n{samsa.log_tail()}")
+
+
+def wait_consumed(outputs: list[Path], values: set[str], samsa: SamsaProcess) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if values <= set(consumed(outputs)):
+            return
+        samsa.check_alive()
+        time.sleep(0.2)
+    missing = sorted(values - set(consumed(outputs)))
+    logs = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in outputs if p.exists())
+    raise AssertionError(f"{len(missing)} records never consumed, e.g. {missing[:5]}\n{logs}\n{samsa.log_tail()}")
+
+
+def python_member(bootstrap: str, group: str, topic: str, out: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(WORKER), bootstrap, group, topic, str(out)])
+
+
+_java_classes: Path | None = None
+
+
+def java_classes() -> Path | None:
+    """ConsumerMember.java compiled once (None without javac or the kafka-clients jars: make compat-deps)."""
+    global _java_classes
+    if _java_classes is None:
+        if shutil.which("javac") is None or not JAVA_LIB.is_dir():
+            return None
+        out = Path(tempfile.mkdtemp(prefix="samsa-kip848-java-"))
+        subprocess.run(["javac", "-nowarn", "-cp", f"{JAVA_LIB}/*", "-d", str(out), str(HERE / "ConsumerMember.java")],
+                       check=True, capture_output=True, timeout=120)
+        _java_classes = out
+    return _java_classes
+
+
+def java_member(bootstrap: str, group: str, topic: str, out: Path) -> subprocess.Popen[bytes]:
+    classes = java_classes()
+    assert classes is not None
+    return subprocess.Popen(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{JAVA_LIB}/*",
+                             "ConsumerMember", bootstrap, group, topic, str(out)])
+
+
+def stop_all(members: list[subprocess.Popen[bytes]]) -> None:
+    for m in members:
+        if m.poll() is None:
+            m.terminate()
+    for m in members:
+        try:
+            m.wait(60)
+        except subprocess.TimeoutExpired:
+            m.kill()
+            m.wait(10)

@@ -1,0 +1,153 @@
+"""The pure KIP-848 coordinator: assignors, reconciliation, timers and replay, driven with now_ms."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from samsa.broker.group.assignors import MemberSubscription, range_assignor, uniform
+from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.consumer_coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    HeartbeatRequest,
+    HeartbeatResult,
+)
+from samsa.broker.group.consumer_group import ConsumerGroupState, MemberState
+from samsa.broker.group.records import decode_key
+from samsa.kproto.errors import ErrorCode
+
+T1 = str(uuid.UUID(int=1))
+T2 = str(uuid.UUID(int=2))
+
+
+@dataclass
+class Topic:
+    topic_id: str
+    partitions: Mapping[int, object]
+
+
+@dataclass
+class Catalog:
+    topics_by_name: dict[str, Topic] = field(default_factory=dict)
+
+    def add(self, name: str, topic_id: str, partitions: int) -> None:
+        self.topics_by_name[name] = Topic(topic_id, dict.fromkeys(range(partitions)))
+
+
+def coordinator(session_ms: int = 1000) -> tuple[ConsumerGroupCoordinator, list[GroupRecord]]:
+    records: list[GroupRecord] = []
+    return ConsumerGroupCoordinator(ConsumerGroupConfig(session_timeout_ms=session_ms), records.append,
+                                    lambda _g: False), records
+
+
+def hb(c: ConsumerGroupCoordinator, catalog: Catalog, member: str, epoch: int, now: int,
+       topics: tuple[str, ...] | None = None, owned: dict[str, frozenset[int]] | None = None,
+       instance: str | None = None) -> HeartbeatResult:
+    return c.heartbeat(HeartbeatRequest("g", member, epoch, instance, None, 5000 if epoch == 0 else -1,
+                                        topics, None, None, {} if epoch == 0 else owned), catalog, now)
+
+
+def test_uniform_is_balanced_and_sticky() -> None:
+    subs = {m: MemberSubscription(frozenset({T1}), {}) for m in ("a", "b", "c")}
+    first = uniform(subs, {T1: 7})
+    sizes = sorted(len(a.get(T1, ())) for a in first.values())
+    assert sizes == [2, 2, 3]
+    # A fourth member takes partitions from the others; nobody else's partitions move.
+    subs2 = {m: MemberSubscription(frozenset({T1}), first.get(m, {})) for m in ("a", "b", "c", "d")}
+    second = uniform(subs2, {T1: 7})
+    for m in ("a", "b", "c"):
+        assert second[m].get(T1, frozenset()) <= first[m][T1]
+    assert sorted(len(a.get(T1, ())) for a in second.values()) == [1, 2, 2, 2]
+    every = [p for a in second.values() for p in a.get(T1, ())]
+    assert sorted(every) == list(range(7))
+
+
+def test_uniform_respects_heterogeneous_subscriptions() -> None:
+    subs = {"a": MemberSubscription(frozenset({T1}), {}), "b": MemberSubscription(frozenset({T1, T2}), {})}
+    out = uniform(subs, {T1: 2, T2: 2})
+    assert T2 not in out["a"]
+    assert out["b"][T2] == {0, 1}
+
+
+def test_range_is_co_partitioned() -> None:
+    subs = {m: MemberSubscription(frozenset({T1, T2}), {}) for m in ("a", "b")}
+    out = range_assignor(subs, {T1: 3, T2: 3})
+    assert out["a"] == {T1: {0, 1}, T2: {0, 1}} and out["b"] == {T1: {2}, T2: {2}}
+
+
+def test_revocation_before_assignment_and_session_expiry() -> None:
+    c, _ = coordinator()
+    cat = Catalog()
+    cat.add("t", T1, 4)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    assert a.assignment == {T1: frozenset(range(4))}
+    b = hb(c, cat, "b", 0, 10, ("t",))
+    assert b.assignment == {}  # everything is still a's
+    group = c.groups["g"]
+    assert group.members["b"].state is MemberState.UNRELEASED_PARTITIONS
+    a2 = hb(c, cat, "a", a.member_epoch, 20, owned={T1: frozenset(range(4))})
+    assert a2.assignment is not None and len(a2.assignment[T1]) == 2
+    assert group.members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    # While a still reports the partitions it must give up, b gets none of them.
+    b2 = hb(c, cat, "b", b.member_epoch, 30, owned={})
+    assert b2.assignment is None and group.members["b"].assigned_partitions == {}
+    hb(c, cat, "a", a2.member_epoch, 40, owned=a2.assignment)
+    b3 = hb(c, cat, "b", b2.member_epoch, 50, owned={})
+    assert b3.assignment is not None and len(b3.assignment[T1]) == 2
+    assert group.state is ConsumerGroupState.STABLE
+    # b stops heartbeating: after the session timeout it is fenced and a gets everything back.
+    a4 = hb(c, cat, "a", group.members["a"].member_epoch, 900, owned=group.members["a"].assigned_partitions)
+    c.tick(1051)
+    assert "b" not in group.members
+    a5 = hb(c, cat, "a", a4.member_epoch, 1060, owned=group.members["a"].assigned_partitions)
+    assert a5.assignment == {T1: frozenset(range(4))}
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
+    c, _ = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    hb(c, cat, "b", 0, 0, ("t",))
+    hb(c, cat, "a", a.member_epoch, 1, owned={T1: frozenset({0, 1})})  # asked to revoke one
+    c.tick(5002)  # rebalance timeout (5000 ms) passed without a revoking heartbeat
+    assert "a" not in c.groups["g"].members
+    assert hb(c, cat, "a", a.member_epoch, 5003, owned={}).error == ErrorCode.unknown_member_id
+
+
+def test_replay_rebuilds_the_group() -> None:
+    c, records = coordinator()
+    cat = Catalog()
+    cat.add("t", T1, 3)
+    a = hb(c, cat, "a", 0, 0, ("t",), instance="i-a")
+    b = hb(c, cat, "b", 0, 0, ("t",))
+    hb(c, cat, "a", a.member_epoch, 1, owned=a.assignment)
+    hb(c, cat, "b", b.member_epoch, 2, owned={})
+    before = c.groups["g"]
+    replayed, _ = coordinator()
+    for record in records:
+        key = decode_key(record.key)
+        assert key is not None and hasattr(key, "record_type")
+        replayed.replay(key.record_type, key.group_id, key.member_id, record.value)  # type: ignore[union-attr]
+    replayed.finish_loading(cat, 10)
+    after = replayed.groups["g"]
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert after.members == before.members
+    assert after.target_assignment == before.target_assignment
+    assert after.static_members == {"i-a": "a"}
+    assert after.partition_epochs == before.partition_epochs
+
+
+def test_loading_other_partitions_does_not_hide_a_topic_change_from_a_live_group() -> None:
+    c, _ = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    epoch = c.groups["g"].group_epoch
+    grown = Catalog()
+    grown.add("t", T1, 3)  # partitions added; then this broker takes over another partition and replays it
+    c.finish_loading(grown, 10)
+    r = hb(c, grown, "a", a.member_epoch, 20, owned=a.assignment)
+    assert c.groups["g"].group_epoch == epoch + 1 and r.assignment == {T1: frozenset({0, 1, 2})}

@@ -1,0 +1,132 @@
+"""Offsets of a consumer group under member epochs, the group in ListGroups/DescribeGroups, and the group
+reloaded from __consumer_offsets after a restart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from samsa.broker.client import Connection
+
+from .conftest import Broker
+from .test_heartbeat_wire import GROUP, count, heartbeat, join, owned_of
+
+
+def commit(conn: Connection, member_id: str, epoch: int, offset: int = 5, version: int = 9) -> int:
+    r = conn.request(8, {"group_id": GROUP, "generation_id_or_member_epoch": epoch, "member_id": member_id,
+                         "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                             {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                              "committed_metadata": ""}]}]}, version=version)
+    return int(r.topics[0].partitions[0].error_code.value)
+
+
+def fetch(conn: Connection, member_id: str | None, epoch: int) -> Any:
+    return conn.request(9, {"groups": [{"group_id": GROUP, "member_id": member_id, "member_epoch": epoch,
+                                        "topics": [{"name": "t", "partition_indexes": [0]}]}],
+                            "require_stable": False}, version=9).groups[0]
+
+
+def test_offsets_follow_member_epochs(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert commit(conn, "m-a", a.member_epoch) == 0
+        assert commit(conn, "m-a", a.member_epoch - 1) == 113  # STALE_MEMBER_EPOCH
+        assert commit(conn, "m-a", a.member_epoch + 1) == 113
+        assert commit(conn, "nobody", a.member_epoch) == 25  # UNKNOWN_MEMBER_ID
+        assert commit(conn, "m-a", a.member_epoch, version=8) == 35  # members of the consumer protocol use v9+
+        assert commit(conn, "", -1) == 25  # an admin commit while the group has members
+        got = fetch(conn, "m-a", a.member_epoch)
+        assert got.error_code.value == 0 and got.topics[0].partitions[0].committed_offset == 5
+        assert fetch(conn, "m-a", a.member_epoch + 3).error_code.value == 113
+        assert fetch(conn, "nobody", 1).error_code.value == 25
+        assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 5  # admin tools
+        listed = conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
+        assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+            (GROUP, "consumer", "Stable", "consumer")]
+        assert conn.request(16, {"states_filter": [], "types_filter": ["classic"]}, version=5).groups == ()
+        described = conn.request(15, {"groups": [GROUP], "include_authorized_operations": False}, version=6)
+        assert described.groups[0].error_code.value == 69 and described.groups[0].group_state == "Dead"
+        # Leaving empties the group: an admin may commit, and DeleteGroups removes it.
+        assert heartbeat(conn, "m-a", -1).error_code.value == 0
+        assert commit(conn, "", -1, offset=7) == 0
+        # An administrative reset of an empty consumer group is audited like a classic group's.
+        history = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "history",
+                                  "--bootstrap-server", broker.bootstrap, "--json", "--group", GROUP],
+                                 capture_output=True, text=True, timeout=60)
+        assert history.returncode == 0, history.stderr
+        assert [c["to"] for line in history.stdout.splitlines() for c in json.loads(line)["changes"]] == [7]
+        deleted = conn.request(42, {"groups_names": [GROUP]}, version=2)
+        assert deleted.results[0].error_code.value == 0
+        assert conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups == ()
+
+
+def test_the_group_survives_a_restart(broker: Broker) -> None:
+    broker.create_topic("t", 4)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"], instance="ia")
+        b = join(conn, "m-b", ["t"])
+        a2 = heartbeat(conn, "m-a", a.member_epoch, owned=owned_of(a))
+        a3 = heartbeat(conn, "m-a", a2.member_epoch, owned=owned_of(a2))
+        b2 = heartbeat(conn, "m-b", b.member_epoch, owned=[])
+        assert count(a2) == 2 and count(b2) == 2
+        assert commit(conn, "m-b", b2.member_epoch, offset=11) == 0
+        before = conn.request(69, {"group_ids": [GROUP], "include_authorized_operations": False}, version=1).groups[0]
+    broker.stop()
+    broker.start()
+    with broker.connect() as conn:
+        after = conn.request(69, {"group_ids": [GROUP], "include_authorized_operations": False}, version=1).groups[0]
+        assert after.error_code.value == 0
+        assert (after.group_epoch, after.assignment_epoch, after.group_state) == (
+            before.group_epoch, before.assignment_epoch, before.group_state)
+        assert sorted((m.member_id, m.instance_id, m.member_epoch, m.assignment) for m in after.members) == sorted(
+            (m.member_id, m.instance_id, m.member_epoch, m.assignment) for m in before.members)
+        # The members carry on with their epochs: no fencing, no rebalance.
+        assert heartbeat(conn, "m-a", a3.member_epoch, owned=owned_of(a2)).error_code.value == 0
+        again = heartbeat(conn, "m-b", b2.member_epoch, owned=owned_of(b2))
+        assert again.error_code.value == 0 and again.member_epoch == b2.member_epoch
+        assert fetch(conn, "m-b", b2.member_epoch).topics[0].partitions[0].committed_offset == 11
+
+
+def classic_join(conn: Connection) -> Any:
+    sub = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0: topic "t"
+    return conn.request(11, {"group_id": GROUP, "session_timeout": 10000, "rebalance_timeout": 10000,
+                             "member_id": "", "protocol_type": "consumer",
+                             "protocols": [{"name": "range", "metadata": sub}]}, version=3)
+
+
+def test_classic_and_consumer_protocols_share_a_group_id_one_at_a_time(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert commit(conn, "m-a", a.member_epoch, offset=4) == 0
+        # A classic member may not join while consumer-protocol members hold the partitions.
+        assert classic_join(conn).error_code.value == 23  # INCONSISTENT_GROUP_PROTOCOL
+        assert heartbeat(conn, "m-a", -1).error_code.value == 0
+        # Empty, the group turns classic, and keeps its offsets.
+        joined = classic_join(conn)
+        assert joined.error_code.value == 0 and joined.member_id
+        listed = conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
+        assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "classic")]
+        assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
+        # And a consumer-protocol member cannot take a classic group that has members.
+        assert join(conn, "m-b", ["t"]).error_code.value == 69  # GROUP_ID_NOT_FOUND
+
+
+def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert commit(conn, "m-a", a.member_epoch, offset=3) == 0
+        out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "describe", "--bootstrap-server",
+                              broker.bootstrap, "--output", "json", "--group", GROUP], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stderr
+        described = json.loads(out.stdout)
+        assert (described["state"], described["protocol_type"], described["protocol"], described["members"]) == (
+            "Stable", "consumer", "uniform", 1)
+        rows = {(r["topic"], r["partition"]): r for r in described["partitions"]}
+        assert set(rows) == {("t", 0), ("t", 1)} and rows[("t", 0)]["consumer_id"] == "m-a"
+        assert rows[("t", 0)]["current_offset"] == 3
