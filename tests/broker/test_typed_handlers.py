@@ -20,6 +20,8 @@ from samsa.broker.handlers import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -100,6 +102,8 @@ TYPED = [
     (describe_acls, "DescribeAclsRequest", "DescribeAclsResponse"),
     (delete_acls, "DeleteAclsRequest", "DeleteAclsResponse"),
     (envelope, "EnvelopeRequest", "EnvelopeResponse"),
+    (consumer_group_heartbeat, "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse"),
+    (consumer_group_describe, "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
