@@ -18,6 +18,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -30,6 +31,7 @@ from samsa.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -49,6 +51,8 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -128,6 +132,10 @@ HANDLERS: dict[int, Api] = _table(
     (describe_transactions.API, describe_transactions.handle_describe_transactions),
     (list_transactions.API, list_transactions.handle_list_transactions),
     (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum_on_broker),
+    (sasl_handshake.API, sasl_handshake.handle_sasl_handshake),
+    (sasl_authenticate.API, sasl_authenticate.handle_sasl_authenticate),
+    (describe_user_scram_credentials.API, describe_user_scram_credentials.handle_describe_user_scram_credentials),
+    (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -154,6 +162,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (quorum.BROKER_REGISTRATION, quorum.handle_broker_registration),
     (quorum.BROKER_HEARTBEAT, quorum.handle_broker_heartbeat),
     (quorum.ALLOCATE_PRODUCER_IDS, quorum.handle_allocate_producer_ids),
+    (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
 )
 
 

@@ -45,18 +45,19 @@ def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext
         "endpoint_type": BROKERS,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False))),  # v2+
+        "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False)),
+                           listener=ctx.listener_name),  # v2+
         "cluster_authorized_operations": (CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })
 
 
-def _brokers(broker: Broker, *, include_fenced: bool) -> list[dict[str, object]]:
+def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = None) -> list[dict[str, object]]:
     if not include_fenced:
         return [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
-                 "is_fenced": False} for b in broker_entries(broker)]
+                 "is_fenced": False} for b in broker_entries(broker, listener)]
     registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
     if not registered:  # before this broker's own registration lands: itself, as broker_entries says
-        return _brokers(broker, include_fenced=False)
+        return _brokers(broker, include_fenced=False, listener=listener)
     return [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.fenced}
             for b in registered]

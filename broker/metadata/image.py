@@ -20,8 +20,10 @@ from samsa.broker.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -76,6 +78,9 @@ class MetadataImage:
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
     next_producer_id: int = 0
     brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: MappingProxyType({}))
+    # SCRAM credentials by (user name, mechanism) (Kafka's ScramImage)
+    scram_credentials: Mapping[tuple[str, int], UserScramCredentialRecord] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     def live_brokers(self) -> tuple[int, ...]:
         """Unfenced brokers, by id (Kafka places replicas and elects leaders only among these)."""
@@ -90,6 +95,7 @@ class MetadataImage:
         configs = dict(self.configs)
         next_producer_id = self.next_producer_id
         brokers: dict[int, BrokerImage] | None = None
+        scram: dict[tuple[str, int], UserScramCredentialRecord] | None = None
         # The partitions of the topics these records touch, copied once per topic and frozen into their
         # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
         touched: dict[str, dict[int, PartitionImage]] = {}
@@ -178,6 +184,12 @@ class MetadataImage:
                                                     if record.in_controlled_shutdown is None
                                                     else record.in_controlled_shutdown),
                         )
+                case UserScramCredentialRecord():
+                    scram = dict(self.scram_credentials) if scram is None else scram
+                    scram[(record.name, record.mechanism)] = record
+                case RemoveUserScramCredentialRecord():
+                    scram = dict(self.scram_credentials) if scram is None else scram
+                    scram.pop((record.name, record.mechanism), None)
                 case UnregisterBrokerRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     gone = brokers.get(record.broker_id)
@@ -196,6 +208,7 @@ class MetadataImage:
             configs=MappingProxyType(configs),
             next_producer_id=next_producer_id,
             brokers=self.brokers if brokers is None else MappingProxyType(brokers),
+            scram_credentials=self.scram_credentials if scram is None else MappingProxyType(scram),
         )
 
     def to_records(self) -> list[MetadataRecord]:
@@ -216,4 +229,5 @@ class MetadataImage:
             records += [ConfigRecord(resource_type, resource_name, k, v) for k, v in values.items()]
         if self.next_producer_id:
             records.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         return records
