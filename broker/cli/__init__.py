@@ -114,7 +114,20 @@ def load_serve_config(args: argparse.Namespace, log: logging.Logger) -> BrokerCo
         log.warning("%s", warning)
     for error in report.errors:
         log.error("samsa serve: %s", error)
-    return None if report.errors else config
+    if report.errors:
+        return None
+    # Each listener must be usable as configured (its protocol, key and trust stores, SASL mechanisms and
+    # JAAS users) before anything listens: a listener is never served half-secured.
+    from samsa.broker.security.channel import ListenerSecurity
+    from samsa.broker.security.listeners import ListenerConfigError, broker_listeners
+
+    try:
+        for listener in broker_listeners(config):
+            ListenerSecurity.from_config(config, listener)
+    except ListenerConfigError as e:
+        log.error("samsa serve: %s", e)
+        return None
+    return config
 
 
 SHUTDOWN_HANDOVER_S = 5.0
