@@ -158,3 +158,28 @@ def test_confluent_kafka_round_trip(secured_broker: SecuredBroker, listener: str
     consumer.close()
     assert values == [f"ck-{i}".encode() for i in range(RECORDS)]
     assert logged_principals(secured_broker, topic) == {(EXPECTED_PRINCIPALS[listener], listener)}
+
+
+def test_confluent_kafka_reports_a_wrong_password_as_an_authentication_error(secured_broker: SecuredBroker) -> None:
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list[KafkaError] = []
+    security = {**_confluent_security(secured_broker, "SASL_SSL"), "sasl.password": "not-the-password"}
+    producer = Producer({"bootstrap.servers": secured_broker.bootstrap("SASL_SSL"), "error_cb": errors.append,
+                         **security})
+    for _ in range(30):
+        producer.poll(0.5)
+        if errors:
+            break
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+    assert "Authentication failed during authentication due to invalid credentials with SASL mechanism " \
+           "SCRAM-SHA-512" in errors[0].str()
+
+
+def test_kafka_python_without_sasl_on_a_sasl_listener_is_disconnected(secured_broker: SecuredBroker) -> None:
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    with pytest.raises(KafkaError):
+        KafkaAdminClient(bootstrap_servers=secured_broker.bootstrap("SASL_PLAINTEXT"), request_timeout_ms=3000,
+                         api_version_auto_timeout_ms=3000)
