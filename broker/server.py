@@ -41,7 +41,7 @@ from samsa.broker.observability.response_metrics import (
 )
 from samsa.broker.reassignment import TICK_INTERVAL_S
 from samsa.broker.security.channel import ANONYMOUS, ChannelSecurity, ListenerSecurity, scram_lookup_from
-from samsa.broker.security.listeners import broker_listeners
+from samsa.broker.security.listeners import broker_listeners, controller_listener
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
     API_VERSIONS_KEY,
@@ -209,7 +209,7 @@ async def serve(
 
     def connection_factory(controller_plane: bool, security: ListenerSecurity | None = None
                            ) -> Callable[[], KafkaConnection]:
-        listener_name = CONTROLLER_LISTENER if controller_plane or security is None else security.listener.name
+        listener_name = security.listener.name if security is not None else CONTROLLER_LISTENER
 
         def make() -> KafkaConnection:
             connection: KafkaConnection
@@ -232,17 +232,14 @@ async def serve(
                 return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane,
                                       connection=connection.peer, listener=connection.listener, principal=principal)
 
-            if controller_plane:
-                connection = KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                             connections_max_idle_ms=max_idle_ms, listener=CONTROLLER_LISTENER,
-                                             request_metrics=broker.request_metrics)
-            else:
-                connection = KafkaConnection(
-                    dispatch, max_frame_bytes=max_frame_bytes, registry=connections, quotas=quotas,
-                    request_queue=request_queue, connections_max_idle_ms=max_idle_ms, listener=listener_name,
-                    request_metrics=broker.request_metrics,
-                    authenticate_max_frame_bytes=(channel.security.max_receive_bytes if channel is not None
-                                                  and channel.authenticator is not None else None))
+            # The controller listener is bounded by none of the client quotas or the request queue (the
+            # module's docstring says why).
+            connection = KafkaConnection(
+                dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                quotas=None if controller_plane else quotas, request_queue=None if controller_plane else request_queue,
+                connections_max_idle_ms=max_idle_ms, listener=listener_name, request_metrics=broker.request_metrics,
+                authenticate_max_frame_bytes=(channel.security.max_receive_bytes if channel is not None
+                                              and channel.authenticator is not None else None))
             return connection
 
         return make
@@ -253,17 +250,22 @@ async def serve(
     # Every listener's TLS context and SASL setup is built before anything listens: a listener that cannot
     # be secured as configured stops the start (ListenerConfigError), it is never served half-secured.
     securities = [ListenerSecurity.from_config(broker.config, spec) for spec in broker_listeners(broker.config)]
+    controller_address = broker.config.controller_listen()
+    controller_spec = None if controller_address is None else controller_listener(broker.config, controller_address)
+    controller_security = None if controller_spec is None else ListenerSecurity.from_config(broker.config,
+                                                                                            controller_spec)
     listeners: list[asyncio.Server] = []
     observability: ObservabilityHandle | None = None
     try:
         observability = await start_observability(broker)  # /metrics, /health/* (samsa.metrics.listen)
-        controller_address = broker.config.controller_listen()
         if controller_address is not None:
-            controller_listener = await loop.create_server(
-                connection_factory(True), controller_address[0], controller_address[1], reuse_address=True,
-                backlog=LISTEN_BACKLOG)
-            listeners.append(controller_listener)
-            logger.info("controller listener on port %d", _bound_port(controller_listener))
+            controller_server = await loop.create_server(
+                connection_factory(True, controller_security), controller_address[0], controller_address[1],
+                reuse_address=True, backlog=LISTEN_BACKLOG,
+                ssl=controller_security.ssl_context if controller_security is not None else None)
+            listeners.append(controller_server)
+            logger.info("controller listener %s on port %d", controller_spec.name if controller_spec else "CONTROLLER",
+                        _bound_port(controller_server))
         async with anyio.create_task_group() as tg:
             tg.start_soon(broker.quorum.run)  # Raft timers and requests to the other voters
             tg.start_soon(broker.lifecycle.run)  # registration and heartbeats to the active controller

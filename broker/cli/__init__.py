@@ -119,11 +119,18 @@ def load_serve_config(args: argparse.Namespace, log: logging.Logger) -> BrokerCo
     # Each listener must be usable as configured (its protocol, key and trust stores, SASL mechanisms and
     # JAAS users) before anything listens: a listener is never served half-secured.
     from samsa.broker.security.channel import ListenerSecurity
-    from samsa.broker.security.listeners import ListenerConfigError, broker_listeners
+    from samsa.broker.security.client import controller_security, inter_broker_security
+    from samsa.broker.security.listeners import ListenerConfigError, broker_listeners, controller_listener
 
     try:
         for listener in broker_listeners(config):
             ListenerSecurity.from_config(config, listener)
+        address = config.controller_listen()
+        controller = None if address is None else controller_listener(config, address)
+        if controller is not None:
+            ListenerSecurity.from_config(config, controller)
+        inter_broker_security(config)  # this broker's own logins towards the others
+        controller_security(config)
     except ListenerConfigError as e:
         log.error("samsa serve: %s", e)
         return None

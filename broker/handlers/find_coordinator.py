@@ -69,8 +69,8 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     error, leader = broker.partition_leader(topic, partition)
     if leader is None:
         return _error(key, error, None)
-    host, port = endpoint_on(broker.config, broker.node_id, ctx.listener_name, leader.broker_id, leader.host,
-                             leader.port)
+    host, port = endpoint_on(broker.config, broker.image, broker.node_id, ctx.listener_name, leader.broker_id,
+                             leader.host, leader.port)
     return Coordinator(key, ErrorCode.none, node_id=leader.broker_id, host=host, port=port)
 
 

@@ -125,13 +125,13 @@ def broker_entries(broker: Broker, listener: str | None = None) -> list[BrokerEn
     if not live:
         host, port = config.advertised_host, config.advertised_port
         if listener is not None:
-            host, port = endpoint_on(config, broker.node_id, listener, broker.node_id, host, port)
+            host, port = endpoint_on(config, broker.image, broker.node_id, listener, broker.node_id, host, port)
         return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
     entries: list[BrokerEntry] = []
     for b in sorted(live, key=lambda b: b.broker_id):
         host, port = b.host, b.port
         if listener is not None:
-            host, port = endpoint_on(config, broker.node_id, listener, b.broker_id, host, port)
+            host, port = endpoint_on(config, broker.image, broker.node_id, listener, b.broker_id, host, port)
         entries.append({"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack})
     return entries
 

@@ -126,6 +126,17 @@ def broker_listeners(config: ConfigSource) -> tuple[Listener, ...]:
     return tuple(listeners)
 
 
+def controller_listener(config: ConfigSource, address: tuple[str, int]) -> Listener | None:
+    """The controller listener at `address` (samsa.controller.listen / this voter's quorum address): the
+    first of controller.listener.names with its protocol from the map; None when no name is configured
+    (Samsa's controller listener is then PLAINTEXT)."""
+    names = [n.strip().upper() for n in config.get("controller.listener.names").split(",") if n.strip()]
+    if not names:
+        return None
+    host, port = address
+    return Listener(names[0], host, port, security_protocol_of(config, names[0]), host, port)
+
+
 def inter_broker_listener(config: ConfigSource, listeners: tuple[Listener, ...]) -> Listener:
     """inter.broker.listener.name, else the first listener of security.inter.broker.protocol (Kafka's
     rule), else the first listener."""
@@ -156,13 +167,20 @@ def advertised_endpoint(config: ConfigSource, listener_name: str) -> tuple[str, 
     return None
 
 
-def endpoint_on(config: ConfigSource, own_node_id: int, listener_name: str, node_id: int, host: str, port: int
-                ) -> tuple[str, int]:
-    """Where a client on listener `listener_name` reaches node `node_id`, registered at host:port: for
-    this node, what it advertises on that listener (Kafka's rule: metadata answers with the endpoints of
-    the listener the request came in on)."""
+class RegisteredEndpoints(Protocol):
+    """What endpoint_on reads of the metadata image (MetadataImage is one)."""
+
+    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None: ...
+
+
+def endpoint_on(config: ConfigSource, image: RegisteredEndpoints, own_node_id: int, listener_name: str,
+                node_id: int, host: str, port: int) -> tuple[str, int]:
+    """Where a client on listener `listener_name` reaches node `node_id`, registered at host:port (its
+    inter-broker listener): Kafka's rule, Metadata answers with the endpoints of the listener the request
+    came in on. This node's come from its config, the others' from their registration; a broker that did
+    not register that listener is given as registered."""
     if node_id == own_node_id:
         found = advertised_endpoint(config, listener_name)
-        if found is not None:
-            return found
-    return host, port
+    else:
+        found = image.endpoint(node_id, listener_name)
+    return found if found is not None else (host, port)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from samsa.broker.config import BrokerConfig, check_static_config
+from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.security.channel import ListenerSecurity
 from samsa.broker.security.listeners import (
     ListenerConfigError,
@@ -38,8 +39,10 @@ def test_listeners_take_protocols_from_the_map_and_advertise_per_name() -> None:
         ("INTERNAL", SecurityProtocol.PLAINTEXT, "10.0.0.1", 9092),
         ("EXTERNAL", SecurityProtocol.SASL_SSL, "public.example", 19093)]
     assert inter_broker_listener(config, listeners).name == "INTERNAL"
-    assert endpoint_on(config, 1, "EXTERNAL", 1, "10.0.0.1", 9092) == ("public.example", 19093)
-    assert endpoint_on(config, 1, "EXTERNAL", 2, "other", 9092) == ("other", 9092)  # another broker: as registered
+    image = MetadataImage(broker_endpoints={2: "INTERNAL://h2:9092,EXTERNAL://public2.example:19093"})
+    assert endpoint_on(config, image, 1, "EXTERNAL", 1, "10.0.0.1", 9092) == ("public.example", 19093)
+    assert endpoint_on(config, image, 1, "EXTERNAL", 2, "h2", 9092) == ("public2.example", 19093)
+    assert endpoint_on(config, image, 1, "EXTERNAL", 3, "h3", 9092) == ("h3", 9092)  # no listeners registered
 
 
 def test_a_listener_without_a_protocol_is_refused() -> None:
