@@ -19,6 +19,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -31,6 +32,7 @@ from samsa.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -50,6 +52,8 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -92,6 +96,10 @@ TYPED = [
     (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
     (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
     (elect_leaders, "ElectLeadersRequest", "ElectLeadersResponse"),
+    (sasl_handshake, "SaslHandshakeRequest", "SaslHandshakeResponse"),
+    (sasl_authenticate, "SaslAuthenticateRequest", "SaslAuthenticateResponse"),
+    (describe_user_scram_credentials, "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
+    (alter_user_scram_credentials, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

@@ -8,6 +8,7 @@ the client has authenticated.
 
 from __future__ import annotations
 
+import ssl
 import time
 
 import pytest
@@ -142,3 +143,15 @@ def test_reauthentication_extends_the_session_and_expiry_disconnects(secured_bro
         time.sleep(REAUTH_MS / 1000 + 0.5)  # past the session's lifetime, without re-authenticating
         client.send(3, 12, METADATA_V12)
         assert client.recv_frame() is None
+
+
+def test_an_ssl_listener_requiring_client_certificates_refuses_a_client_without_one(
+        secured_broker: SecuredBroker) -> None:
+    context = ssl.create_default_context(cafile=str(secured_broker.certs.ca))
+    try:
+        with RawClient(secured_broker.ports["SSL"], tls=context) as client:
+            client.send(18, 3, {"client_software_name": "raw", "client_software_version": "1"})
+            answered = client.recv_frame()
+    except (ssl.SSLError, ConnectionResetError):
+        answered = None  # TLS 1.2 refuses during the handshake; TLS 1.3 right after it
+    assert answered is None
