@@ -81,3 +81,15 @@ def test_records_replay_into_the_image_and_its_snapshot() -> None:
     assert MetadataImage().apply(image.to_records(), 0).scram_credentials == image.scram_credentials
     gone = image.apply([RemoveUserScramCredentialRecord("alice", 2)], 1)
     assert gone.scram_credentials == {}
+
+
+def test_describe_configs_hides_the_security_secrets(secured_broker: SecuredBroker) -> None:
+    with RawClient(secured_broker.ports["PLAINTEXT"]) as client:
+        response = client.request(32, 4, {"resources": [{"resource_type": 4, "resource_name": "1",
+                                                         "configuration_keys": None}],
+                                          "include_synonyms": False, "include_documentation": False})
+    configs = {c.name: c for c in response.results[0].configs}
+    assert configs["ssl.keystore.type"].value == "PEM"
+    assert configs["sasl.enabled.mechanisms"].value == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    jaas = [c for name, c in configs.items() if name.endswith("sasl.jaas.config")]
+    assert jaas and all(c.is_sensitive and c.value is None for c in jaas)
