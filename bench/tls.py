@@ -20,8 +20,8 @@ from bench.broker import create_topic
 from bench.machine import cpu_seconds, describe
 from samsa.broker.client import Connection
 from samsa.broker.launcher import ServeOptions, free_ports, start_serve
+from samsa.broker.security.dev_ca import issue, make_ca
 from samsa.broker.security.scram import ScramMechanism, credential_from_password, salted_password
-from samsa.broker.security.test_ca import issue, make_ca
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-secret"

@@ -18,8 +18,8 @@ import pytest
 
 from samsa.broker import launcher
 from samsa.broker.client import Connection
+from samsa.broker.security.dev_ca import IssuedFiles, issue, make_ca
 from samsa.broker.security.scram import ScramMechanism, credential_from_password, salted_password
-from samsa.broker.security.test_ca import IssuedFiles, issue, make_ca
 from samsa.broker.wire import build
 from samsa.kproto.messages import decode_response, encode_request, request_class
 

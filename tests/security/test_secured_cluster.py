@@ -17,7 +17,7 @@ from security_harness import REPO
 from samsa.broker import launcher
 from samsa.broker.client import Connection
 from samsa.broker.security.client import ClientSecurity
-from samsa.broker.security.test_ca import issue, make_ca
+from samsa.broker.security.dev_ca import issue, make_ca
 
 NODES = (1, 2, 3)
 START_TIMEOUT_S = 90.0

@@ -10,6 +10,7 @@ import pytest
 from samsa.broker.config import BrokerConfig, check_static_config
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.security.channel import ListenerSecurity
+from samsa.broker.security.dev_ca import issue, make_ca
 from samsa.broker.security.listeners import (
     ListenerConfigError,
     SecurityProtocol,
@@ -18,7 +19,6 @@ from samsa.broker.security.listeners import (
     inter_broker_listener,
 )
 from samsa.broker.security.sasl import JaasConfigError, PlainServer, SaslAuthenticationFailed, parse_jaas, plain_users
-from samsa.broker.security.test_ca import issue, make_ca
 from samsa.broker.security.tls import distinguished_name, listener_key_reader, parse_mapping_rules, server_context
 
 

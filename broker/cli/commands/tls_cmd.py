@@ -1,4 +1,4 @@
-"""`samsa tls ca|issue`: a test certificate authority and certificates signed by it (broker/security/test_ca.py),
+"""`samsa tls ca|issue`: a test certificate authority and certificates signed by it (broker/security/dev_ca.py),
 so a TLS listener can be tried without openssl steps. For tests and trials, not production."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from samsa.broker.cli.commands.errors import CliError, guarded
 
 @guarded
 def cmd_tls(args: argparse.Namespace) -> int:
-    from samsa.broker.security.test_ca import issue, make_ca
+    from samsa.broker.security.dev_ca import issue, make_ca
 
     directory = Path(args.directory)
     if args.tls_command == "ca":
