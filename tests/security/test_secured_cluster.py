@@ -162,3 +162,31 @@ def test_a_broker_with_a_wrong_inter_broker_password_is_refused(secured_cluster:
         return "authenticated"
 
     assert asyncio.run(attempt()) == "SASL PLAIN as broker: Authentication failed: Invalid username or password"
+
+
+def test_a_produce_to_a_follower_names_the_leader_on_the_clients_listener(secured_cluster: dict[int, Node]) -> None:
+    """KIP-951: NOT_LEADER_OR_FOLLOWER carries the leader's endpoint, on the listener the request came in on."""
+    from samsa.kproto.records import encode_batch
+
+    nodes = secured_cluster
+    topic = "redirected"
+    with Connection("127.0.0.1", nodes[1].plain) as admin:
+        created = admin.request(19, {"topics": [{"name": topic, "num_partitions": -1, "replication_factor": -1,
+                                                  "assignments": [{"partition_index": 0, "broker_ids": [2]}],
+                                                  "configs": ()}], "timeout": 30_000, "validate_only": False})
+    assert created.topics[0].error_code.value == 0, created.topics[0].error_message
+    _wait("node 3 to know the topic's leader", lambda: _leader(nodes[3], topic) == 2)
+    batch = encode_batch([(None, b"x", ())], timestamp_ms=int(time.time() * 1000))
+    with Connection("127.0.0.1", nodes[3].plain) as client:
+        r = client.request(0, {"transactional_id": None, "acks": 1, "timeout": 10_000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}, version=10)
+    assert r.responses[0].partition_responses[0].error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
+    assert [(e.node_id, e.port) for e in r.node_endpoints] == [(2, nodes[2].plain)]
+
+
+def _leader(node: Node, topic: str) -> int | None:
+    with Connection("127.0.0.1", node.plain, timeout_s=3) as conn:
+        r = conn.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                             "include_topic_authorized_operations": False})
+    partitions = r.topics[0].partitions
+    return int(partitions[0].leader_id) if partitions else None
