@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
+from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -59,5 +60,10 @@ def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = Non
     registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
     if not registered:  # before this broker's own registration lands: itself, as broker_entries says
         return _brokers(broker, include_fenced=False, listener=listener)
-    return [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.fenced}
-            for b in registered]
+    entries: list[dict[str, object]] = []
+    for b in registered:
+        host, port = b.host, b.port
+        if listener is not None:
+            host, port = endpoint_on(broker.config, broker.image, broker.node_id, listener, b.broker_id, host, port)
+        entries.append({"broker_id": b.broker_id, "host": host, "port": port, "rack": b.rack, "is_fenced": b.fenced})
+    return entries
