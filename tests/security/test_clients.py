@@ -183,3 +183,24 @@ def test_kafka_python_without_sasl_on_a_sasl_listener_is_disconnected(secured_br
     with pytest.raises(KafkaError):
         KafkaAdminClient(bootstrap_servers=secured_broker.bootstrap("SASL_PLAINTEXT"), request_timeout_ms=3000,
                          api_version_auto_timeout_ms=3000)
+
+
+def test_confluent_kafka_keeps_producing_across_session_expiry(secured_broker: SecuredBroker) -> None:
+    """KIP-368: on a listener with connections.max.reauth.ms, librdkafka re-authenticates (or reconnects) before
+    its session ends, and produce keeps working past several lifetimes."""
+    import time
+
+    from confluent_kafka import Producer
+    from security_harness import REAUTH_MS
+
+    topic = _topic(secured_broker, "ck-reauth")
+    producer = Producer({"bootstrap.servers": secured_broker.bootstrap("REAUTH"), "client.id": topic,
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+                         "sasl.password": PLAIN_USERS["alice"]})
+    delivered: list[Any] = []
+    for i in range(4):
+        producer.produce(topic, f"r{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(30) == 0
+        time.sleep(REAUTH_MS / 1000)
+    assert delivered == [None] * 4
+    assert logged_principals(secured_broker, topic) == {("User:alice", "REAUTH")}
