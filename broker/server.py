@@ -329,7 +329,11 @@ def _authenticate(channel: ChannelSecurity, connection: KafkaConnection, payload
         if not authenticator.authenticated:
             authenticator.versions_answered()  # ApiVersions before the handshake: the broker answers it
         return None
+    expires_ms = authenticator.session_expires_ms
     answer = authenticator.receive(payload, now_ms)
+    if authenticator.authenticated and (not connection.authenticated or authenticator.session_expires_ms != expires_ms):
+        logger.debug("%s authenticated as %s on listener %s", connection.peer, authenticator.principal,
+                     connection.listener)
     connection.authenticated = authenticator.authenticated
     if channel.failed:
         logger.info("closing connection from %s on listener %s: %s", connection.peer, connection.listener,
