@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from samsa.broker.config import BrokerConfig
@@ -58,6 +59,11 @@ class ClientSecurity:
                 writer.close()
                 raise
         return reader, writer
+
+    def client_steps(self) -> Callable[[bytes | None], bytes | None]:
+        """The SASL mechanism's client side: the server's token in (None first), the next token out, None
+        when done (for a blocking client that sends SaslAuthenticate itself)."""
+        return _mechanism_client(self.mechanism, self.username, self.password)
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         correlation = iter(range(1, 1 << 30))
@@ -171,3 +177,53 @@ def controller_security(config: BrokerConfig) -> ClientSecurity | None:
     """How this node reaches the controllers' listener (Raft, registration, heartbeats, forwarding)."""
     listener = controller_listener(config, ("", 0))
     return None if listener is None else client_security(config.get, listener, "sasl.mechanism.controller.protocol")
+
+
+# Kafka client defaults for the keys a client properties file may leave out.
+_CLIENT_DEFAULTS = {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3", "ssl.endpoint.identification.algorithm": "https",
+                    "ssl.cipher.suites": "", "ssl.truststore.type": "PEM", "ssl.keystore.type": "PEM"}
+
+
+def client_security_from_properties(properties: Mapping[str, str], source: str) -> ClientSecurity | None:
+    """A client's security from Kafka client properties (kafka-*.sh --command-config): security.protocol,
+    ssl.truststore.* / ssl.keystore.* (PEM or PKCS12), sasl.mechanism and sasl.jaas.config's username and
+    password; librdkafka's ssl.ca.location, ssl.certificate.location + ssl.key.location and sasl.username /
+    sasl.password are read too. None for PLAINTEXT; ListenerConfigError naming `source` for what cannot be used."""
+    props = dict(properties)
+    if "ssl.ca.location" in props and "ssl.truststore.location" not in props:
+        props["ssl.truststore.location"] = props["ssl.ca.location"]
+    if "ssl.certificate.location" in props and "ssl.keystore.location" not in props:
+        props["ssl.keystore.certificate.chain"] = Path(props["ssl.certificate.location"]).read_text()
+        props["ssl.keystore.key"] = Path(props.get("ssl.key.location", props["ssl.certificate.location"])).read_text()
+    for kind in ("keystore", "truststore"):
+        location = props.get(f"ssl.{kind}.location", "")
+        if f"ssl.{kind}.type" not in props and location.endswith((".p12", ".pfx")):
+            props[f"ssl.{kind}.type"] = "PKCS12"
+    protocol_name = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol_name not in SecurityProtocol.__members__:
+        raise ListenerConfigError(f"{source}: security.protocol {protocol_name} is not one of "
+                                  f"{', '.join(SecurityProtocol.__members__)}")
+    protocol = SecurityProtocol[protocol_name]
+    if protocol == SecurityProtocol.PLAINTEXT:
+        return None
+
+    def read(key: str) -> str:
+        return props.get(key, _CLIENT_DEFAULTS.get(key, ""))
+
+    context = client_context(read) if protocol.uses_tls else None
+    mechanism, username, password = "", "", ""
+    if protocol.uses_sasl:
+        mechanism = props.get("sasl.mechanism", "GSSAPI").upper()
+        if mechanism not in SUPPORTED_MECHANISMS:
+            raise ListenerConfigError(f"{source}: sasl.mechanism {mechanism} is not supported: use one of "
+                                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+        try:
+            options = parse_jaas(props["sasl.jaas.config"])[1] if props.get("sasl.jaas.config") else {}
+        except JaasConfigError as e:
+            raise ListenerConfigError(f"{source}: {e}") from e
+        username = options.get("username", props.get("sasl.username", ""))
+        password = options.get("password", props.get("sasl.password", ""))
+        if not username:
+            raise ListenerConfigError(f"{source}: {mechanism} needs a username: sasl.jaas.config's username=\"...\" "
+                                      "password=\"...\" (or sasl.username / sasl.password)")
+    return ClientSecurity(protocol.name, context, mechanism, username, password)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from security_harness import REPO, RawClient, SecuredBroker
+from security_harness import REPO, SCRAM_PASSWORD, SCRAM_USER, RawClient, SecuredBroker, logged_principals
 
 
 def samsa(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -61,3 +61,48 @@ def test_tls_ca_and_issue_make_stores_the_ssl_module_loads(tmp_path: Path) -> No
     context.load_cert_chain(str(tmp_path / "node1.pem"))
     again = samsa("tls", "ca", str(tmp_path))
     assert again.returncode == 1 and "--force" in again.stderr
+
+
+def _properties(path: Path, values: dict[str, str]) -> str:
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return str(path)
+
+
+def test_cli_commands_over_sasl_ssl_with_a_command_config(secured_broker: SecuredBroker, tmp_path: Path) -> None:
+    config = _properties(tmp_path / "scram.properties", {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(secured_broker.certs.ca)})
+    bootstrap = ["-b", secured_broker.bootstrap("SASL_SSL"), "--command-config", config]
+    created = samsa("topics", "create", "cli-over-sasl-ssl", *bootstrap)
+    assert created.returncode == 0, created.stderr
+    listed = samsa("user", "list", SCRAM_USER, "--output", "json", *bootstrap)
+    assert listed.returncode == 0, listed.stderr
+    assert {u["mechanism"] for u in json.loads(listed.stdout)} == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+    produced = samsa("produce", "cli-over-sasl-ssl", *bootstrap, stdin="one\ntwo\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = samsa("consume", "cli-over-sasl-ssl", "--group", "cli-group", "--max-messages", "2", *bootstrap)
+    assert consumed.stdout.split() == ["one", "two"], consumed.stderr
+    assert logged_principals(secured_broker, "samsa-cli") >= {(f"User:{SCRAM_USER}", "SASL_SSL")}
+
+
+def test_cli_over_ssl_with_librdkafka_style_keys(secured_broker: SecuredBroker, tmp_path: Path) -> None:
+    certs_ = secured_broker.certs
+    config = _properties(tmp_path / "ssl.properties", {
+        "security.protocol": "SSL", "ssl.ca.location": str(certs_.ca),
+        "ssl.certificate.location": str(certs_.client.certificate), "ssl.key.location": str(certs_.client.key)})
+    listed = samsa("topics", "list", "-b", secured_broker.bootstrap("SSL"), "--command-config", config)
+    assert listed.returncode == 0, listed.stderr
+
+
+def test_cli_with_a_wrong_password_says_so_in_one_line(secured_broker: SecuredBroker, tmp_path: Path) -> None:
+    config = _properties(tmp_path / "wrong.properties", {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username="alice" password="nope";'})
+    result = samsa("topics", "list", "-b", secured_broker.bootstrap("SASL_PLAINTEXT"), "--command-config", config)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: {secured_broker.bootstrap('SASL_PLAINTEXT')}: SASL authentication as alice failed: Authentication "
+        "failed: Invalid username or password; check --command-config"]
