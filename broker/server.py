@@ -1,5 +1,10 @@
 """The network shell: the listeners, request dispatch to the handlers, and the broker's background tasks.
 
+Every listener of `listeners` (broker/security/listeners.py) is served with its security protocol: TLS
+contexts and SASL mechanisms are built before anything listens (broker/security/channel.py), and on a SASL
+listener the connection's authenticator answers frames until the client has authenticated; the principal
+and listener name then travel in each request's context.
+
 Connections are asyncio Protocols (broker/connection.py): requests answered in order, one at a time,
 the connection muted while one waits (Kafka's SocketServer semantics).  A broken frame or an
 undecodable request closes only that connection.
