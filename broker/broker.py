@@ -33,6 +33,7 @@ from samsa.broker.node_client import NodeUnavailableError
 from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.replica_fetcher import ReplicaFetcherManager
 from samsa.broker.replica_manager import Partition, ReplicaManager
+from samsa.broker.security.client import controller_security, inter_broker_security
 from samsa.broker.state_change_log import log_state_changes
 from samsa.broker.topic_settings import TopicSettings
 from samsa.broker.txn.service import TxnService
@@ -136,6 +137,9 @@ class Broker:
         self.single_voter = not voters
         endpoints = ({n: Endpoint(h, p) for n, (h, p) in voters.items()} if voters
                      else {self.node_id: Endpoint(config.listen_host, 0)})
+        # How this node reaches the other brokers' inter-broker listener and the controllers' listener.
+        self.inter_broker_security = inter_broker_security(config)
+        self.controller_security = controller_security(config)
 
         started = time.monotonic()
         self.log_manager = LogManager(
@@ -153,6 +157,7 @@ class Broker:
             ),
             snapshot_every_entries=config.get_int("samsa.metadata.snapshot.interval.entries"),
             disk_guard=self.log_manager.disk_guard,
+            security=self.controller_security,
         )
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.

@@ -9,10 +9,13 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.broker.wire import build
 from samsa.kproto.messages import decode_response, encode_request, request_class
+
+if TYPE_CHECKING:
+    from samsa.broker.security.client import ClientSecurity
 
 _SIZE = struct.Struct(">i")
 # Versions past these name topics by id in ways the tools don't fill in (Produce v13: topic_id).
@@ -24,13 +27,38 @@ class KafkaClientError(Exception):
 
 
 class Connection:
-    def __init__(self, host: str, port: int, *, client_id: str = "samsa-cli", timeout_s: float = 30.0) -> None:
-        self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def __init__(self, host: str, port: int, *, client_id: str = "samsa-cli", timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
+        """`security`: the listener's TLS and SASL (broker/security/client.py), None for PLAINTEXT."""
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if security is not None and security.ssl_context is not None:
+            try:
+                sock = security.ssl_context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self._sock = sock
         self._client_id = client_id
         self._correlation_id = 0
         self.versions: dict[int, tuple[int, int]] = {}
         self._negotiate()
+        if security is not None and security.mechanism:
+            self._authenticate(security)
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism is done (KIP-152)."""
+        handshake = self.request(17, {"mechanism": security.mechanism}, version=1)
+        if handshake.error_code.value != 0:
+            raise KafkaClientError(f"the broker does not enable SASL mechanism {security.mechanism} on this "
+                                   f"listener (it offers {', '.join(handshake.mechanisms) or 'none'})")
+        step = security.client_steps()
+        token = step(None)
+        while token is not None:
+            answer = self.request(36, {"auth_bytes": token})
+            if answer.error_code.value != 0:
+                raise KafkaClientError(f"SASL authentication as {security.username} failed: {answer.error_message}")
+            token = step(bytes(answer.auth_bytes))
 
     def close(self) -> None:
         self._sock.close()

@@ -13,6 +13,7 @@ import logging
 from samsa.broker.controller_types import ControllerCore, HeartbeatResult, Pending
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.records import (
+    BrokerEndpointsRecord,
     BrokerRegistrationChangeRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -34,8 +35,9 @@ class ClusterControl:
         self.unclean_elections = 0
 
     def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int,
-                        rack: str | None, now_ms: float) -> Pending[int]:
-        """A broker (re)starts: a new registration with a new epoch, fenced until it catches up."""
+                        rack: str | None, now_ms: float, listeners: str = "") -> Pending[int]:
+        """A broker (re)starts: a new registration with a new epoch, fenced until it catches up. `listeners`
+        ("NAME://host:port,...") are all its listeners, host:port its inter-broker one."""
         self._core.require_active()
         image = self._core.image
         old = image.brokers.get(broker_id)
@@ -44,6 +46,8 @@ class ClusterControl:
             return Pending(old.broker_epoch, None)
         epoch = max([b.broker_epoch for b in image.brokers.values()] + [image.offset]) + 1
         records: list[MetadataRecord] = [RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack, True)]
+        if listeners:
+            records.append(BrokerEndpointsRecord(broker_id, epoch, listeners))
         if old is not None:
             # A new incarnation may have lost what the old one had not flushed: it leaves the ISRs
             # (leadership moves to another in-sync replica) and rejoins once its leaders see it caught up.

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from samsa.broker.config import BrokerConfig
     from samsa.broker.metadata.image import MetadataImage
     from samsa.broker.replica_manager import ReplicaManager
+    from samsa.broker.security.client import ClientSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class CommitBoundsBroker(Protocol):
     def config(self) -> BrokerConfig: ...
     @property
     def replica_manager(self) -> ReplicaManager: ...
+    @property
+    def inter_broker_security(self) -> ClientSecurity | None: ...
 
 
 def is_administrative_reset(generation: int, member_id: str, group_is_empty: bool) -> bool:
@@ -132,7 +135,8 @@ class CommitBounds:
         client = self._clients.get(leader_id)
         if client is None or (client.host, client.port) != (broker.host, broker.port):
             client = self._clients[leader_id] = NodeClient(
-                broker.host, broker.port, client_id=f"broker-{self._broker.node_id}-commit-bounds")
+                broker.host, broker.port, client_id=f"broker-{self._broker.node_id}-commit-bounds",
+                security=self._broker.inter_broker_security)
         topics: dict[str, list[dict[str, Any]]] = {}
         for topic, partition in partitions:
             topics.setdefault(topic, []).append({"partition_index": partition, "timestamp": LATEST_TIMESTAMP})

@@ -18,6 +18,7 @@ from typing import NamedTuple
 from samsa.broker.config_schema import (
     AUTHORIZER_KEYS,
     LONG_MAX,
+    SECURITY_BROKER_KEYS,
     TOPIC_CONFIGS,
     ConfigDef,
     ConfigError,
@@ -34,6 +35,7 @@ from samsa.broker.config_schema import (
     check_value,
     closest,
     expected,
+    listener_base_key,
     one_of,
 )
 from samsa.storage.config import LogConfig
@@ -218,6 +220,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "max.connections.per.ip.overrides": K(STRING, "", "host:count,... exceptions to max.connections.per.ip"),
     "max.connection.creation.rate": K(INT, "2147483647", "new connections accepted per second", at_least(0)),
     "connections.max.idle.ms": K(LONG, "600000", "an idle connection is closed after this long"),
+    # listeners, TLS and SASL (broker/security); their schema sits with config_schema's validators
+    **{name: K(*spec) for name, spec in SECURITY_BROKER_KEYS.items()},
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".
@@ -276,11 +280,9 @@ DYNAMIC_BROKER_CONFIGS = frozenset(name for name, entry in BROKER_SCHEMA.items()
 
 # Kafka broker configs Samsa knows and does not implement: given at start, each gets one WARN line.
 KAFKA_UNIMPLEMENTED_KEYS = frozenset({
-    "principal.builder.class",
-    "listener.security.protocol.map", "inter.broker.listener.name", "security.inter.broker.protocol",
-    "controller.listener.names", "controller.quorum.bootstrap.servers", "controller.quorum.request.timeout.ms",
+    "principal.builder.class", "controller.quorum.bootstrap.servers", "controller.quorum.request.timeout.ms",
     "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "early.start.listeners",
-    "connections.max.reauth.ms", "num.network.threads", "num.io.threads", "num.replica.fetchers",
+    "num.network.threads", "num.io.threads", "num.replica.fetchers",
     "num.recovery.threads.per.data.dir", "background.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "socket.listen.backlog.size", "replica.fetch.min.bytes", "replica.fetch.wait.max.ms",
     "replica.fetch.backoff.ms", "replica.socket.timeout.ms", "replica.socket.receive.buffer.bytes",
@@ -301,7 +303,7 @@ KAFKA_UNIMPLEMENTED_KEYS = frozenset({
     "quota.window.num", "quota.window.size.seconds", "log.local.retention.bytes", "log.local.retention.ms",
 })
 KAFKA_UNIMPLEMENTED_PREFIXES = (
-    "log.cleaner.", "sasl.", "ssl.", "listener.name.", "remote.log.", "share.", "group.share.", "group.consumer.",
+    "log.cleaner.", "sasl.", "ssl.", "remote.log.", "share.", "group.share.", "group.consumer.",
     "delegation.token.", "metrics.", "kafka.metrics.", "password.encoder.", "zookeeper.", "transaction.two.phase.",
     "client.telemetry.", "config.providers",
 )
@@ -478,7 +480,7 @@ def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
     errors: list[str] = []
     warnings: list[str] = []
     for name, raw in given.items():
-        entry = BROKER_SCHEMA.get(name)
+        entry = BROKER_SCHEMA.get(listener_base_key(name) or name)
         if entry is None:
             if is_unimplemented_kafka_key(name):
                 warnings.append(f"{name} is a Kafka broker config Samsa does not implement: ignored")

@@ -406,3 +406,81 @@ def closest(name: str, candidates: Sequence[str]) -> str | None:
 
     found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.85)
     return found[0] if found else None
+
+
+# --- listeners, TLS and SASL (broker/security) --------------------------------------------------------
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+
+
+class ProtocolMap:
+    """listener.security.protocol.map: NAME:PROTOCOL items, each protocol one of Kafka's four."""
+
+    __slots__ = ()
+
+    def check(self, name: str, value: ConfigValue) -> None:
+        for item in _COMMA.split(str(value)) if str(value) else ():
+            listener, colon, protocol = item.partition(":")
+            if not colon or not listener or protocol.upper() not in SECURITY_PROTOCOLS:
+                raise ConfigError(name, value, f"Invalid listener security protocol entry {item}")
+
+    def describe(self) -> str:
+        return "a list of NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+
+
+# Kafka's names and defaults (SocketServerConfigs, BrokerSecurityConfigs, SslConfigs, SaslConfigs), as
+# (type, default, documentation, validator). The ssl.* and sasl.* keys may also be given per listener as
+# listener.name.<listener>.<key> (and sasl.jaas.config as listener.name.<listener>.<mechanism>.sasl.jaas.config).
+SECURITY_BROKER_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None]] = {
+    "listener.security.protocol.map": (
+        ConfigType.STRING, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "each listener's security protocol", ProtocolMap()),
+    "inter.broker.listener.name": (ConfigType.STRING, "", "the listener brokers use to reach each other", None),
+    "security.inter.broker.protocol": (ConfigType.STRING, "PLAINTEXT", "the inter-broker listener's protocol, "
+                                       "when inter.broker.listener.name is unset", one_of(*SECURITY_PROTOCOLS)),
+    "controller.listener.names": (ConfigType.LIST, "", "the listeners of the controller quorum", None),
+    "ssl.keystore.type": (ConfigType.STRING, "JKS", "PEM or PKCS12 (JKS is not read by Samsa)", None),
+    "ssl.keystore.location": (ConfigType.STRING, "", "the key store file", None),
+    "ssl.keystore.password": (ConfigType.PASSWORD, "", "the key store's password", None),
+    "ssl.key.password": (ConfigType.PASSWORD, "", "the private key's password", None),
+    "ssl.keystore.certificate.chain": (ConfigType.PASSWORD, "", "the certificate chain, PEM text", None),
+    "ssl.keystore.key": (ConfigType.PASSWORD, "", "the private key, PEM text", None),
+    "ssl.truststore.type": (ConfigType.STRING, "JKS", "PEM or PKCS12 (JKS is not read by Samsa)", None),
+    "ssl.truststore.location": (ConfigType.STRING, "", "the trust store file", None),
+    "ssl.truststore.password": (ConfigType.PASSWORD, "", "the trust store's password", None),
+    "ssl.truststore.certificates": (ConfigType.PASSWORD, "", "trusted certificates, PEM text", None),
+    "ssl.protocol": (ConfigType.STRING, "TLSv1.3", "the TLS protocol", one_of("TLSv1.2", "TLSv1.3", "TLS")),
+    "ssl.enabled.protocols": (ConfigType.LIST, "TLSv1.2,TLSv1.3", "the TLS versions accepted",
+                              one_of("TLSv1.2", "TLSv1.3")),
+    "ssl.cipher.suites": (ConfigType.LIST, "", "allowed TLS 1.2 cipher suites (OpenSSL or IANA names)", None),
+    "ssl.client.auth": (ConfigType.STRING, "none", "whether clients must present a certificate",
+                        one_of("none", "requested", "required")),
+    "ssl.principal.mapping.rules": (ConfigType.STRING, "DEFAULT", "client certificate DN to principal name rules",
+                                    None),
+    "ssl.endpoint.identification.algorithm": (ConfigType.STRING, "https", "host name verification by brokers "
+                                              "connecting to brokers (empty: none)", None),
+    "sasl.enabled.mechanisms": (ConfigType.LIST, "GSSAPI", "the SASL mechanisms a SASL listener accepts", None),
+    "sasl.mechanism.inter.broker.protocol": (ConfigType.STRING, "GSSAPI", "the mechanism brokers use between them",
+                                             None),
+    "sasl.mechanism.controller.protocol": (ConfigType.STRING, "GSSAPI", "the mechanism used towards controllers",
+                                           None),
+    "sasl.jaas.config": (ConfigType.PASSWORD, "", "JAAS login module configuration (PlainLoginModule users, "
+                         "ScramLoginModule's inter-broker username/password)", None),
+    "sasl.server.max.receive.size": (ConfigType.INT, "524288", "the largest frame before authentication",
+                                     Range(minimum=1)),
+    "connections.max.reauth.ms": (ConfigType.LONG, "0", "a SASL session's lifetime (KIP-368), 0: unlimited",
+                                  Range(minimum=0)),
+}
+
+
+def listener_base_key(name: str) -> str | None:
+    """The ssl.* / sasl.* key behind a per-listener key (Kafka's listener.name.<listener>.<key>, and
+    listener.name.<listener>.<mechanism>.sasl.jaas.config); None if `name` is not one."""
+    if not name.startswith("listener.name."):
+        return None
+    rest = name[len("listener.name."):].partition(".")[2]
+    if rest.startswith(("ssl.", "sasl.")) or rest == "connections.max.reauth.ms":
+        return rest
+    mechanism_key = rest.partition(".")[2]  # <mechanism>.sasl.jaas.config
+    return mechanism_key if mechanism_key == "sasl.jaas.config" else None

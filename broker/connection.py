@@ -83,7 +83,8 @@ class KafkaConnection(asyncio.Protocol):
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
                  connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT",
-                 request_metrics: PhaseRecorder | None = None) -> None:
+                 request_metrics: PhaseRecorder | None = None, authenticate_max_frame_bytes: int | None = None
+                 ) -> None:
         self.listener = listener  # the listener's name, as Kafka's socket-server metrics label it
         self.peer = "unknown"  # host:port of the client (the request log names it)
         self._dispatch = dispatch
@@ -98,7 +99,12 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_s = connections_max_idle_ms / 1000 if connections_max_idle_ms is not None else None
         self._idle_timer: asyncio.TimerHandle | None = None
         self._last_active_s = time.monotonic()
-        self._reader = FrameReader(UNAUTHENTICATED_MAX_FRAME_BYTES)
+        # A SASL listener's connection stays capped at sasl.server.max.receive.size until the client has
+        # authenticated (the dispatcher sets `authenticated`); any other after its first valid request.
+        self.authenticated = authenticate_max_frame_bytes is None
+        self._unauthenticated_max_frame_bytes = min(authenticate_max_frame_bytes or UNAUTHENTICATED_MAX_FRAME_BYTES,
+                                                    UNAUTHENTICATED_MAX_FRAME_BYTES)
+        self._reader = FrameReader(self._unauthenticated_max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._client_host = "unknown"
         self._waiting: asyncio.Future[Response] | None = None  # the request in progress, if it had to wait
@@ -169,6 +175,15 @@ class KafkaConnection(asyncio.Protocol):
         if self._waiting is None:
             self._resume_reading()
             self._process()
+
+    def peer_certificate(self) -> bytes | None:
+        """The client's TLS certificate (DER), if the listener is TLS and the client presented a verified one."""
+        transport = self._transport
+        ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+        if ssl_object is None:
+            return None
+        der = ssl_object.getpeercert(binary_form=True)
+        return bytes(der) if der else None
 
     # --- the request loop ----------------------------------------------------------------------
 
@@ -241,7 +256,8 @@ class KafkaConnection(asyncio.Protocol):
                 done = time.perf_counter()
                 api_key = payload[0] << 8 | payload[1]  # the header's first field (it was parsed: >= 2 bytes)
             if answer is None or isinstance(answer, (bytes, list)):
-                self._reader.max_frame_bytes = self._max_frame_bytes
+                self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
+                    else self._unauthenticated_max_frame_bytes
                 if self._reserved_bytes:
                     self._release_queue()
                 if answer is None:
@@ -342,7 +358,8 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         answer = waiting.result()
-        self._reader.max_frame_bytes = self._max_frame_bytes
+        self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
+                    else self._unauthenticated_max_frame_bytes
         timed: list[_Timing] | None = None
         if timing is not None and self._phases is not None:
             now = time.perf_counter()

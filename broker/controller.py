@@ -154,8 +154,8 @@ class Controller:
         return self.image.live_brokers()
 
     def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int,
-                        rack: str | None, now_ms: float) -> Pending[int]:
-        return self.cluster.register_broker(broker_id, incarnation_id, host, port, rack, now_ms)
+                        rack: str | None, now_ms: float, listeners: str = "") -> Pending[int]:
+        return self.cluster.register_broker(broker_id, incarnation_id, host, port, rack, now_ms, listeners)
 
     def heartbeat(self, broker_id: int, broker_epoch: int, metadata_offset: int, want_fence: bool,
                   want_shut_down: bool, now_ms: float) -> tuple[ErrorCode, Pending[HeartbeatResult] | None]:

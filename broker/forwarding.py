@@ -29,6 +29,7 @@ CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTE
 ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43, 45, 46
 CREATE_ACLS, DELETE_ACLS = 30, 31
 ENVELOPE = 58
+ALTER_USER_SCRAM_CREDENTIALS = 51
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -96,6 +97,11 @@ def _list_reassignments_error(request: Any, error: ErrorCode, message: str) -> d
     return {"throttle_time": 0, "error_code": error, "error_message": message, "topics": ()}
 
 
+def _alter_scram_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    users = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+    return {"throttle_time": 0, "results": [{"user": u, "error_code": error, "error_message": message} for u in users]}
+
+
 ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     CREATE_TOPICS: _create_topics_error,
     DELETE_TOPICS: _delete_topics_error,
@@ -107,6 +113,7 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     LIST_PARTITION_REASSIGNMENTS: _list_reassignments_error,
     CREATE_ACLS: _create_acls_error,
     DELETE_ACLS: _delete_acls_error,
+    ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 

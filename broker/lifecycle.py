@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from samsa.broker.metadata.quorum import Endpoint, NotControllerError
 from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.security.listeners import Listener, broker_listeners, inter_broker_listener
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from samsa.broker.config import BrokerConfig
     from samsa.broker.controller import Controller
     from samsa.broker.metadata.quorum import MetadataQuorum
+    from samsa.broker.security.client import ClientSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,8 @@ class LifecycleBroker(Protocol):
     @property
     def producer_ids(self) -> ProducerIdManager: ...
     def controller_endpoint(self) -> tuple[int, Endpoint] | None: ...
+    @property
+    def controller_security(self) -> ClientSecurity | None: ...
 
 
 def _monotonic_ms() -> float:
@@ -88,7 +92,8 @@ class ControllerChannel:
         client = self._clients.get(node_id)
         if client is None or (client.host, client.port) != (endpoint.host, endpoint.port):
             client = self._clients[node_id] = NodeClient(endpoint.host, endpoint.port,
-                                                         client_id=f"broker-{self._broker.node_id}-to-controller")
+                                                         client_id=f"broker-{self._broker.node_id}-to-controller",
+                                                         security=self._broker.controller_security)
         return client
 
     async def request(self, api_key: int, version: int, values: dict[str, Any],
@@ -118,8 +123,19 @@ class BrokerLifecycle:
             self._wake.set()
 
     def _endpoint(self) -> tuple[str, int]:
+        """The inter-broker listener's advertised address: what followers and coordinators connect to."""
+        listener = self._listeners()[0]
+        return listener.advertised_host, listener.advertised_port
+
+    def _listeners(self) -> tuple[Listener, ...]:
+        """This broker's listeners, the inter-broker one first (the registration's first endpoint)."""
         config = self.broker.config
-        return config.advertised_host, config.advertised_port
+        listeners = broker_listeners(config)
+        inter_broker = inter_broker_listener(config, listeners)
+        return (inter_broker, *(item for item in listeners if item is not inter_broker))
+
+    def _listeners_text(self) -> str:
+        return ",".join(f"{item.name}://{item.advertised_host}:{item.advertised_port}" for item in self._listeners())
 
     def _metadata_offset(self) -> int:
         return self.broker.quorum.applied_offset - 1
@@ -129,7 +145,7 @@ class BrokerLifecycle:
         controller = self.broker.controller
         host, port = self._endpoint()
         pending = controller.register_broker(self.broker.node_id, self.broker.incarnation_id, host, port, None,
-                                             _monotonic_ms())
+                                             _monotonic_ms(), self._listeners_text())
         self.broker_epoch = pending.result()
         error, beat = controller.heartbeat(self.broker.node_id, self.broker_epoch, self._metadata_offset(), False,
                                            False, _monotonic_ms())
@@ -144,13 +160,14 @@ class BrokerLifecycle:
         host, port = self._endpoint()
         if broker.is_active_controller:
             self.broker_epoch = await broker.controller.register_broker(
-                broker.node_id, broker.incarnation_id, host, port, None, _monotonic_ms())
+                broker.node_id, broker.incarnation_id, host, port, None, _monotonic_ms(), self._listeners_text())
             return
         response = await self.channel.request(BROKER_REGISTRATION_KEY, 3, {
             "broker_id": broker.node_id,
             "cluster_id": broker.cluster_id,
             "incarnation_id": uuid.UUID(broker.incarnation_id),
-            "listeners": [{"name": "PLAINTEXT", "host": host, "port": port, "security_protocol": 0}],
+            "listeners": [{"name": item.name, "host": item.advertised_host, "port": item.advertised_port,
+                           "security_protocol": int(item.security_protocol)} for item in self._listeners()],
             "features": [{"name": "metadata.version", "min_supported_version": 1, "max_supported_version": 1}],
             "rack": None,
             "is_migrating_zk_broker": False,

@@ -12,6 +12,7 @@ import logging
 import struct
 from typing import Any
 
+from samsa.broker.security.client import ClientSecurity as ClientSecurity  # (NodeClient callers name it here)
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.framing import FrameReader
 from samsa.kproto.messages import decode_response, encode_request
@@ -28,8 +29,10 @@ class NodeUnavailableError(Exception):
 
 
 class NodeClient:
-    def __init__(self, host: str, port: int, *, client_id: str) -> None:
+    def __init__(self, host: str, port: int, *, client_id: str, security: ClientSecurity | None = None) -> None:
+        """`security`: the TLS and SASL the node's listener requires (None: PLAINTEXT)."""
         self.host = host
+        self._security = security
         self.port = port
         self._client_id = client_id
         self._writer: asyncio.StreamWriter | None = None
@@ -46,7 +49,8 @@ class NodeClient:
                 return self._writer
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), CONNECT_TIMEOUT_S)
+                    asyncio.open_connection(self.host, self.port) if self._security is None
+                    else self._security.open(self.host, self.port), CONNECT_TIMEOUT_S)
             except (TimeoutError, OSError) as e:
                 raise NodeUnavailableError(f"cannot connect to {self.host}:{self.port}: {e}") from e
             self._writer = writer

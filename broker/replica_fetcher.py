@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from samsa.broker.config import BrokerConfig
     from samsa.broker.lifecycle import BrokerLifecycle
     from samsa.broker.metadata.image import MetadataImage
+    from samsa.broker.security.client import ClientSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +62,8 @@ class FetcherBroker(Protocol):
     def lifecycle(self) -> BrokerLifecycle: ...
     @property
     def config(self) -> BrokerConfig: ...
+    @property
+    def inter_broker_security(self) -> ClientSecurity | None: ...
 
 
 def _now_ms() -> int:
@@ -116,7 +119,8 @@ class ReplicaFetcherManager:
         client = self._clients.get(leader)
         if client is None or (client.host, client.port) != (b.host, b.port):
             client = self._clients[leader] = NodeClient(b.host, b.port,
-                                                        client_id=f"replica-fetcher-{self._broker.node_id}")
+                                                        client_id=f"replica-fetcher-{self._broker.node_id}",
+                                                        security=self._broker.inter_broker_security)
         return client
 
     async def _run(self, leader: int) -> None:

@@ -1,5 +1,10 @@
 """The network shell: the listeners, request dispatch to the handlers, and the broker's background tasks.
 
+Every listener of `listeners` (broker/security/listeners.py) is served with its security protocol: TLS
+contexts and SASL mechanisms are built before anything listens (broker/security/channel.py), and on a SASL
+listener the connection's authenticator answers frames until the client has authenticated; the principal
+and listener name then travel in each request's context.
+
 Connections are asyncio Protocols (broker/connection.py): requests answered in order, one at a time,
 the connection muted while one waits (Kafka's SocketServer semantics).  A broken frame or an
 undecodable request closes only that connection.
@@ -40,6 +45,8 @@ from samsa.broker.observability.response_metrics import (
     observe_fetch,
 )
 from samsa.broker.reassignment import TICK_INTERVAL_S
+from samsa.broker.security.channel import ANONYMOUS, ChannelSecurity, ListenerSecurity, scram_lookup_from
+from samsa.broker.security.listeners import broker_listeners, controller_listener
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.messages import (
     API_VERSIONS_KEY,
@@ -60,10 +67,11 @@ ISR_CHECK_INTERVAL_S = 0.5
 
 
 def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controller_plane: bool = False,
-                   connection: str = "", listener: str = "PLAINTEXT") -> Response | Coroutine[Any, Any, Response]:
+                   connection: str = "", listener: str = "PLAINTEXT", principal: str = ANONYMOUS
+                   ) -> Response | Coroutine[Any, Any, Response]:
     """Answer one request frame: the response frame (None for acks=0), or a coroutine that answers it
     when the request has to wait. Raises ProtocolError for a request we cannot take. `connection` and
-    `listener` name where it came from in the request log."""
+    `listener` name where it came from in the request log; `principal` is who sent it (authenticated)."""
     started = time.perf_counter()
     header = parse_request_header(payload)
     api = (CONTROLLER_HANDLERS if controller_plane else HANDLERS).get(header.api_key)
@@ -77,9 +85,9 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
         )
     request = decode_request(header, payload)
     ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
-                         controller_plane=controller_plane)
+                         controller_plane=controller_plane, principal=principal, listener_name=listener)
     forwarded = header.api_key in FORWARDED_APIS
-    source = connection or client_host, listener  # for the request log
+    source = connection or client_host, listener, principal  # for the request log
     if forwarded and not broker.is_active_controller and not controller_plane:
         return _timed(broker, header, started, source, _forward_or_handle(broker, api.handler, header, request, ctx))
     try:
@@ -96,7 +104,7 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
 
 
 def _answered(broker: Broker, header: RequestHeader, request: Any, result: Any, started: float,
-              source: tuple[str, str]) -> None:
+              source: tuple[str, str, str]) -> None:
     """A request's answer is there: its error codes and traffic counted (Produce counts its own), its total
     time since `started` recorded, and the request log's line written when samsa.request.log.enable is set
     (`source`: the connection's address and listener)."""
@@ -110,10 +118,10 @@ def _answered(broker: Broker, header: RequestHeader, request: Any, result: Any, 
     seconds = time.perf_counter() - started
     metrics.record(api_key, seconds)
     if broker.config.get_bool(REQUEST_LOG_KEY):
-        log_request(header, source[0], source[1], seconds, result)
+        log_request(header, source[0], source[1], seconds, result, source[2])
 
 
-async def _timed(broker: Broker, header: RequestHeader, started: float, source: tuple[str, str],
+async def _timed(broker: Broker, header: RequestHeader, started: float, source: tuple[str, str, str],
                  answer: Coroutine[Any, Any, tuple[Any, Any, Response]]) -> Response:
     """A waiting request's answer, counted once it is there (its total time includes the wait)."""
     try:
@@ -204,23 +212,41 @@ async def serve(
     idle_ms = broker.config.get_int("connections.max.idle.ms")
     max_idle_ms = idle_ms if idle_ms >= 0 else None  # Kafka: -1 never closes an idle connection
 
-    def connection_factory(controller_plane: bool) -> Callable[[], KafkaConnection]:
+    scram_lookup = scram_lookup_from(lambda: broker.image)
+
+    def connection_factory(controller_plane: bool, security: ListenerSecurity | None = None
+                           ) -> Callable[[], KafkaConnection]:
+        listener_name = security.listener.name if security is not None else CONTROLLER_LISTENER
+
         def make() -> KafkaConnection:
             connection: KafkaConnection
+            # PLAINTEXT connections need no channel: their principal is ANONYMOUS and every frame is the broker's.
+            secured = security is not None and (security.ssl_context is not None or bool(security.mechanisms))
+            channel = ChannelSecurity(security, scram_lookup) if security is not None and secured else None
+            started_channel = False
 
             def dispatch(payload: bytes, client_host: str) -> Response | Coroutine[Any, Any, Response]:
+                nonlocal started_channel
+                principal = ANONYMOUS
+                if channel is not None:
+                    if not started_channel:
+                        started_channel = True
+                        channel.connected(connection.peer_certificate())
+                    answer = _authenticate(channel, connection, payload)
+                    if answer is not None:
+                        return answer
+                    principal = channel.principal
                 return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane,
-                                      connection=connection.peer, listener=connection.listener)
+                                      connection=connection.peer, listener=connection.listener, principal=principal)
 
-            if controller_plane:
-                connection = KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                             connections_max_idle_ms=max_idle_ms, listener=CONTROLLER_LISTENER,
-                                             request_metrics=broker.request_metrics)
-            else:
-                connection = KafkaConnection(dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
-                                             quotas=quotas, request_queue=request_queue,
-                                             connections_max_idle_ms=max_idle_ms,
-                                             request_metrics=broker.request_metrics)
+            # The controller listener is bounded by none of the client quotas or the request queue (the
+            # module's docstring says why).
+            connection = KafkaConnection(
+                dispatch, max_frame_bytes=max_frame_bytes, registry=connections,
+                quotas=None if controller_plane else quotas, request_queue=None if controller_plane else request_queue,
+                connections_max_idle_ms=max_idle_ms, listener=listener_name, request_metrics=broker.request_metrics,
+                authenticate_max_frame_bytes=(channel.security.max_receive_bytes if channel is not None
+                                              and channel.authenticator is not None else None))
             return connection
 
         return make
@@ -228,17 +254,25 @@ async def serve(
     def fence_expired() -> None:
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)
 
+    # Every listener's TLS context and SASL setup is built before anything listens: a listener that cannot
+    # be secured as configured stops the start (ListenerConfigError), it is never served half-secured.
+    securities = [ListenerSecurity.from_config(broker.config, spec) for spec in broker_listeners(broker.config)]
+    controller_address = broker.config.controller_listen()
+    controller_spec = None if controller_address is None else controller_listener(broker.config, controller_address)
+    controller_security = None if controller_spec is None else ListenerSecurity.from_config(broker.config,
+                                                                                            controller_spec)
     listeners: list[asyncio.Server] = []
     observability: ObservabilityHandle | None = None
     try:
         observability = await start_observability(broker)  # /metrics, /health/* (samsa.metrics.listen)
-        controller_address = broker.config.controller_listen()
         if controller_address is not None:
-            controller_listener = await loop.create_server(
-                connection_factory(True), controller_address[0], controller_address[1], reuse_address=True,
-                backlog=LISTEN_BACKLOG)
-            listeners.append(controller_listener)
-            logger.info("controller listener on port %d", _bound_port(controller_listener))
+            controller_server = await loop.create_server(
+                connection_factory(True, controller_security), controller_address[0], controller_address[1],
+                reuse_address=True, backlog=LISTEN_BACKLOG,
+                ssl=controller_security.ssl_context if controller_security is not None else None)
+            listeners.append(controller_server)
+            logger.info("controller listener %s on port %d", controller_spec.name if controller_spec else "CONTROLLER",
+                        _bound_port(controller_server))
         async with anyio.create_task_group() as tg:
             tg.start_soon(broker.quorum.run)  # Raft timers and requests to the other voters
             tg.start_soon(broker.lifecycle.run)  # registration and heartbeats to the active controller
@@ -259,12 +293,22 @@ async def serve(
             if not broker.ready.is_set():
                 logger.info("catching up with the metadata quorum before listening on %s:%d", host, port)
                 await broker.ready.wait()
-            listener = await loop.create_server(connection_factory(False), host, port, reuse_address=True,
-                                                backlog=LISTEN_BACKLOG)
-            listeners.append(listener)
+            bound_port = port
+            # The first listener (the --listen address, which launchers poll) opens last: once it accepts,
+            # every listener does.
+            for index, security in reversed(list(enumerate(securities))):
+                spec = security.listener
+                bind_host, bind_port = (host, port) if index == 0 else (spec.host, spec.port)
+                listener = await loop.create_server(connection_factory(False, security), bind_host, bind_port,
+                                                    reuse_address=True, backlog=LISTEN_BACKLOG,
+                                                    ssl=security.ssl_context)
+                listeners.append(listener)
+                logger.info("listener %s (%s) on %s:%d", spec.name, spec.security_protocol.name, bind_host,
+                            _bound_port(listener))
+                if index == 0:
+                    bound_port = _bound_port(listener)
             if observability is not None:
                 observability.listeners_open = True
-            bound_port = _bound_port(listener)
             logger.info("listening on %s:%d", host, bound_port)
             if started is not None:
                 r = started(bound_port)
@@ -278,6 +322,31 @@ async def serve(
             server.close()
         for connection in list(connections):
             connection.abort()
+
+
+def _authenticate(channel: ChannelSecurity, connection: KafkaConnection, payload: bytes) -> bytes | None:
+    """The SASL authenticator's answer to a frame, or None when the broker answers it. A frame no one may
+    answer before authentication raises ProtocolError (the connection closes); a failed authentication is
+    answered, then the connection closes (Kafka's SaslServerAuthenticator)."""
+    authenticator = channel.authenticator
+    if authenticator is None:
+        return None
+    now_ms = int(time.time() * 1000)
+    if not authenticator.handles(payload, now_ms):
+        if not authenticator.authenticated:
+            authenticator.versions_answered()  # ApiVersions before the handshake: the broker answers it
+        return None
+    expires_ms = authenticator.session_expires_ms
+    answer = authenticator.receive(payload, now_ms)
+    if authenticator.authenticated and (not connection.authenticated or authenticator.session_expires_ms != expires_ms):
+        logger.debug("%s authenticated as %s on listener %s", connection.peer, authenticator.principal,
+                     connection.listener)
+    connection.authenticated = authenticator.authenticated
+    if channel.failed:
+        logger.info("closing connection from %s on listener %s: %s", connection.peer, connection.listener,
+                    authenticator.failed_message or "SASL authentication failed")
+        asyncio.get_running_loop().call_soon(connection.close)  # once this answer is written
+    return answer
 
 
 def connection_quotas(config: BrokerConfig) -> ConnectionQuotas:

@@ -28,8 +28,8 @@ def _host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def _endpoint(host: str, port: int) -> str:
-    return f"PLAINTEXT://[{host}]:{port}" if ":" in host else f"PLAINTEXT://{host}:{port}"
+def _endpoint(host: str, port: int, name: str = "PLAINTEXT") -> str:
+    return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
 
 
 def given_config(args: argparse.Namespace) -> dict[str, str]:
@@ -52,23 +52,32 @@ def broker_config_from_args(args: argparse.Namespace) -> BrokerConfig:
     """The broker's config from `samsa serve`'s arguments; ServeConfigError for an argument that cannot be
     read (values are checked against the schema by check_static_config)."""
     overrides = given_config(args)
+    # The first client listener (not one of controller.listener.names) is the one --listen / --advertise
+    # address; the other listeners keep what the file or --override says.
+    controllers = {n.strip().upper() for n in overrides.get("controller.listener.names", "").split(",") if n.strip()}
+    items = [i.strip() for i in overrides.get("listeners", "").split(",") if i.strip()]
+    first = next((i for i, item in enumerate(items) if item.split("://", 1)[0].upper() not in controllers), None)
+    name = items[first].split("://", 1)[0] if first is not None else "PLAINTEXT"
     listen = args.listen
     if listen is None:
-        listen = "127.0.0.1:9092"
-        if overrides.get("listeners"):
-            listen = overrides["listeners"].split(",")[0].strip().split("://", 1)[-1]
+        listen = items[first].split("://", 1)[-1] if first is not None else "127.0.0.1:9092"
     host, port = _host_port(listen)
+    advertised = {i.strip().split("://", 1)[0].upper(): i.strip()
+                  for i in overrides.get("advertised.listeners", "").split(",") if i.strip()}
     advertise = args.advertise
-    if advertise is None and overrides.get("advertised.listeners"):
-        advertise = overrides["advertised.listeners"].split(",")[0].strip().split("://", 1)[-1]
+    if advertise is None and name.upper() in advertised:
+        advertise = advertised[name.upper()].split("://", 1)[-1]
     adv_host, adv_port = _host_port(advertise, port) if advertise else (host if host != "0.0.0.0" else "127.0.0.1",
                                                                       port)
     # What the broker listens on and advertises were given at start (flags or file): DescribeConfigs reports
     # them as static broker configs, as Kafka does.
-    if args.listen is not None or "listeners" not in overrides:
-        overrides["listeners"] = _endpoint(host, port)
-    if args.advertise is not None or "advertised.listeners" not in overrides:
-        overrides["advertised.listeners"] = _endpoint(adv_host, adv_port)
+    if first is None:
+        items.append(_endpoint(host, port, name))
+    elif args.listen is not None:
+        items[first] = _endpoint(host, port, name)
+    overrides["listeners"] = ",".join(items)
+    advertised[name.upper()] = _endpoint(adv_host, adv_port, name)
+    overrides["advertised.listeners"] = ",".join(advertised.values())
     data_dir = args.data_dir
     if data_dir is None:
         data_dir = overrides.get("log.dirs", overrides.get("log.dir", "./samsa-data")).split(",")[0]
@@ -105,7 +114,27 @@ def load_serve_config(args: argparse.Namespace, log: logging.Logger) -> BrokerCo
         log.warning("%s", warning)
     for error in report.errors:
         log.error("samsa serve: %s", error)
-    return None if report.errors else config
+    if report.errors:
+        return None
+    # Each listener must be usable as configured (its protocol, key and trust stores, SASL mechanisms and
+    # JAAS users) before anything listens: a listener is never served half-secured.
+    from samsa.broker.security.channel import ListenerSecurity
+    from samsa.broker.security.client import controller_security, inter_broker_security
+    from samsa.broker.security.listeners import ListenerConfigError, broker_listeners, controller_listener
+
+    try:
+        for listener in broker_listeners(config):
+            ListenerSecurity.from_config(config, listener)
+        address = config.controller_listen()
+        controller = None if address is None else controller_listener(config, address)
+        if controller is not None:
+            ListenerSecurity.from_config(config, controller)
+        inter_broker_security(config)  # this broker's own logins towards the others
+        controller_security(config)
+    except ListenerConfigError as e:
+        log.error("samsa serve: %s", e)
+        return None
+    return config
 
 
 SHUTDOWN_HANDOVER_S = 5.0

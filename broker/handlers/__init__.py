@@ -18,6 +18,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -35,6 +36,7 @@ from samsa.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     envelope,
@@ -55,6 +57,8 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -139,6 +143,10 @@ HANDLERS: dict[int, Api] = _table(
     (delete_acls.API, delete_acls.handle_delete_acls),
     (consumer_group_heartbeat.API, consumer_group_heartbeat.handle_consumer_group_heartbeat),
     (consumer_group_describe.API, consumer_group_describe.handle_consumer_group_describe),
+    (sasl_handshake.API, sasl_handshake.handle_sasl_handshake),
+    (sasl_authenticate.API, sasl_authenticate.handle_sasl_authenticate),
+    (describe_user_scram_credentials.API, describe_user_scram_credentials.handle_describe_user_scram_credentials),
+    (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -168,6 +176,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (create_acls.API, create_acls.handle_create_acls),
     (delete_acls.API, delete_acls.handle_delete_acls),
     (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
+    (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
 from samsa.broker.security.acl_requests import cluster_authorized_operations
+from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -46,19 +47,25 @@ def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext
         "endpoint_type": BROKERS,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False))),  # v2+
+        "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False)),
+                           listener=ctx.listener_name),  # v2+
         "cluster_authorized_operations": (cluster_authorized_operations(ctx, CLUSTER_OPERATIONS)
                                           if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })
 
 
-def _brokers(broker: Broker, *, include_fenced: bool) -> list[dict[str, object]]:
+def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = None) -> list[dict[str, object]]:
     if not include_fenced:
         return [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
-                 "is_fenced": False} for b in broker_entries(broker)]
+                 "is_fenced": False} for b in broker_entries(broker, listener)]
     registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
     if not registered:  # before this broker's own registration lands: itself, as broker_entries says
-        return _brokers(broker, include_fenced=False)
-    return [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": b.fenced}
-            for b in registered]
+        return _brokers(broker, include_fenced=False, listener=listener)
+    entries: list[dict[str, object]] = []
+    for b in registered:
+        host, port = b.host, b.port
+        if listener is not None:
+            host, port = endpoint_on(broker.config, broker.image, broker.node_id, listener, b.broker_id, host, port)
+        entries.append({"broker_id": b.broker_id, "host": host, "port": port, "rack": b.rack, "is_fenced": b.fenced})
+    return entries

@@ -15,6 +15,7 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_requests import group_error, transactional_id_error
+from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.txn.service import TRANSACTION_STATE_TOPIC
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -76,7 +77,9 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     error, leader = broker.partition_leader(topic, partition)
     if leader is None:
         return _error(key, error, None)
-    return Coordinator(key, ErrorCode.none, node_id=leader.broker_id, host=leader.host, port=leader.port)
+    host, port = endpoint_on(broker.config, broker.image, broker.node_id, ctx.listener_name, leader.broker_id,
+                             leader.host, leader.port)
+    return Coordinator(key, ErrorCode.none, node_id=leader.broker_id, host=host, port=port)
 
 
 def _error(key: str, error: ErrorCode, message: str | None) -> Coordinator:

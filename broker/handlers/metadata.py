@@ -17,6 +17,7 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller import TopicSpec
 from samsa.broker.metadata.image import PartitionImage, TopicImage
 from samsa.broker.security.acl_requests import MetadataAuthorization
+from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -117,15 +118,23 @@ def topic_entry(topic: TopicImage, *, include_ops: bool, live: frozenset[int] | 
     }
 
 
-def broker_entries(broker: Broker) -> list[BrokerEntry]:
-    """The live (registered, unfenced) brokers; this broker alone before its registration lands."""
+def broker_entries(broker: Broker, listener: str | None = None) -> list[BrokerEntry]:
+    """The live (registered, unfenced) brokers; this broker alone before its registration lands. This
+    broker's own entry is what it advertises on `listener` (the request's), as Kafka answers."""
     live = [b for b in broker.image.brokers.values() if not b.fenced]
+    config = broker.config
     if not live:
-        config = broker.config
-        return [{"node_id": broker.node_id, "host": config.advertised_host, "port": config.advertised_port,
-                 "rack": None}]
-    return [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in sorted(live, key=lambda b: b.broker_id)]
+        host, port = config.advertised_host, config.advertised_port
+        if listener is not None:
+            host, port = endpoint_on(config, broker.image, broker.node_id, listener, broker.node_id, host, port)
+        return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+    entries: list[BrokerEntry] = []
+    for b in sorted(live, key=lambda b: b.broker_id):
+        host, port = b.host, b.port
+        if listener is not None:
+            host, port = endpoint_on(config, broker.image, broker.node_id, listener, b.broker_id, host, port)
+        entries.append({"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack})
+    return entries
 
 
 def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode) -> TopicEntry:
@@ -135,7 +144,7 @@ def _error_entry(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode)
 def handle_metadata(request: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.version
-    brokers = broker_entries(broker)
+    brokers = broker_entries(broker, ctx.listener_name)
     live = frozenset(b["node_id"] for b in brokers)
     include_ops = bool(field(request, "include_topic_authorized_operations", False))
     allow_auto_create = bool(field(request, "allow_auto_topic_creation", True)) and broker.config.get_bool(

@@ -23,6 +23,7 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
 from samsa.broker.security.acl_requests import ProduceChecks, produce_authorization
+from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.wire import build, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -37,6 +38,8 @@ from samsa.storage.validator import (
 
 if TYPE_CHECKING:
     from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+
+    from samsa.broker.metadata.image import BrokerImage
     ProduceRequest = (v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest
                       | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest
                       | v11.ProduceRequest | v12.ProduceRequest)
@@ -367,9 +370,9 @@ def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionR
             })
         responses.append({"name": name, "partition_responses": answers})
     # KIP-951: the new leaders' endpoints, so the client redirects without a metadata round trip.
+    # Each on the listener this request came in on (as Metadata answers).
     image = ctx.broker.image
-    endpoints = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                 for node in sorted(leaders) if (b := image.brokers.get(node)) is not None]
+    endpoints = [_node_endpoint(ctx, b) for node in sorted(leaders) if (b := image.brokers.get(node)) is not None]
     cls: type[ProduceResponse] = response_class(0, ctx.version)
     return build(cls, {"responses": responses, "throttle_time": 0, "node_endpoints": endpoints})
 
@@ -382,3 +385,10 @@ def _current_leader(ctx: RequestContext, topic: str, index: int) -> tuple[int, i
     if p is None or p.leader < 0 or p.leader == ctx.broker.node_id:
         return None
     return p.leader, p.leader_epoch
+
+
+def _node_endpoint(ctx: RequestContext, b: BrokerImage) -> dict[str, object]:
+    broker = ctx.broker
+    host, port = endpoint_on(broker.config, broker.image, broker.node_id, ctx.listener_name, b.broker_id, b.host,
+                             b.port)
+    return {"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}

@@ -130,9 +130,12 @@ def handle_broker_registration(request: BrokerRegistrationRequest, ctx: RequestC
     if listener is None:
         return build(cls, {"throttle_time": 0, "error_code": ErrorCode.invalid_request, "broker_epoch": -1})
     try:
+        # The first listener is the inter-broker one (what followers and coordinators connect to); all of
+        # them are kept, so Metadata can answer each client with the listener it came in on.
+        listeners = ",".join(f"{e.name.upper()}://{e.host}:{int(e.port)}" for e in request.listeners)
         pending = broker.controller.register_broker(
             int(request.broker_id), str(request.incarnation_id), listener.host, int(listener.port), request.rack,
-            _monotonic_ms())
+            _monotonic_ms(), listeners)
     except NotControllerError:
         return build(cls, {"throttle_time": 0, "error_code": ErrorCode.not_controller, "broker_epoch": -1})
     return _answer_registration(cls, pending)

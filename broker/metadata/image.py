@@ -13,6 +13,7 @@ from types import MappingProxyType
 from samsa.broker.metadata.records import (
     TOPIC_RESOURCE,
     AccessControlEntryRecord,
+    BrokerEndpointsRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
@@ -22,8 +23,10 @@ from samsa.broker.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from samsa.broker.security.acl import Acl, AclOperation, AclPermissionType, PatternType, ResourceType
 
@@ -80,6 +83,20 @@ class MetadataImage:
     next_producer_id: int = 0
     brokers: Mapping[int, BrokerImage] = field(default_factory=lambda: MappingProxyType({}))
     acls: Mapping[str, Acl] = field(default_factory=lambda: MappingProxyType({}))  # by record id
+    # SCRAM credentials by (user name, mechanism) (Kafka's ScramImage)
+    scram_credentials: Mapping[tuple[str, int], UserScramCredentialRecord] = field(
+        default_factory=lambda: MappingProxyType({}))
+    # Each registered broker's listeners, "NAME://host:port,..." (BrokerEndpointsRecord), by broker id
+    broker_endpoints: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
+        """Where broker `broker_id` advertises listener `listener`, if it registered its listeners."""
+        for item in self.broker_endpoints.get(broker_id, "").split(","):
+            name, sep, address = item.partition("://")
+            if sep and name == listener:
+                host, _, port = address.rpartition(":")
+                return host.strip("[]"), int(port)
+        return None
 
     def live_brokers(self) -> tuple[int, ...]:
         """Unfenced brokers, by id (Kafka places replicas and elects leaders only among these)."""
@@ -95,6 +112,8 @@ class MetadataImage:
         next_producer_id = self.next_producer_id
         brokers: dict[int, BrokerImage] | None = None
         acls: dict[str, Acl] | None = None  # copied on the first ACL record only
+        scram: dict[tuple[str, int], UserScramCredentialRecord] | None = None
+        endpoints: dict[int, str] | None = None
         # The partitions of the topics these records touch, copied once per topic and frozen into their
         # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
         touched: dict[str, dict[int, PartitionImage]] = {}
@@ -165,6 +184,8 @@ class MetadataImage:
                 case ProducerIdsRecord(next_producer_id=npid):
                     next_producer_id = max(next_producer_id, npid)
                 case RegisterBrokerRecord():
+                    endpoints = dict(self.broker_endpoints) if endpoints is None else endpoints
+                    endpoints.pop(record.broker_id, None)  # a new registration names its listeners anew
                     brokers = dict(self.brokers) if brokers is None else brokers
                     brokers[record.broker_id] = BrokerImage(
                         record.broker_id, record.broker_epoch, record.incarnation_id, record.host, record.port,
@@ -189,11 +210,24 @@ class MetadataImage:
                 case RemoveAccessControlEntryRecord():
                     acls = dict(self.acls) if acls is None else acls
                     acls.pop(record.id, None)
+                case BrokerEndpointsRecord():
+                    registered = (brokers if brokers is not None else self.brokers).get(record.broker_id)
+                    if registered is not None and registered.broker_epoch == record.broker_epoch:
+                        endpoints = dict(self.broker_endpoints) if endpoints is None else endpoints
+                        endpoints[record.broker_id] = record.listeners
+                case UserScramCredentialRecord():
+                    scram = dict(self.scram_credentials) if scram is None else scram
+                    scram[(record.name, record.mechanism)] = record
+                case RemoveUserScramCredentialRecord():
+                    scram = dict(self.scram_credentials) if scram is None else scram
+                    scram.pop((record.name, record.mechanism), None)
                 case UnregisterBrokerRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     gone = brokers.get(record.broker_id)
                     if gone is not None and gone.broker_epoch == record.broker_epoch:
                         del brokers[record.broker_id]
+                        endpoints = dict(self.broker_endpoints) if endpoints is None else endpoints
+                        endpoints.pop(record.broker_id, None)
         for topic_id, parts in touched.items():
             topic = replace(by_id[topic_id], partitions=MappingProxyType(parts))
             by_id[topic_id] = topic
@@ -208,6 +242,8 @@ class MetadataImage:
             next_producer_id=next_producer_id,
             brokers=self.brokers if brokers is None else MappingProxyType(brokers),
             acls=self.acls if acls is None else MappingProxyType(acls),
+            scram_credentials=self.scram_credentials if scram is None else MappingProxyType(scram),
+            broker_endpoints=self.broker_endpoints if endpoints is None else MappingProxyType(endpoints),
         )
 
     def to_records(self) -> list[MetadataRecord]:
@@ -216,6 +252,8 @@ class MetadataImage:
         for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
             records.append(RegisterBrokerRecord(b.broker_id, b.broker_epoch, b.incarnation_id, b.host, b.port,
                                                 b.rack, b.fenced, b.registration_offset))
+            if b.broker_id in self.broker_endpoints:
+                records.append(BrokerEndpointsRecord(b.broker_id, b.broker_epoch, self.broker_endpoints[b.broker_id]))
             if b.in_controlled_shutdown:
                 records.append(BrokerRegistrationChangeRecord(b.broker_id, b.broker_epoch, None, True))
         for topic in self.topics_by_id.values():
@@ -231,6 +269,7 @@ class MetadataImage:
         records += [AccessControlEntryRecord(acl_id, a.resource_type, a.resource_name, a.pattern_type, a.principal,
                                              a.host, a.operation, a.permission_type)
                     for acl_id, a in self.acls.items()]
+        records += [self.scram_credentials[key] for key in sorted(self.scram_credentials)]
         return records
 
 

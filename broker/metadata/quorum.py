@@ -58,7 +58,7 @@ from samsa.broker.metadata.records import (
     decode_records,
     encode_records,
 )
-from samsa.broker.node_client import NodeClient, NodeUnavailableError
+from samsa.broker.node_client import ClientSecurity, NodeClient, NodeUnavailableError
 from samsa.broker.observability.histogram import Histogram
 from samsa.kproto.errors import ErrorCode
 from samsa.raft import codec
@@ -177,6 +177,7 @@ class MetadataQuorum:
         snapshot_every_entries: int = SNAPSHOT_EVERY_ENTRIES,
         disk_guard: DiskSpaceGuard | None = None,
         on_fatal: Callable[[BaseException], None] = halt_process,
+        security: ClientSecurity | None = None,
     ) -> None:
         """`disk_guard` is the data directory's free-disk reserve (the one `log` appends under): writes
         that create data are refused below it, and the driver's own writes pass it. `on_fatal` is called
@@ -190,7 +191,7 @@ class MetadataQuorum:
         self._on_leader_change = on_leader_change
         self._snapshot_every = snapshot_every_entries
         self._disk_guard = disk_guard
-        self._on_fatal = on_fatal
+        self._on_fatal, self._security = on_fatal, security  # (security: the controller listener's TLS / SASL)
         quorum_config = config or QuorumConfig(voters=frozenset(voters))
         assert quorum_config.voters == frozenset(voters)
         self.writer = MetadataLogWriter(log, quorum_config.voters, disk_guard)
@@ -521,7 +522,7 @@ class MetadataQuorum:
         client = self._clients.get(send.destination)
         if client is None:
             client = self._clients[send.destination] = NodeClient(
-                endpoint.host, endpoint.port, client_id=f"raft-client-{self.node_id}")
+                endpoint.host, endpoint.port, client_id=f"raft-client-{self.node_id}", security=self._security)
         own = self.voters.get(self.node_id)
         request = codec.encode_request(
             send.message, cluster_id=self.cluster_id, destination_id=send.destination,  # type: ignore[arg-type]

@@ -117,17 +117,49 @@ class RemoveAccessControlEntryRecord:
     id: str
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerEndpointsRecord:
+    """Every listener a registered broker advertises, "NAME://host:port,..." (the endpoints of Kafka's
+    RegisterBrokerRecord, which RegisterBrokerRecord's host/port, the inter-broker listener's, predate).
+    Written with the registration; a new registration without one leaves the broker with its host/port only."""
+
+    broker_id: int
+    broker_epoch: int
+    listeners: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """Kafka's UserScramCredentialRecord: one user's credential for one SCRAM mechanism (RFC 5802's salt,
+    StoredKey, ServerKey and iteration count; never the password). Bytes are base64 text in the JSON."""
+
+    name: str
+    mechanism: int  # Kafka's ScramMechanism type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    name: str
+    mechanism: int
+
+
 MetadataRecord = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | ConfigRecord | ProducerIdsRecord
     | RegisterBrokerRecord | BrokerRegistrationChangeRecord | UnregisterBrokerRecord
-    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    | AccessControlEntryRecord | RemoveAccessControlEntryRecord | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord | BrokerEndpointsRecord
 )
 
 _TYPES: dict[str, type[Any]] = {
     cls.__name__: cls
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
                 ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord,
-                AccessControlEntryRecord, RemoveAccessControlEntryRecord)
+                AccessControlEntryRecord, RemoveAccessControlEntryRecord,
+                UserScramCredentialRecord, RemoveUserScramCredentialRecord, BrokerEndpointsRecord)
 }
 _TUPLE_FIELDS = {"replicas", "isr", "removing_replicas", "adding_replicas"}
 # Fields added later, left out of the JSON at their default (PartitionRecord's (), PartitionChangeRecord's

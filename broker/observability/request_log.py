@@ -1,7 +1,7 @@
 """The request log (samsa.request.log.enable, off by default; dynamic): one INFO line per answered request on
 logger "samsa.request", as Kafka's kafka.request.logger writes "Completed request" lines.
 
-A line: API name and version, correlation id, client id, principal (User:ANONYMOUS until security lands),
+A line: API name and version, correlation id, client id, principal (the authenticated one, else User:ANONYMOUS),
 the connection's address and listener, the total time in ms (decode to response, as TotalTimeMs) and the
 error codes of the response, each with how many times it occurs (partitions of a Produce or Fetch), or "-"
 for a request without a response (acks=0).
@@ -41,10 +41,11 @@ def errors_text(response: Any) -> str:
                     for code, n in sorted(counts.items()))
 
 
-def log_request(header: RequestHeader, connection: str, listener: str, seconds: float, response: Any) -> None:
+def log_request(header: RequestHeader, connection: str, listener: str, seconds: float, response: Any,
+                principal: str = ANONYMOUS_PRINCIPAL) -> None:
     api = "".join(part.capitalize() for part in API_NAMES.get(header.api_key, str(header.api_key)).split("_"))
     request_logger.info(
         "Completed request api=%s version=%d correlation_id=%d client_id=\"%s\" principal=%s connection=%s "
         "listener=%s latency_ms=%.3f errors=%s", api, header.api_version, header.correlation_id,
-        header.client_id if header.client_id is not None else "-", ANONYMOUS_PRINCIPAL, connection, listener,
+        header.client_id if header.client_id is not None else "-", principal, connection, listener,
         seconds * 1000, errors_text(response))

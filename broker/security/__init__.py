@@ -1,1 +1,2 @@
-"""Who may do what: ACLs and the authorizer (broker.security.acl, .authorizer, .acl_control)."""
+"""Kafka security: listeners, TLS, SASL authentication and SCRAM credentials (authentication), and ACLs with
+the StandardAuthorizer model (authorization: broker.security.acl, .authorizer, .acl_control)."""

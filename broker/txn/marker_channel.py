@@ -22,6 +22,7 @@ from samsa.kproto.messages import request_class
 
 if TYPE_CHECKING:
     from samsa.broker.metadata.image import MetadataImage
+    from samsa.broker.security.client import ClientSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class MarkerBroker(Protocol):
     def node_id(self) -> int: ...
     @property
     def image(self) -> MetadataImage: ...
+    @property
+    def inter_broker_security(self) -> ClientSecurity | None: ...
 
 
 class TransactionMarkerChannelManager:
@@ -89,7 +92,8 @@ class TransactionMarkerChannelManager:
             client = self._clients.get(leader_id)
             if client is None or (client.host, client.port) != (broker.host, broker.port):
                 client = self._clients[leader_id] = NodeClient(
-                    broker.host, broker.port, client_id=f"broker-{self._broker.node_id}-txn-markers")
+                    broker.host, broker.port, client_id=f"broker-{self._broker.node_id}-txn-markers",
+                    security=self._broker.inter_broker_security)
             request = build(request_class(WRITE_TXN_MARKERS_KEY, WRITE_TXN_MARKERS_VERSION), values)
             try:
                 response = await client.request(request, timeout_s=MARKER_REQUEST_TIMEOUT_S)

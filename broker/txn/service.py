@@ -67,10 +67,10 @@ from samsa.storage.errors import StorageError
 from samsa.storage.txn_index import fsync_files
 
 if TYPE_CHECKING:
-
     from samsa.broker.group.service import GroupService
     from samsa.broker.lifecycle import ProducerIdManager
     from samsa.broker.metadata.image import MetadataImage
+    from samsa.broker.security.client import ClientSecurity
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,8 @@ class TxnBroker(InternalTopicBroker, Protocol):
     def producer_ids(self) -> ProducerIdManager: ...
     @property
     def groups(self) -> GroupService: ...
+    @property
+    def inter_broker_security(self) -> ClientSecurity | None: ...
 
 
 def now_ms() -> int:

@@ -153,7 +153,7 @@ def test_broker_config_parses_once_into_a_typed_view() -> None:
 
 def test_static_check_sorts_errors_and_warnings() -> None:
     report = check_static_config({
-        "num.partitions": "abc", "num.partitons": "3", "replica.selector.class": "x", "ssl.keystore.location": "/k",
+        "num.partitions": "abc", "num.partitons": "3", "replica.selector.class": "x", "sasl.kerberos.service.name": "k",
         "remote.log.storage.system.enable": "false", "retention.ms": "5", "log.preallocate": "true",
         "default.replication.factor": "2",
         "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://[::1]:9093",
@@ -163,7 +163,7 @@ def test_static_check_sorts_errors_and_warnings() -> None:
     assert len(report.warnings) == 6
     text = "\n".join(report.warnings)
     assert "num.partitons is not a known broker config: ignored (did you mean num.partitions?)" in text
-    for key in ("replica.selector.class", "ssl.keystore.location", "remote.log.storage.system.enable"):
+    for key in ("replica.selector.class", "sasl.kerberos.service.name", "remote.log.storage.system.enable"):
         assert f"{key} is a Kafka broker config Samsa does not implement: ignored" in text
     assert "retention.ms is a topic config, not a broker config" in text
     assert "log.preallocate is a Kafka broker config Samsa accepts but does not implement yet" in text

@@ -19,6 +19,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -36,6 +37,7 @@ from samsa.broker.handlers import (
     describe_log_dirs,
     describe_producers,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     envelope,
@@ -56,6 +58,8 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -104,6 +108,10 @@ TYPED = [
     (envelope, "EnvelopeRequest", "EnvelopeResponse"),
     (consumer_group_heartbeat, "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse"),
     (consumer_group_describe, "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"),
+    (sasl_handshake, "SaslHandshakeRequest", "SaslHandshakeResponse"),
+    (sasl_authenticate, "SaslAuthenticateRequest", "SaslAuthenticateResponse"),
+    (describe_user_scram_credentials, "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
+    (alter_user_scram_credentials, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

@@ -1,4 +1,4 @@
-"""The client commands of `samsa` (topics, produce, consume, groups, cluster info|health, config): one
+"""The client commands of `samsa` (topics, produce, consume, groups, cluster info|health, config, user, tls): one
 module per command, a routing client (client.py) and one-line errors (errors.py)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _add_cluster_views(sub: Any) -> None:
 
 def add_commands(sub: Any, top: argparse.ArgumentParser | None = None) -> None:
     """Register the client commands on `samsa`'s subparsers; `top` (the `samsa` parser) gets one-line errors too."""
-    from samsa.broker.cli.commands import acl, config_cmd, consume, groups, produce, topics
+    from samsa.broker.cli.commands import acl, config_cmd, consume, groups, produce, tls_cmd, topics, users
 
     topics.add_commands(sub, one_line)
     acl.add_commands(sub, one_line)
@@ -62,6 +62,8 @@ def add_commands(sub: Any, top: argparse.ArgumentParser | None = None) -> None:
     consume.add_commands(sub, one_line)
     groups.add_commands(sub, one_line)
     config_cmd.add_commands(sub, one_line)
+    users.add_commands(sub, one_line)
+    tls_cmd.add_commands(sub, one_line)
     _add_cluster_views(sub)
     if top is not None:
         one_line(top)

@@ -11,6 +11,7 @@ does one thing at a time, so one blocking connection per broker is enough.
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -98,7 +99,13 @@ class RoutingClient:
     def _open(self, host: str, port: int) -> Connection:
         address = _address(host, port)
         try:
-            return Connection(host, port, client_id=self.settings.client_id, timeout_s=self._timeout_s)
+            return Connection(host, port, client_id=self.settings.client_id, timeout_s=self._timeout_s,
+                              security=self.settings.security)
+        except KafkaClientError as e:  # SASL refused
+            raise CliError(f"{address}: {e}; check --command-config") from None
+        except ssl.SSLError as e:
+            raise CliError(f"{address}: TLS failed ({e.reason or e}); check --command-config's "
+                           "security.protocol and trust store") from None
         except (ConnectionResetError, BrokenPipeError) as e:  # it accepted, then hung up on ApiVersions
             raise CliError(f"{address} did not answer ApiVersions like a Kafka broker ({e.strerror or e}); "
                            "is it a Kafka listener? check --bootstrap-server and the port") from None

@@ -1,0 +1,192 @@
+"""A 3-node cluster whose inter-broker listener is SASL_SSL (PLAIN) and whose controller listener is SSL
+with client certificates: replica fetch, Raft, broker registration and heartbeats all go over them, and
+clients on the PLAINTEXT listener are told every broker's PLAINTEXT address (Kafka's per-listener rule)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from security_harness import REPO
+
+from samsa.broker import launcher
+from samsa.broker.client import Connection
+from samsa.broker.security.client import ClientSecurity
+from samsa.broker.security.dev_ca import issue, make_ca
+
+NODES = (1, 2, 3)
+START_TIMEOUT_S = 90.0
+BROKER_LOGIN = 'username="broker" password="broker-secret" user_broker="broker-secret"'
+
+
+@dataclass
+class Node:
+    node_id: int
+    plain: int
+    internal: int
+    controller: int
+    ca: Path
+    process: launcher.ServeProcess | None = None
+    log_path: Path | None = None
+
+    def log(self) -> str:
+        assert self.log_path is not None
+        return self.log_path.read_text(errors="replace")
+
+
+def _wait(what: str, probe: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def secured_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Node]]:
+    directory = tmp_path_factory.mktemp("secured-cluster")
+    make_ca(directory / "tls")
+    ports = launcher.free_ports(3 * len(NODES))
+    ca = directory / "tls" / "ca.pem"
+    nodes = {n: Node(n, ports[i], ports[len(NODES) + i], ports[2 * len(NODES) + i], ca) for i, n in enumerate(NODES)}
+    quorum = ",".join(f"{n.node_id}@127.0.0.1:{n.controller}" for n in nodes.values())
+    for node in nodes.values():
+        files = issue(directory / "tls", f"node-{node.node_id}", f"node-{node.node_id}", organization="Samsa",
+                      hosts=("127.0.0.1", "localhost"))
+        overrides = (
+            f"listeners=PLAINTEXT://127.0.0.1:{node.plain},INTERNAL://127.0.0.1:{node.internal}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL",
+            "inter.broker.listener.name=INTERNAL", "controller.listener.names=CONTROLLER",
+            "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+            "listener.name.internal.plain.sasl.jaas.config="
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {BROKER_LOGIN};",
+            "ssl.keystore.type=PEM", f"ssl.keystore.location={files.key_and_chain}",
+            "ssl.truststore.type=PEM", f"ssl.truststore.location={directory / 'tls' / 'ca.pem'}",
+            "listener.name.controller.ssl.client.auth=required",
+            "samsa.request.log.enable=true", "group.initial.rebalance.delay.ms=0",
+        )
+        node.log_path = directory / f"node-{node.node_id}.log"
+        node.process = launcher.start_serve(launcher.ServeOptions(
+            data_dir=directory / f"node-{node.node_id}", port=node.plain, node_id=node.node_id,
+            controller_quorum=quorum, controller_listen=f"127.0.0.1:{node.controller}", overrides=overrides),
+            node.log_path, cwd=REPO)
+    try:
+        for node in nodes.values():
+            assert node.process is not None
+            node.process.wait_listening(START_TIMEOUT_S)
+        for node in nodes.values():
+            _wait(f"node {node.node_id} to list every broker", lambda node=node: _brokers(node) == {
+                n.node_id: n.plain for n in nodes.values()})
+        yield nodes
+    finally:
+        launcher.stop_pids([launcher.owned(n.process.popen) for n in nodes.values() if n.process is not None])
+
+
+def _brokers(node: Node) -> dict[int, int] | None:
+    try:
+        with Connection("127.0.0.1", node.plain, timeout_s=3) as conn:
+            r = conn.request(3, {"topics": [], "allow_auto_topic_creation": False,
+                                 "include_topic_authorized_operations": False})
+    except OSError:
+        return None
+    return {int(b.node_id): int(b.port) for b in r.brokers}
+
+
+def test_replication_and_the_quorum_run_over_the_secured_listeners(secured_cluster: dict[int, Node]) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    nodes = secured_cluster
+    bootstrap = ",".join(f"127.0.0.1:{n.plain}" for n in nodes.values())
+    topic = "replicated-securely"
+    with Connection("127.0.0.1", nodes[1].plain) as admin:
+        created = admin.request(19, {"topics": [{"name": topic, "num_partitions": 3, "replication_factor": 3,
+                                                  "assignments": (), "configs": [{"name": "min.insync.replicas",
+                                                                                  "value": "3"}]}],
+                                     "timeout": 30_000, "validate_only": False})
+    assert created.topics[0].error_code.value == 0, created.topics[0].error_message
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="secured-cluster-producer",
+                             request_timeout_ms=30_000)
+    for i in range(30):
+        producer.send(topic, key=str(i).encode(), value=f"v{i}".encode()).get(timeout=60)  # min ISR 3: replicated
+    producer.close()
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="secured-cluster-group",
+                             auto_offset_reset="earliest", consumer_timeout_ms=20_000)
+    values = sorted(record.value for record in consumer)
+    consumer.close()
+    assert values == sorted(f"v{i}".encode() for i in range(30))
+    # Followers fetched over INTERNAL as the broker's SASL user; the quorum and heartbeats went over
+    # CONTROLLER, each node known by its certificate.
+    fetches = set().union(*(_replica_fetch_principals(n) for n in nodes.values()))
+    assert fetches == {("User:broker", "INTERNAL")}
+    controller_principals = set().union(*(_controller_principals(n) for n in nodes.values()))
+    assert controller_principals and controller_principals <= {
+        (f"User:CN=node-{n},O=Samsa", "CONTROLLER") for n in NODES}
+
+
+def _replica_fetch_principals(node: Node) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for line in node.log().splitlines():
+        if "api=Fetch " in line and 'client_id="replica-fetcher-' in line:
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part and not part.startswith('"'))
+            found.add((fields["principal"], fields["listener"]))
+    return found
+
+
+def _controller_principals(node: Node) -> set[tuple[str, str]]:
+    found: set[tuple[str, str]] = set()
+    for line in node.log().splitlines():
+        if ("api=BrokerHeartbeat " in line or "api=Vote " in line or "api=Fetch " in line) \
+                and "listener=CONTROLLER" in line:
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part and not part.startswith('"'))
+            found.add((fields["principal"], fields["listener"]))
+    return found
+
+
+def test_a_broker_with_a_wrong_inter_broker_password_is_refused(secured_cluster: dict[int, Node]) -> None:
+    """What a broker's NodeClient meets when its login is wrong: the connection is refused with Kafka's message."""
+    context = ssl.create_default_context(cafile=str(secured_cluster[1].ca))
+    wrong = ClientSecurity("INTERNAL", context, "PLAIN", "broker", "not-the-secret")
+
+    async def attempt() -> str:
+        try:
+            _reader, writer = await wrong.open("127.0.0.1", secured_cluster[1].internal)
+        except ConnectionError as e:
+            return str(e)
+        writer.close()
+        return "authenticated"
+
+    assert asyncio.run(attempt()) == "SASL PLAIN as broker: Authentication failed: Invalid username or password"
+
+
+def test_a_produce_to_a_follower_names_the_leader_on_the_clients_listener(secured_cluster: dict[int, Node]) -> None:
+    """KIP-951: NOT_LEADER_OR_FOLLOWER carries the leader's endpoint, on the listener the request came in on."""
+    from samsa.kproto.records import encode_batch
+
+    nodes = secured_cluster
+    topic = "redirected"
+    with Connection("127.0.0.1", nodes[1].plain) as admin:
+        created = admin.request(19, {"topics": [{"name": topic, "num_partitions": -1, "replication_factor": -1,
+                                                  "assignments": [{"partition_index": 0, "broker_ids": [2]}],
+                                                  "configs": ()}], "timeout": 30_000, "validate_only": False})
+    assert created.topics[0].error_code.value == 0, created.topics[0].error_message
+    _wait("node 3 to know the topic's leader", lambda: _leader(nodes[3], topic) == 2)
+    batch = encode_batch([(None, b"x", ())], timestamp_ms=int(time.time() * 1000))
+    with Connection("127.0.0.1", nodes[3].plain) as client:
+        r = client.request(0, {"transactional_id": None, "acks": 1, "timeout": 10_000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}, version=10)
+    assert r.responses[0].partition_responses[0].error_code.value == 6  # NOT_LEADER_OR_FOLLOWER
+    assert [(e.node_id, e.port) for e in r.node_endpoints] == [(2, nodes[2].plain)]
+
+
+def _leader(node: Node, topic: str) -> int | None:
+    with Connection("127.0.0.1", node.plain, timeout_s=3) as conn:
+        r = conn.request(3, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                             "include_topic_authorized_operations": False})
+    partitions = r.topics[0].partitions
+    return int(partitions[0].leader_id) if partitions else None
