@@ -199,6 +199,7 @@ class ServeProcess:
     popen: subprocess.Popen[bytes]
     log_path: Path
     command: list[str] = field(default_factory=list)
+    log_start: int = 0  # where this process's output starts in log_path (restarts append to the same file)
 
     @property
     def pid(self) -> int:
@@ -218,7 +219,7 @@ class ServeProcess:
         """Until the broker port accepts connections; the seconds it took. LaunchError (with the log's
         tail) if the process exits first or the time is up; the process is then left to the caller."""
         started = time.monotonic()
-        while not port_open(self.options.port, host=self.options.host):
+        while not (port_open(self.options.port, host=self.options.host) and self._announced_ready()):
             if not self.alive():
                 raise LaunchError(f"samsa exited with code {self.popen.returncode} during start-up "
                                   f"({' '.join(self.command)})\n{self.log_tail()}")
@@ -227,6 +228,16 @@ class ServeProcess:
                                   f"{self.log_tail()}")
             time.sleep(PORT_POLL_S)
         return time.monotonic() - started
+
+    def _announced_ready(self) -> bool:
+        """The port may answer for another process (a free port taken in between by someone else, whose
+        bind made ours fail): at INFO and below, wait for this process's own "ready on" line too."""
+        if self.options.log_level.upper() not in ("DEBUG", "INFO"):
+            return True
+        try:
+            return b" ready on " in self.log_path.read_bytes()[self.log_start:]
+        except OSError:
+            return False
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S, *, kill: bool = False) -> int | None:
         """SIGTERM (or SIGKILL with `kill`), SIGKILL after `timeout_s`; the exit code."""
@@ -246,9 +257,10 @@ def start_serve(options: ServeOptions, log_path: Path, *, cwd: Path | None = Non
     command = serve_command(options)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
+        log_start = log.tell()
         log.write(("$ " + " ".join(command) + "\n").encode())
         log.flush()
         popen = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                  cwd=cwd, env=None if env is None else dict(env), start_new_session=new_session,
                                  preexec_fn=die_with_parent_hook() if die_with_parent else None)
-    return ServeProcess(options, popen, log_path, command)
+    return ServeProcess(options, popen, log_path, command, log_start)

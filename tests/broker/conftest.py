@@ -35,17 +35,23 @@ class SamsaProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    auto_port: bool = False  # chosen by free_port(): another may take it before we bind, so retry on another
+
     def start(self) -> None:
-        self.log_path = self.data_dir.parent / f"samsa-{self.port}.log"
-        self._process = launcher.start_serve(
-            launcher.ServeOptions(data_dir=self.data_dir, port=self.port, extra_args=self.extra_args),
-            self.log_path, cwd=REPO)
-        self.proc = self._process.popen
-        try:
-            self._process.wait_listening(START_TIMEOUT_S)
-        except launcher.LaunchError as e:
-            self.stop(kill=True)
-            raise RuntimeError(str(e)) from None
+        for attempt in range(3):
+            self.log_path = self.data_dir.parent / f"samsa-{self.port}.log"
+            self._process = launcher.start_serve(
+                launcher.ServeOptions(data_dir=self.data_dir, port=self.port, extra_args=self.extra_args),
+                self.log_path, cwd=REPO)
+            self.proc = self._process.popen
+            try:
+                self._process.wait_listening(START_TIMEOUT_S)
+                return
+            except launcher.LaunchError as e:
+                self.stop(kill=True)
+                if not (self.auto_port and "address already in use" in str(e) and attempt < 2):
+                    raise RuntimeError(str(e)) from None
+                self.port = free_port()
 
     def stop(self, *, kill: bool = False) -> int | None:
         if self.proc is None:
@@ -71,6 +77,7 @@ def samsa_factory(tmp_path: Path) -> Iterator[type[SamsaProcess]]:
         def __init__(self, data_dir: Path | None = None, port: int | None = None,
                      extra_args: tuple[str, ...] = ()) -> None:
             super().__init__(data_dir or tmp_path / "data", port or free_port(), extra_args)
+            self.auto_port = port is None
             started.append(self)
 
     yield Factory

@@ -174,3 +174,25 @@ def test_a_busy_port_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert "samsa serve: cannot listen: " in done.stderr and str(port) in done.stderr.splitlines()[-1]
+
+
+def test_a_port_taken_by_another_process_is_not_mistaken_for_ours(samsa_factory: Any) -> None:
+    """free_port() can hand out a port someone else binds before samsa does: the port then answers, but not
+    for our broker (it died: address already in use). The start waits for our own "ready" line, and the
+    test fixture retries on a new port."""
+    import socket
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    try:
+        process = samsa_factory(port=taken)
+        process.auto_port = True  # as if free_port() had chosen it
+        process.start()
+        assert process.port != taken
+        assert "address already in use" in (process.data_dir.parent / f"samsa-{taken}.log").read_text()
+        with process.connect() as conn:
+            assert conn.request(18, {}).error_code.value == 0
+    finally:
+        squatter.close()
