@@ -1,10 +1,11 @@
-"""Fetch (key 1), v4-v17.
+"""Fetch (key 1), v4-v18.
 
 v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset; v7 fetch
 sessions (KIP-227: we answer session_id 0, i.e. every fetch is a full one, which clients accept);
 v9 current_leader_epoch (KIP-320); v11 rack_id/preferred_read_replica; v12 is flexible and adds
 diverging_epoch; v13 identifies topics by topic_id (KIP-516); v15 moves replica_id into
-replica_state; v16-v17 add node_endpoints and replica_directory_id tags.
+replica_state; v16-v17 add node_endpoints and replica_directory_id tags; v18 adds the replica's
+high_watermark tag (KIP-1166, for KRaft voters: a broker's answer does not use it).
 
 A follower's fetch (replica_id >= 0) is how replication works: the leader records the follower's
 position (its fetch offset), which may advance the high watermark, answers a last_fetched_epoch that
@@ -47,18 +48,19 @@ from samsa.storage.file_records import FileRecords
 from samsa.storage.log import FetchDataInfo
 
 if TYPE_CHECKING:
-    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18
     FetchRequest = (v4.FetchRequest | v5.FetchRequest | v6.FetchRequest | v7.FetchRequest | v8.FetchRequest
                     | v9.FetchRequest | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest | v13.FetchRequest
-                    | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest)
+                    | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest | v18.FetchRequest)
     FetchResponse = (v4.FetchResponse | v5.FetchResponse | v6.FetchResponse | v7.FetchResponse | v8.FetchResponse
                      | v9.FetchResponse | v10.FetchResponse | v11.FetchResponse | v12.FetchResponse | v13.FetchResponse
-                     | v14.FetchResponse | v15.FetchResponse | v16.FetchResponse | v17.FetchResponse)
+                     | v14.FetchResponse | v15.FetchResponse | v16.FetchResponse | v17.FetchResponse
+                     | v18.FetchResponse)
 
     # The response at once, or a long poll that answers later (Kafka's DelayedFetch).
     FetchAnswer = FetchResponse | Awaitable[FetchResponse]
 
-API = ApiSpec(key=1, min_version=4, max_version=17)
+API = ApiSpec(key=1, min_version=4, max_version=18)
 
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1

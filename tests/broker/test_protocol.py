@@ -57,8 +57,8 @@ def now_ms() -> int:
 
 
 def test_api_versions_advertises_what_is_implemented(conn: Connection) -> None:
-    assert conn.versions[0] == (3, 12)
-    assert conn.versions[1] == (4, 17)
+    assert conn.versions[0] == (3, 13)
+    assert conn.versions[1] == (4, 18)
     assert conn.versions[3] == (0, 13)
     assert conn.versions[18] == (0, 4)
     assert conn.versions[22] == (0, 5)
