@@ -207,6 +207,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "max.connections.per.ip.overrides": K(STRING, "", "host:count,... exceptions to max.connections.per.ip"),
     "max.connection.creation.rate": K(INT, "2147483647", "new connections accepted per second", at_least(0)),
     "connections.max.idle.ms": K(LONG, "600000", "an idle connection is closed after this long"),
+    "max.request.partition.size.limit": K(INT, "2000", "the most partitions a DescribeTopicPartitions answer lists",
+                                          at_least(1)),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".

@@ -29,6 +29,7 @@ from samsa.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -38,6 +39,7 @@ from samsa.broker.handlers import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -128,6 +130,8 @@ HANDLERS: dict[int, Api] = _table(
     (describe_transactions.API, describe_transactions.handle_describe_transactions),
     (list_transactions.API, list_transactions.handle_list_transactions),
     (quorum.DESCRIBE_QUORUM, quorum.handle_describe_quorum_on_broker),
+    (list_config_resources.API, list_config_resources.handle_list_config_resources),
+    (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from differential.framework import Ctx, err, records_of, scenario
+from differential.framework import Ctx, err, jsonable, records_of, scenario
 
 
 def _partitions(r: Any) -> list[dict[str, Any]]:
@@ -36,4 +36,153 @@ def produce_fetch_by_topic_id(ctx: Ctx) -> Any:
     p = ctx.fetch(c, topic, 0, 0, version=18)
     out["fetch_v18"] = {"error": err(p), "high_watermark": p.high_watermark,
                         "last_stable_offset": p.last_stable_offset, "batches": records_of(p.records)}
+    return out
+
+
+def _dtp_topics(r: Any) -> list[dict[str, Any]]:
+    return [{"name": t.name, "error": err(t), "topic_id": jsonable(t.topic_id), "is_internal": t.is_internal,
+             "authorized_operations": t.topic_authorized_operations,
+             "partitions": [{"index": p.partition_index, "error": err(p), "leader": p.leader_id,
+                             "leader_epoch": p.leader_epoch, "replicas": list(p.replica_nodes),
+                             "isr": list(p.isr_nodes), "elr": jsonable(p.eligible_leader_replicas),
+                             "last_known_elr": jsonable(p.last_known_elr), "offline": list(p.offline_replicas)}
+                            for p in t.partitions]} for t in r.topics]
+
+
+@scenario
+def describe_topic_partitions(ctx: Ctx) -> Any:
+    """DescribeTopicPartitions v0 (the admin client's describeTopics): named topics, unknown and illegal names,
+    response_partition_limit pages and their cursors, invalid cursors, and every topic from a cursor on."""
+    c = ctx.connect()
+    a, b, cc = ctx.topic("a"), ctx.topic("b"), ctx.topic("c")
+    out: dict[str, Any] = {"create": [err(ctx.create_topic(c, t, n)) for t, n in ((a, 3), (b, 2), (cc, 1))]}
+    missing = ctx.topic("missing")
+
+    def dtp(topics: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None) -> Any:
+        r = c.request(75, {"topics": [{"name": t} for t in topics], "response_partition_limit": limit,
+                           "cursor": None if cursor is None else {"topic_name": cursor[0],
+                                                                  "partition_index": cursor[1]}}, version=0)
+        return {"topics": _dtp_topics(r), "next_cursor": jsonable(r.next_cursor)}
+
+    named = [cc, missing, a, "bad name!", b, a]
+    out["named"] = dtp(named)
+    for limit in (1, 2, 3, 5, 6, 0, -5):
+        out[f"limit_{limit}"] = dtp(named, limit)
+    out["cursor_b_1"] = dtp(named, 3, (b, 1))
+    out["cursor_past_last_partition"] = dtp([a, b], 3, (b, 9))
+    out["cursor_topic_not_named"] = dtp([a, missing], 3, (b, 0))
+    out["cursor_negative_partition"] = dtp([a, b], 3, (a, -1))
+    out["internal_not_yet_created"] = {"error": dtp(["__transaction_state"])["topics"][0]["error"]}
+    # Every topic (no names), page by page from our first topic until the pages leave our topics (other
+    # scenarios' topics sort after ours and differ between the brokers' runs).
+    pages = []
+    cursor: tuple[str, int] | None = (a, 0)
+    while cursor is not None and cursor[0].startswith(ctx.topic("")) and len(pages) < 10:
+        page = dtp([], 2, cursor)
+        mine = [t for t in page["topics"] if t["name"].startswith(ctx.topic(""))]
+        nxt = page["next_cursor"]
+        cursor = None if nxt is None else (nxt["topic_name"], nxt["partition_index"])
+        pages.append({"topics": mine, "next_cursor": nxt if cursor is not None and cursor[0].startswith(
+            ctx.topic("")) else "<beyond this scenario's topics>"})
+    out["every_topic_pages"] = pages
+    return out
+
+
+@scenario
+def list_config_resources(ctx: Ctx) -> Any:
+    """ListConfigResources v0 (client metrics only) and v1 (every type, or the types asked; an unsupported
+    type fails the request). Topics of other scenarios are left out."""
+    c = ctx.connect()
+    t = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t))}
+
+    def mine(name: str, kind: int | None) -> bool:
+        # Brokers are the same on both sides; topics, groups, client metrics (v0: kind None) are this scenario's.
+        return kind in (4, 8) or name.startswith(ctx.topic(""))
+
+    def lcr(types: list[int], version: int = 1) -> Any:
+        r = c.request(74, {"resource_types": types}, version=version)
+        resources = [[x.resource_name, getattr(x, "resource_type", None)] for x in r.config_resources]
+        return {"error": err(r), "resources": sorted(x for x in resources if mine(x[0], x[1]))}
+
+    out["v0"] = lcr([], 0)
+    for types in ([], [2], [4], [8], [16], [32], [4, 2], [1], [2, 99], [3]):
+        out["v1_" + ("_".join(map(str, types)) or "all")] = lcr(types)
+    return out
+
+
+@scenario
+def describe_cluster_v2(ctx: Ctx) -> Any:
+    """DescribeCluster v2 (KIP-1073): include_fenced_brokers and each broker's is_fenced."""
+    c = ctx.connect()
+    return {f"include_fenced_{f}": jsonable(c.request(60, {"include_cluster_authorized_operations": False,
+                                                            "endpoint_type": 1, "include_fenced_brokers": f},
+                                                      version=2))
+            for f in (False, True)}
+
+
+@scenario
+def alter_partition_reassignments_v1(ctx: Ctx) -> Any:
+    """AlterPartitionReassignments v1 (KIP-860 allow_replication_factor_change) on a one-broker cluster: the
+    same replicas, an empty list, an unregistered broker, a repeated broker, a cancel of nothing, unknowns.
+    Kafka's messages here are fixed strings: they are compared (under "message")."""
+    c = ctx.connect()
+    t = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 2))}
+
+    def alter(allow: bool, partitions: list[tuple[int, list[int] | None]], topic: str = t) -> Any:
+        r = c.request(45, {"timeout": 30000, "allow_replication_factor_change": allow, "topics": [
+            {"name": topic, "partitions": [{"partition_index": i, "replicas": reps} for i, reps in partitions]}]},
+            version=1)
+        return {"error": err(r), "message": r.error_message, "partitions": [
+            {"index": p.partition_index, "error": err(p), "message": p.error_message}
+            for x in r.responses for p in x.partitions]}
+
+    for allow in (False, True):
+        out[f"allow_{allow}"] = {
+            "same": alter(allow, [(0, [1])]),
+            "empty": alter(allow, [(0, [])]),
+            "unregistered": alter(allow, [(0, [1, 2])]),
+            "repeated": alter(allow, [(0, [1, 1])]),
+            "cancel_nothing": alter(allow, [(1, None)]),
+            "unknown_partition": alter(allow, [(5, [1])]),
+            "unknown_topic": alter(allow, [(0, [1])], ctx.topic("missing")),
+        }
+    r = c.request(46, {"timeout": 30000, "topics": [{"name": t, "partition_indexes": [0, 1]}]}, version=0)
+    out["ongoing"] = {"error": err(r), "topics": jsonable(r.topics)}
+    return out
+
+
+@scenario
+def offsets_newest_versions(ctx: Ctx) -> Any:
+    """ListOffsets v10, OffsetCommit v9 and OffsetFetch v9 (Kafka 4.1.2's newest) for a group without members."""
+    c = ctx.connect()
+    t = ctx.topic()
+    group = ctx.topic("group")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 2))}
+    for i in range(3):
+        ctx.produce(c, t, 0, ctx.batch([(b"k", b"v%d" % i, ())], ts=i * 10))
+    out["list_offsets_v10"] = {}
+    for spec in (-1, -2, -3, -4, -5, 10, 25, 10_000):
+        p = ctx.list_offsets(c, t, 0, ctx.t0 + spec if spec >= 0 else spec, version=10)
+        out["list_offsets_v10"][str(spec)] = {"error": err(p), "offset": p.offset,
+                                              "timestamp": jsonable(p.timestamp) if spec != 10_000 else "-",
+                                              "leader_epoch": p.leader_epoch}
+    out["find_coordinator"] = ctx.find_coordinator(c, group, 0)
+    r = c.request(8, {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+                      "group_instance_id": None, "retention_time_ms": -1, "topics": [
+                          {"name": t, "partitions": [
+                              {"partition_index": 0, "committed_offset": 2, "committed_leader_epoch": 0,
+                               "committed_metadata": "m"},
+                              {"partition_index": 9, "committed_offset": 0, "committed_leader_epoch": -1,
+                               "committed_metadata": None}]}]}, version=9)
+    out["commit_v9"] = sorted([x.name, p.partition_index, err(p)] for x in r.topics for p in x.partitions)
+    for member_id, epoch in ((None, -1), ("someone", 3)):
+        r = c.request(9, {"groups": [{"group_id": group, "member_id": member_id, "member_epoch": epoch,
+                                      "topics": [{"name": t, "partition_indexes": [0, 1]}]}],
+                          "require_stable": True}, version=9)
+        out[f"fetch_v9_{member_id}"] = [{"group": g.group_id, "error": err(g), "topics": [
+            {"name": x.name, "partitions": [[p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                             p.metadata, err(p)] for p in x.partitions]} for x in g.topics]}
+            for g in r.groups]
     return out

@@ -30,6 +30,7 @@ from samsa.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     elect_leaders,
     end_txn,
@@ -39,6 +40,7 @@ from samsa.broker.handlers import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -92,6 +94,8 @@ TYPED = [
     (api_versions, "ApiVersionsRequest", "ApiVersionsResponse"),
     (describe_log_dirs, "DescribeLogDirsRequest", "DescribeLogDirsResponse"),
     (elect_leaders, "ElectLeadersRequest", "ElectLeadersResponse"),
+    (list_config_resources, "ListConfigResourcesRequest", "ListConfigResourcesResponse"),
+    (describe_topic_partitions, "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

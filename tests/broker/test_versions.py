@@ -40,6 +40,8 @@ def _requests(topic_id: Any) -> dict[int, dict[str, Any]]:
         37: {"topics": [{"name": TOPIC, "count": 1, "assignments": None}], "timeout": 1000, "validate_only": True},
         44: {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configs": ()}], "validate_only": True},
         60: {"include_cluster_authorized_operations": True},
+        74: {"resource_types": ()},
+        75: {"topics": [{"name": TOPIC}], "response_partition_limit": 10},
     }
 
 
