@@ -14,7 +14,8 @@ as Kafka's replicas use it since 2.7), and returns records up to its log end rat
 watermark.
 
 A consumer's fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
-watermark (read_committed: the last stable offset, with the aborted transactions in that range), at
+watermark (read_committed: the last stable offset, with the aborted transactions in that range; the last
+stable offset is reported at either isolation level, as Kafka does), at
 least one batch for the first partition with data (so a large record never blocks a consumer), and
 waits up to max_wait_ms for min_bytes.
 
@@ -227,9 +228,9 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
         return _read_for_follower(w, ctx, budget, first, replica, result, held)
     log = p.log
     high_watermark = log.high_watermark
-    # The LSO walks the partition's producer states: only read_committed pays for it (read_uncommitted
-    # clients use last_stable_offset for lag metrics only).
-    last_stable = p.last_stable_offset if isolation == READ_COMMITTED else high_watermark
+    # Reported whatever the isolation level, as Kafka does (a read_uncommitted fetch still reads up to the
+    # high watermark); cached by the partition until a transaction begins or ends.
+    last_stable = p.last_stable_offset
     result["current_leader"] = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     try:
         data = log.read(
