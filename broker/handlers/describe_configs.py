@@ -11,7 +11,15 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from samsa.broker.config import BROKER_SCHEMA, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
+from samsa.broker.config import (
+    BROKER_SCHEMA,
+    DYNAMIC_BROKER_CONFIGS,
+    MAX_TOPIC_NAME_LENGTH,
+    TOPIC_CONFIGS,
+    ConfigSource,
+    ConfigType,
+    is_valid_topic_name,
+)
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -28,6 +36,11 @@ API = ApiSpec(key=32, min_version=1, max_version=4)
 
 TOPIC = 2
 BROKER = 4
+# Kafka's ConfigResource.Type ids (UNKNOWN 0 aside): a request naming any other type fails as a whole.
+KNOWN_RESOURCE_TYPES = frozenset({2, 4, 8, 16, 32})
+# Errors.INVALID_REQUEST's own message: what Kafka answers each resource of a request it refuses as a whole.
+INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being malformed by the client library or "
+                           "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +160,10 @@ def handle_describe_configs(request: DescribeConfigsRequest, ctx: RequestContext
     # which repeats the whole answer: ~12 request bytes asked for ~40 configs each time, an amplification
     # bounded only by the request size). One result per resource is kept, so positions still match.
     seen: set[tuple[int, str, frozenset[str] | None]] = set()
+    if any(r.resource_type not in KNOWN_RESOURCE_TYPES for r in request.resources):
+        # Kafka refuses the request before describing anything (its authorization step throws on the type).
+        return _response(ctx, [ResourceResult(r.resource_type, r.resource_name, ErrorCode.invalid_request,
+                                              INVALID_REQUEST_MESSAGE) for r in request.resources])
     for r in request.resources:
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         identity = (r.resource_type, r.resource_name, None if keys is None else frozenset(keys))
@@ -159,17 +176,37 @@ def handle_describe_configs(request: DescribeConfigsRequest, ctx: RequestContext
     return _response(ctx, results)
 
 
+def invalid_topic_reason(name: str) -> str | None:
+    """Why Kafka's Topic.validate refuses `name` (its detectInvalidTopic), None if it is legal."""
+    if not name:
+        return "the empty string is not allowed"
+    if name in (".", ".."):
+        return f"'{name}' is not allowed"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    if not is_valid_topic_name(name):
+        return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
 def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str] | None, synonyms: bool,
               docs: bool) -> ResourceResult:
-    # Kafka answers a described resource with error_message "" (not null).
+    # Kafka's messages (ConfigHelper.describeConfigs): "" for a described resource and for an unknown topic
+    # (not null), fixed texts otherwise; the differential scenario describe_configs_messages compares them.
     if resource_type == TOPIC:
+        reason = invalid_topic_reason(name)
+        if reason is not None:
+            return ResourceResult(resource_type, name, ErrorCode.invalid_topic_exception,
+                                  f"Topic name is invalid: {reason}")
         if name not in ctx.broker.image.topics_by_name:
-            return ResourceResult(resource_type, name, ErrorCode.unknown_topic_or_partition,
-                                  f"Topic '{name}' does not exist.")
+            return ResourceResult(resource_type, name, ErrorCode.unknown_topic_or_partition, "")
         return ResourceResult(resource_type, name, ErrorCode.none, "",
                               _topic_configs(ctx, name, keys, synonyms, docs))
     if resource_type == BROKER:
-        if name not in ("", str(ctx.broker.node_id)):
+        if name and not _is_java_int(name):
+            return ResourceResult(resource_type, name, ErrorCode.invalid_request,
+                                  f"Broker id must be an integer, but it is: {name}")
+        if name and int(name) != ctx.broker.node_id:
             return ResourceResult(resource_type, name, ErrorCode.invalid_request,
                                   f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but "
                                   f"received {name}")
@@ -177,6 +214,12 @@ def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str]
                    else _broker_configs(ctx, keys, synonyms, docs))
         return ResourceResult(resource_type, name, ErrorCode.none, "", configs)
     return ResourceResult(resource_type, name, ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+
+
+def _is_java_int(text: str) -> bool:
+    """Whether Java's Integer.parseInt reads `text` (an optional sign, ASCII digits, within int32)."""
+    digits = text[1:] if text[:1] in "+-" else text
+    return digits.isascii() and digits.isdigit() and -(2 ** 31) <= int(text) < 2 ** 31
 
 
 def _response(ctx: RequestContext, results: list[ResourceResult]) -> DescribeConfigsResponse:

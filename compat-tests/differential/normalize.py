@@ -153,6 +153,14 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # scenario -> [(path pattern, "API/version: Kafka ...; Samsa ...")]. Paths are "/"-joined keys and list
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
+    "describe_configs_messages": [
+        ("broker_logger", "DescribeConfigs v4 BROKER_LOGGER (8): Kafka describes the broker's log4j loggers and their "
+                          "levels; Samsa does not offer logger configs (INVALID_REQUEST 'Unsupported resource type "
+                          "8')"),
+        ("client_metrics", "DescribeConfigs v4 CLIENT_METRICS (16): Kafka describes any client-metrics resource "
+                           "(KIP-714: interval.ms, match, metrics); Samsa has no client telemetry (INVALID_REQUEST "
+                           "'Unsupported resource type 16')"),
+    ],
     "describe_configs_broker": [
         ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "

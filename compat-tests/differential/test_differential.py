@@ -16,6 +16,7 @@ import pytest
 
 from differential import (  # noqa: F401  (register the scenarios)
     compaction,
+    config_fidelity,
     newer_apis,
     scenarios,
     topic_compression,
