@@ -122,6 +122,28 @@ def describe_cluster_v2(ctx: Ctx) -> Any:
 
 
 @scenario
+def authorized_operations(ctx: Ctx) -> Any:
+    """The operations a principal may do (no ACLs: every one the resource supports), as DescribeCluster,
+    Metadata and DescribeTopicPartitions report them."""
+    c = ctx.connect()
+    t = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t))}
+    for v in (0, 1, 2):
+        for include in (False, True):
+            r = c.request(60, {"include_cluster_authorized_operations": include}, version=v)
+            out[f"describe_cluster_v{v}_{include}"] = r.cluster_authorized_operations
+    for v in (8, 10, 12):
+        r = c.request(3, {"topics": [{"name": t}], "allow_auto_topic_creation": False,
+                          "include_cluster_authorized_operations": True,
+                          "include_topic_authorized_operations": True}, version=v)
+        out[f"metadata_v{v}"] = {"cluster": getattr(r, "cluster_authorized_operations", "(none before v8, after v10)"),
+                                 "topic": r.topics[0].topic_authorized_operations}
+    r = c.request(75, {"topics": [{"name": t}]}, version=0)
+    out["describe_topic_partitions"] = r.topics[0].topic_authorized_operations
+    return out
+
+
+@scenario
 def alter_partition_reassignments_v1(ctx: Ctx) -> Any:
     """AlterPartitionReassignments v1 (KIP-860 allow_replication_factor_change) on a one-broker cluster: the
     same replicas, an empty list, an unregistered broker, a repeated broker, a cancel of nothing, unknowns.
