@@ -4,6 +4,7 @@ brokers), AlterPartitionReassignments v1, and ListOffsets / OffsetCommit / Offse
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -207,4 +208,47 @@ def offsets_newest_versions(ctx: Ctx) -> Any:
             {"name": x.name, "partitions": [[p.partition_index, p.committed_offset, p.committed_leader_epoch,
                                              p.metadata, err(p)] for p in x.partitions]} for x in g.topics]}
             for g in r.groups]
+    return out
+
+
+@scenario
+def group_initial_join_no_delay(ctx: Ctx) -> Any:
+    """group.initial.rebalance.delay.ms=0 (both fixtures): the initial join completes from Kafka's timer. A
+    member given its id (MEMBER_ID_REQUIRED) that joins after generation 1 closed without it stays pending:
+    its JoinGroup starts generation 2, which the first member rejoins."""
+    import threading
+
+    from differential.scenarios import _describe_group, subscription
+
+    c1, c2 = ctx.connect(client_id="m1"), ctx.connect(client_id="m2")
+    group = ctx.topic("group")
+    join = {"group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000, "member_id": "",
+            "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": subscription(group)}], "reason": None}
+    out: dict[str, Any] = {"find_coordinator": ctx.find_coordinator(c1, group, 0)}
+    first = [c.request(11, join, version=7) for c in (c1, c2)]
+    out["member_id_required"] = [err(r) for r in first]
+    m1, m2 = (r.member_id for r in first)
+    r1 = c1.request(11, {**join, "member_id": m1}, version=7)
+    out["first_join"] = {"error": err(r1), "generation": r1.generation_id, "members": len(r1.members)}
+    result: dict[str, Any] = {}
+
+    def second() -> None:
+        result["r2"] = c2.request(11, {**join, "member_id": m2}, version=7)
+
+    th = threading.Thread(target=second)
+    th.start()
+    deadline = time.monotonic() + 10
+    while _describe_group(c1, group)["state"] != "PreparingRebalance" and time.monotonic() < deadline \
+            and th.is_alive():
+        time.sleep(0.05)
+    out["state_while_second_joins"] = _describe_group(c1, group)["state"]
+    r1 = c1.request(11, {**join, "member_id": m1}, version=7)
+    th.join(30)
+    r2 = result["r2"]
+    out["rejoin"] = {"errors": [err(r1), err(r2)], "generations": [r1.generation_id, r2.generation_id],
+                     "leader_members": sorted(len(r.members) for r in (r1, r2))}
+    for conn, m in ((c1, m1), (c2, m2)):
+        conn.request(13, {"group_id": group, "members": [{"member_id": m, "group_instance_id": None,
+                                                         "reason": None}]}, version=5)
     return out
