@@ -45,3 +45,42 @@ def describe_configs_messages(ctx: Ctx) -> Any:
         out[f"with_type_{unknown_type}"] = [{"type": r.resource_type, "error": err(r), "message": r.error_message,
                                              "configs": len(r.configs)} for r in results]
     return out
+
+
+@scenario
+def topic_config_edge_cases(ctx: Ctx) -> Any:
+    """Empty and odd cleanup.policy values (CreateTopics, IncrementalAlterConfigs SET/APPEND/SUBTRACT, the
+    broker default), and the tiered-storage topic configs a broker without a remote tier lists and checks.
+    Kafka's INVALID_CONFIG messages are fixed strings: compared."""
+    c = ctx.connect()
+    t = ctx.topic()
+
+    def create(name: str, configs: dict[str, str], validate: bool = True) -> Any:
+        r = c.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                                       "assignments": (), "configs": [{"name": k, "value": v}
+                                                                      for k, v in configs.items()]}],
+                           "timeout": 30000, "validate_only": validate}, version=5)
+        return {"error": err(r.topics[0]), "message": r.topics[0].error_message}
+
+    def alter(resource_type: int, name: str, key: str, op: int, value: str | None) -> Any:
+        r = c.request(44, {"resources": [{"resource_type": resource_type, "resource_name": name, "configs": [
+            {"name": key, "config_operation": op, "value": value}]}], "validate_only": True}, version=1)
+        return {"error": err(r.responses[0]), "message": r.responses[0].error_message}
+
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t))}
+    for label, value in (("empty", ""), ("blank", " "), ("comma", ","), ("trailing_comma", "delete,")):
+        out[f"create_cleanup_{label}"] = create(ctx.topic(label), {"cleanup.policy": value})
+    for op, value in ((0, ""), (2, ""), (3, ""), (0, " "), (0, ","), (0, "compact, delete")):
+        out[f"alter_cleanup_op{op}_{value!r}"] = alter(2, t, "cleanup.policy", op, value)
+    out["broker_default_cleanup_empty"] = alter(4, "", "log.cleanup.policy", 0, "")
+    for key, value in (("local.retention.ms", "-3"), ("local.retention.ms", "-2"), ("local.retention.bytes", "-3"),
+                       ("local.retention.bytes", "1000"), ("remote.log.copy.disable", "yes"),
+                       ("remote.log.copy.disable", "true"), ("remote.log.delete.on.disable", "true"),
+                       ("remote.storage.enable", "maybe"), ("remote.storage.enable", "false"),
+                       ("remote.storage.enable", "true")):
+        out[f"alter_{key}={value}"] = alter(2, t, key, 0, value)
+    out["create_remote_storage"] = create(ctx.topic("remote"), {"remote.storage.enable": "true"})
+    r = c.request(32, {"resources": [{"resource_type": 2, "resource_name": t, "configuration_keys": None}],
+                       "include_synonyms": True, "include_documentation": False}, version=4)
+    out["described_names"] = sorted(x.name for x in r.results[0].configs)
+    return out

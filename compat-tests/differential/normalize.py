@@ -48,18 +48,6 @@ FREE_TEXT_KEYS = {"error_message", "batch_index_error_message"}
 LOG_APPEND_TIME_SLACK_MS = 120_000
 
 
-# Topic configs of Kafka's tiered storage (KIP-405, KIP-950): Samsa has no remote log tier, so it does not
-# offer them (advertising remote.storage.enable would invite a setting Samsa cannot honour). Dropped from
-# DescribeConfigs outcomes on both sides.
-TIERED_STORAGE_CONFIGS = {
-    "local.retention.bytes",
-    "local.retention.ms",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
-}
-
-
 def normalize(outcome: Any, *, t0: int, now: int) -> Any:
     """The outcome with every allowed difference rewritten (pure: returns a new value)."""
     ids: dict[str, str] = {}
@@ -80,8 +68,6 @@ def normalize(outcome: Any, *, t0: int, now: int) -> Any:
 
     def walk(value: Any, key: str | None, parent: dict[str, Any] | None) -> Any:
         if isinstance(value, dict):
-            if key == "configs":  # DescribeConfigs outcomes: {config name: entry}
-                value = {k: v for k, v in value.items() if k not in TIERED_STORAGE_CONFIGS}
             return {k: walk(v, k, value) for k, v in value.items()}
         if isinstance(value, list):
             items = [walk(v, key, parent) for v in value]
