@@ -31,6 +31,7 @@ from samsa.broker.controller_types import (
     check_record_count,
     new_topic_id,
 )
+from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.records import (
     BROKER_RESOURCE,
@@ -273,6 +274,29 @@ class TopicControl:
             records.append(ConfigRecord(BROKER_RESOURCE, resource_name, name, value))
         return records
 
+    def _alter_group_configs(
+        self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
+    ) -> tuple[ErrorCode, str | None] | list[MetadataRecord]:
+        """A group's own configs (broker.group_configs); the group need not exist, as in Kafka."""
+        if not name:
+            return ErrorCode.invalid_request, "Default group resources are not allowed."
+        current = self._core.image.configs.get((GROUP_RESOURCE, name), {})
+        merged: dict[str, str | None] = {} if replace_all else dict(current)
+        merged.update(changes)
+        problem = check_group_configs({k: v for k, v in merged.items() if v is not None}, None)
+        if problem is not None:
+            return ErrorCode.invalid_config, problem
+        if validate_only:
+            return ErrorCode.none, None
+        records: list[MetadataRecord] = []
+        if replace_all:
+            records += [ConfigRecord(GROUP_RESOURCE, name, old, None) for old in current if old not in changes]
+        for key, value in changes.items():
+            if value is None and key not in current:
+                continue
+            records.append(ConfigRecord(GROUP_RESOURCE, name, key, value))
+        return records
+
     def alter_configs(
         self, resources: Sequence[ConfigChange], *, replace_all: bool, validate_only: bool
     ) -> Pending[list[tuple[ErrorCode, str | None]]]:
@@ -296,6 +320,9 @@ class TopicControl:
             elif r.resource_type == BROKER_RESOURCE_TYPE:
                 outcome = self._alter_broker_configs(r.resource_name, r.changes, replace_all=replace_all,
                                                      validate_only=validate_only)
+            elif r.resource_type == GROUP_RESOURCE:
+                outcome = self._alter_group_configs(r.resource_name, r.changes, replace_all=replace_all,
+                                                    validate_only=validate_only)
             else:
                 outcome = ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
             if isinstance(outcome, tuple):

@@ -1,9 +1,10 @@
 """AlterConfigs (key 33, v0-v2) and IncrementalAlterConfigs (key 44, v0-v1).
 
 AlterConfigs replaces a resource's whole set of overrides (configs not named are removed);
-IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per config (KIP-339). Topic configs
-and dynamic broker configs (resource name "" for the cluster-wide default, or this broker's id) are
-stored as metadata records; only the broker configs Kafka can change at run time are accepted.
+IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per config (KIP-339). Topic configs,
+dynamic broker configs (resource name "" for the cluster-wide default, or this broker's id) and group
+configs (the GROUP resource, broker.group_configs) are stored as metadata records; only the broker
+configs Kafka can change at run time are accepted.
 Before the controller sees a request, Kafka's ConfigAdminManager.preprocess checks: a resource named twice,
 a config key named twice, a null value (except DELETE) are INVALID_REQUEST. A topic's whole new set of
 overrides is then validated as Kafka's LogConfig.validate does (INVALID_CONFIG with Kafka's message),
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
+from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -127,10 +129,19 @@ def _check_topic(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: di
 def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
     """What the handler refuses itself, else the resource's change for the controller."""
-    if r.resource_type not in (BROKER, TOPIC):
+    if r.resource_type not in (BROKER, TOPIC, GROUP_RESOURCE):
         return ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
     if r.resource_type == TOPIC and r.resource_name in ctx.broker.image.topics_by_name:
         problem = _check_topic(ctx, r, changes, replace_all)
+        if problem is not None:
+            return ErrorCode.invalid_config, problem
+    if r.resource_type == GROUP_RESOURCE and r.resource_name:
+        # The bounds come from this broker's group.* configs (the controller checks names and values only).
+        merged: dict[str, str | None] = {} if replace_all else dict(
+            ctx.broker.image.configs.get((GROUP_RESOURCE, r.resource_name), {}))
+        merged.update(changes)
+        problem = check_group_configs({k: v for k, v in merged.items() if v is not None},
+                                      ctx.broker.config.overrides)
         if problem is not None:
             return ErrorCode.invalid_config, problem
     return ConfigChange(r.resource_type, r.resource_name, changes)
@@ -203,7 +214,7 @@ async def handle_incremental_alter_configs(request: IncrementalAlterConfigsReque
         if r.resource_type == TOPIC:
             current: dict[str, str] = dict(ctx.broker.image.topic_configs(r.resource_name))
         else:
-            current = dict(ctx.broker.image.configs.get((BROKER, r.resource_name), {}))
+            current = dict(ctx.broker.image.configs.get((r.resource_type, r.resource_name), {}))
         for c in r.configs:
             op = c.config_operation
             if op == SET:

@@ -21,6 +21,7 @@ from samsa.broker.config import (
     is_valid_topic_name,
 )
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.group_configs import GROUP_CONFIGS, GROUP_RESOURCE, group_default
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -213,7 +214,30 @@ def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str]
         configs = (_cluster_default_configs(ctx, keys, synonyms, docs) if name == ""
                    else _broker_configs(ctx, keys, synonyms, docs))
         return ResourceResult(resource_type, name, ErrorCode.none, "", configs)
+    if resource_type == GROUP_RESOURCE:
+        if not name:
+            return ResourceResult(resource_type, name, ErrorCode.invalid_request, "Group name must not be empty")
+        return ResourceResult(resource_type, name, ErrorCode.none, "", _group_configs(ctx, name, keys, synonyms, docs))
     return ResourceResult(resource_type, name, ErrorCode.invalid_request, f"Unsupported resource type {resource_type}")
+
+
+def _group_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synonyms: bool,
+                   docs: bool) -> tuple[ConfigEntry, ...]:
+    """A group's ten configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default;
+    the one synonym Kafka lists is the entry itself."""
+    own = ctx.broker.image.configs.get((GROUP_RESOURCE, name), {})
+    out: list[ConfigEntry] = []
+    for config_name, d in GROUP_CONFIGS.items():
+        if keys is not None and config_name not in keys:
+            continue
+        if config_name in own:
+            value, source = own[config_name], ConfigSource.GROUP_CONFIG
+        else:
+            value, source = group_default(config_name, ctx.broker.config.overrides), ConfigSource.DEFAULT_CONFIG
+        out.append(ConfigEntry(config_name, value, False, source, False,
+                               (Synonym(config_name, value, source),) if synonyms else (), d.type,
+                               None if not docs else f"the group's {config_name}"))
+    return tuple(out)
 
 
 def _is_java_int(text: str) -> bool:

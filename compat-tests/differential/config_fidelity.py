@@ -84,3 +84,61 @@ def topic_config_edge_cases(ctx: Ctx) -> Any:
                        "include_synonyms": True, "include_documentation": False}, version=4)
     out["described_names"] = sorted(x.name for x in r.results[0].configs)
     return out
+
+
+@scenario
+def group_configs(ctx: Ctx) -> Any:
+    """The GROUP config resource (type 32): DescribeConfigs of any group name, IncrementalAlterConfigs and
+    AlterConfigs of its configs (bounds, unknown names, the empty name, APPEND), ListConfigResources."""
+    import time
+
+    c = ctx.connect()
+    group = ctx.topic("group")
+
+    def describe(name: str, keys: list[str] | None = None) -> Any:
+        (res,) = _describe(ctx, c, [(32, name, keys)], synonyms=True)
+        return {"error": err(res), "message": res.error_message, "configs": {
+            x.name: {"value": x.value, "source": x.config_source, "read_only": x.read_only, "type": x.config_type,
+                     "synonyms": [[s.name, s.value, s.source] for s in x.synonyms]} for x in res.configs}}
+
+    def alter(name: str, configs: list[tuple[str, int, str | None]], validate: bool = True) -> Any:
+        r = c.request(44, {"resources": [{"resource_type": 32, "resource_name": name, "configs": [
+            {"name": k, "config_operation": op, "value": v} for k, op, v in configs]}],
+            "validate_only": validate}, version=1)
+        return {"error": err(r.responses[0]), "message": r.responses[0].error_message}
+
+    out: dict[str, Any] = {"describe_new": describe(group), "describe_empty_name": describe("")}
+    cases = {
+        "session_ok": [("consumer.session.timeout.ms", 0, "50000")],
+        "session_below_min": [("consumer.session.timeout.ms", 0, "1000")],
+        "session_above_max": [("consumer.session.timeout.ms", 0, "70000")],
+        "session_not_a_number": [("consumer.session.timeout.ms", 0, "x")],
+        "session_zero": [("consumer.session.timeout.ms", 0, "0")],
+        "heartbeat_ok": [("consumer.heartbeat.interval.ms", 0, "6000")],
+        "two_bad": [("consumer.session.timeout.ms", 0, "1000"), ("consumer.heartbeat.interval.ms", 0, "1")],
+        "unknown": [("no.such.config", 0, "1")],
+        "offset_reset_by_duration": [("share.auto.offset.reset", 0, "by_duration:PT1H")],
+        "offset_reset_bad": [("share.auto.offset.reset", 0, "bogus")],
+        "isolation_bad": [("share.isolation.level", 0, "bogus")],
+        "lock_duration_small": [("share.record.lock.duration.ms", 0, "5")],
+        "lock_duration_below_min": [("share.record.lock.duration.ms", 0, "5000")],
+        "standby_above_max": [("streams.num.standby.replicas", 0, "5")],
+        "append": [("consumer.session.timeout.ms", 2, "5")],
+        "null": [("consumer.session.timeout.ms", 0, None)],
+    }
+    for label, configs in cases.items():
+        out[f"alter_{label}"] = alter(group, configs)
+    out["alter_empty_name"] = alter("", [("consumer.session.timeout.ms", 0, "50000")])
+    out["set"] = alter(group, [("consumer.session.timeout.ms", 0, "50000"), ("share.isolation.level", 0,
+                                                                             "read_committed")], validate=False)
+    time.sleep(1)  # Kafka's brokers apply the controller's change asynchronously
+    out["describe_after_set"] = describe(group, ["consumer.session.timeout.ms", "share.isolation.level"])
+    r = c.request(74, {"resource_types": [32]}, version=1)
+    out["listed"] = sorted(x.resource_name for x in r.config_resources if x.resource_name.startswith(ctx.topic("")))
+    out["delete"] = alter(group, [("consumer.session.timeout.ms", 1, None)], validate=False)
+    time.sleep(1)
+    out["describe_after_delete"] = describe(group, ["consumer.session.timeout.ms", "share.isolation.level"])
+    r = c.request(33, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": "consumer.heartbeat.interval.ms", "value": "7000"}]}], "validate_only": True}, version=2)
+    out["legacy_alter"] = {"error": err(r.responses[0]), "message": r.responses[0].error_message}
+    return out

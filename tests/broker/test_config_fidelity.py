@@ -34,3 +34,49 @@ def test_describe_configs_messages(conn: Connection) -> None:
     refused = _describe(conn, [(2, "dc", None), (3, "x", None)])
     assert [(code, configs) for code, _, configs in refused] == [(42, 0), (42, 0)]
     assert refused[0][1] is not None and refused[0][1].startswith("This most likely occurs because of a request")
+
+
+def _alter_group(conn: Connection, group: str, configs: list[tuple[str, int, str | None]],
+                 validate: bool = False) -> tuple[int, str | None]:
+    r = conn.request(44, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": k, "config_operation": op, "value": v} for k, op, v in configs]}], "validate_only": validate},
+        version=1)
+    return r.responses[0].error_code.value, r.responses[0].error_message
+
+
+def _group_configs(conn: Connection, group: str) -> dict[str, tuple[str | None, int]]:
+    r = conn.request(32, {"resources": [{"resource_type": 32, "resource_name": group, "configuration_keys": None}],
+                          "include_synonyms": False, "include_documentation": False}, version=4)
+    assert r.results[0].error_code.value == 0
+    return {x.name: (x.value, x.config_source) for x in r.results[0].configs}
+
+
+def test_group_config_resource() -> None:
+    """Pure checks of broker.group_configs (Kafka's GroupConfig.validate messages)."""
+    from samsa.broker.group_configs import check_group_configs
+
+    assert check_group_configs({"consumer.session.timeout.ms": "50000"}, {}) is None
+    assert check_group_configs({"consumer.session.timeout.ms": "1000"}, {}) == (
+        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+    # A broker that widens the bound accepts more; without the broker's configs only values are checked.
+    assert check_group_configs({"consumer.session.timeout.ms": "1000"},
+                               {"group.consumer.min.session.timeout.ms": "1000"}) is None
+    assert check_group_configs({"consumer.session.timeout.ms": "1000"}, None) is None
+    assert check_group_configs({"nope": "1"}, {}) == "Unknown group config name: nope"
+    assert check_group_configs({"share.auto.offset.reset": "by_duration:P1DT2H3M4.5S"}, {}) is None
+    assert check_group_configs({"share.auto.offset.reset": "by_duration:PT"}, {}) is not None
+
+
+def test_group_configs_over_the_wire(conn: Connection) -> None:
+    defaults = _group_configs(conn, "g1")
+    assert len(defaults) == 10 and defaults["consumer.session.timeout.ms"] == ("45000", 5)
+    assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "70000")]) == (
+        40, "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms")
+    assert _alter_group(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == (
+        42, "Default group resources are not allowed.")
+    assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "50000")]) == (0, None)
+    assert _group_configs(conn, "g1")["consumer.session.timeout.ms"] == ("50000", 8)  # GROUP_CONFIG
+    r = conn.request(74, {"resource_types": [32]}, version=1)
+    assert [(x.resource_name, x.resource_type) for x in r.config_resources] == [("g1", 32)]
+    assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 1, None)]) == (0, None)
+    assert _group_configs(conn, "g1")["consumer.session.timeout.ms"] == ("45000", 5)
