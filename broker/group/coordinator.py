@@ -48,8 +48,7 @@ __all__ = ["GroupConfig", "GroupCoordinator", "GroupDescription", "GroupRecord",
 logger = logging.getLogger(__name__)
 
 
-# The finest a timer fires after it is set: a timer of 0 ms fires 1 ms on, after the requests already under way
-# (Kafka's timer task goes to the back of the coordinator's event queue).
+# A timer of 0 ms fires 1 ms on, after the requests already under way (Kafka's goes to the back of its queue).
 TIMER_RESOLUTION_MS = 1
 
 
@@ -270,9 +269,7 @@ class GroupCoordinator:
         initial = group.state is GroupState.EMPTY
         group.transition(GroupEvent.PREPARE_REBALANCE, now_ms)
         if initial:
-            # Kafka's GroupMetadataManager.prepareRebalance: the initial join completes from a timer, never
-            # inside the JoinGroup that opened it, even with group.initial.rebalance.delay.ms=0 -- so members
-            # whose JoinGroups are already queued behind the first one share its generation 1.
+            # From a timer even with a delay of 0 (Kafka's): JoinGroups queued behind share generation 1.
             delay_ms = self.config.initial_rebalance_delay_ms
             group.join_deadline_ms = now_ms + max(delay_ms, TIMER_RESOLUTION_MS)
             group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms - delay_ms, 0)
@@ -291,8 +288,7 @@ class GroupCoordinator:
         if group.initial_delay_remaining_ms is not None:
             remaining = group.initial_delay_remaining_ms
             if group.new_member_added and remaining > 0:
-                # Kafka's tryCompleteInitialRebalanceElseSchedule: a member arrived during the delay, so wait
-                # a little more (with a delay of 0, one more timer round, as long as members keep coming).
+                # Kafka's tryCompleteInitialRebalanceElseSchedule: a member arrived, so one more round.
                 group.new_member_added = False
                 delay_ms = min(self.config.initial_rebalance_delay_ms, remaining)
                 group.initial_delay_remaining_ms = max(remaining - delay_ms, 0)
@@ -308,9 +304,7 @@ class GroupCoordinator:
         group.new_member_added = False
         for member in [m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]:
             group.remove_member(member, ErrorCode.unknown_member_id)
-        # Members still pending (given an id by MEMBER_ID_REQUIRED, not joined yet) stay pending: their
-        # JoinGroup starts the next rebalance, as in Kafka's completeClassicGroupJoin (they expire after
-        # the session timeout otherwise).
+        # Pending members stay: their JoinGroup starts the next rebalance (Kafka's completeClassicGroupJoin).
         if group.members and not group.maybe_elect_joined_leader():
             # Nobody rejoined (only static members that went quiet): wait for session timeouts.
             group.join_deadline_ms = now_ms + group.rebalance_timeout_ms
