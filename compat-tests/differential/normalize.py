@@ -117,13 +117,6 @@ def _sorted(items: list[Any], key: str | None) -> list[Any]:
 
 # Scenario-specific allowed differences: (scenario, path pattern, reason). Both values become "<allowed>".
 ALLOWED_AT: list[tuple[str, str, str]] = [
-    ("internal_topics", "configs/min.insync.replicas/1",
-     "the source of min.insync.replicas: Kafka's cluster-wide dynamic default (3), Samsa's default (5); see "
-     "describe_configs_defaults. The value is compared."),
-    ("describe_configs_defaults", "*/configs/min.insync.replicas/[cs]*",
-     "the source of min.insync.replicas: Kafka 4's `storage format` writes a cluster-wide dynamic default "
-     "min.insync.replicas=1 (KIP-966), so Kafka reports DYNAMIC_DEFAULT_BROKER_CONFIG (3) and that synonym; "
-     "the Samsa fixture has no such record: DEFAULT_CONFIG (5). A fixture difference; the value is compared."),
     ("describe_configs_defaults", "*/configs/segment.bytes/[cs]*",
      "the source of segment.bytes: oracle/server.properties sets log.segment.bytes (STATIC_BROKER_CONFIG, 4); "
      "the Samsa fixture runs without a properties file: DEFAULT_CONFIG (5). The value is compared."),

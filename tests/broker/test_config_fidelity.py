@@ -80,3 +80,18 @@ def test_group_configs_over_the_wire(conn: Connection) -> None:
     assert [(x.resource_name, x.resource_type) for x in r.config_resources] == [("g1", 32)]
     assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 1, None)]) == (0, None)
     assert _group_configs(conn, "g1")["consumer.session.timeout.ms"] == ("45000", 5)
+
+
+def test_a_new_cluster_has_kafkas_cluster_wide_min_insync_replicas(conn: Connection) -> None:
+    """Kafka 4.1's `storage format` writes min.insync.replicas as a cluster-wide dynamic config (KIP-966), so a
+    topic reports it as DYNAMIC_DEFAULT_BROKER_CONFIG; a new Samsa cluster writes it with its first broker."""
+    r = conn.request(32, {"resources": [{"resource_type": 4, "resource_name": "", "configuration_keys": None}],
+                          "include_synonyms": False, "include_documentation": False}, version=4)
+    assert [(x.name, x.value, x.config_source) for x in r.results[0].configs] == [("min.insync.replicas", "1", 3)]
+    r = conn.request(19, {"topics": [{"name": "mir", "num_partitions": 1, "replication_factor": 1,
+                                      "assignments": (), "configs": ()}], "timeout": 5000, "validate_only": False})
+    r = conn.request(32, {"resources": [{"resource_type": 2, "resource_name": "mir",
+                                         "configuration_keys": ["min.insync.replicas"]}],
+                          "include_synonyms": True, "include_documentation": False}, version=4)
+    (entry,) = r.results[0].configs
+    assert (entry.value, entry.config_source, [s.source for s in entry.synonyms]) == ("1", 3, [3, 5])
