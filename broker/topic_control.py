@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from samsa.broker.config import (
     check_topic_configs,
     is_valid_topic_name,
-    validate_broker_config,
     validate_topic_config,
 )
 from samsa.broker.controller_types import (
@@ -31,6 +30,7 @@ from samsa.broker.controller_types import (
     check_record_count,
     new_topic_id,
 )
+from samsa.broker.dynamic_broker_configs import check_dynamic_broker_config, current_value
 from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.records import (
@@ -255,11 +255,15 @@ class TopicControl:
         known = {str(b) for b in self._core.image.brokers} | {str(self._node_id)}
         if resource_name != "" and resource_name not in known:
             return ErrorCode.invalid_request, (
-                f"Unexpected broker id, expected {self._node_id} or empty string, but received {resource_name}")
+                f"Unexpected broker id, expected {self._node_id}, but received {resource_name}")
+        image = self._core.image
+        layers = (dict(image.configs.get((BROKER_RESOURCE, str(self._node_id)), {})),
+                  dict(image.configs.get((BROKER_RESOURCE, ""), {})), dict(self._core.config.overrides))
         for name, value in changes.items():
-            problem = validate_broker_config(name, value)
+            problem = check_dynamic_broker_config(name, value, cluster_default=resource_name == "",
+                                                  current=lambda key: current_value(key, layers))
             if problem is not None:
-                return ErrorCode.invalid_request if "dynamically" in problem else ErrorCode.invalid_config, problem
+                return ErrorCode.invalid_request, problem  # Kafka answers every broker config refusal so
         if validate_only:
             return ErrorCode.none, None
         current = self._core.image.configs.get((BROKER_RESOURCE, resource_name), {})

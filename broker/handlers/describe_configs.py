@@ -7,21 +7,23 @@ default) and, on request, the synonyms chain Kafka reports.
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.broker.config import (
     BROKER_SCHEMA,
-    DYNAMIC_BROKER_CONFIGS,
     MAX_TOPIC_NAME_LENGTH,
     TOPIC_CONFIGS,
+    BrokerConfig,
     ConfigSource,
     ConfigType,
     is_valid_topic_name,
 )
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.dynamic_broker_configs import is_dynamic
 from samsa.broker.group_configs import GROUP_CONFIGS, GROUP_RESOURCE, group_default
+from samsa.broker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -104,45 +106,76 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synony
     return tuple(out)
 
 
+def _broker_default(name: str) -> str | None:
+    """What the broker runs with when nothing sets `name`: Samsa's default for a key it implements (None for
+    a derived key such as log.retention.ms, as Kafka reports it), else Kafka 4.1.2's."""
+    entry = BROKER_SCHEMA.get(name)
+    if entry is not None and entry.default:
+        return entry.default
+    kafka = KAFKA_BROKER_CONFIGS.get(name)  # Kafka tells an empty default ("") from none (null)
+    return kafka.default if kafka is not None else None
+
+
+def _broker_value(config: BrokerConfig, name: str) -> tuple[str | None, ConfigSource]:
+    """`name`'s raw value and source: per-broker dynamic > cluster-wide dynamic > given at start > default.
+    The data directory `samsa serve` was started with is its log.dirs (Kafka's comes from its properties)."""
+    for layer, source in _layers(config):
+        if name in layer:
+            return layer[name], source
+    if name == "log.dirs" and "log.dir" not in config.overrides:
+        return str(config.data_dir), ConfigSource.STATIC_BROKER_CONFIG
+    return _broker_default(name), ConfigSource.DEFAULT_CONFIG
+
+
+def _layers(config: BrokerConfig) -> tuple[tuple[Mapping[str, str], ConfigSource], ...]:
+    return ((config.dynamic_node, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (config.overrides, ConfigSource.STATIC_BROKER_CONFIG))
+
+
 def _broker_entry(ctx: RequestContext, name: str, value: str | None, source: ConfigSource, synonyms: bool,
                   docs: bool) -> ConfigEntry:
     entry = BROKER_SCHEMA.get(name)
+    kafka = KAFKA_BROKER_CONFIGS.get(name)
     # Kafka's ConfigHelper: a key it has no type for (not in its schema) or a PASSWORD is sensitive, its
-    # value withheld.
-    sensitive = entry is None or entry.type == ConfigType.PASSWORD
+    # value withheld. Kafka's keys carry Kafka's type, flags and read-only-ness (Samsa's listeners stay
+    # read-only: it cannot add listeners at run time).
+    if kafka is not None:
+        sensitive, config_type = kafka.sensitive, ConfigType(kafka.type)
+    else:
+        sensitive = entry is None or entry.type == ConfigType.PASSWORD
+        config_type = entry.type if entry is not None else ConfigType.UNKNOWN
+    # A custom key (unknown to Kafka and Samsa) is read-only in Kafka's answer, though it may be set.
+    read_only = not is_dynamic(name) or (kafka is None and entry is None)
     chain: list[Synonym] = []
     if synonyms:
         # Kafka's synonyms: every layer that holds the key, most precedent first, then its default.
-        config = ctx.broker.config
-        for layer, layer_source in ((config.dynamic_node, ConfigSource.DYNAMIC_BROKER_CONFIG),
-                                    (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                                    (config.overrides, ConfigSource.STATIC_BROKER_CONFIG)):
+        for layer, layer_source in _layers(ctx.broker.config):
             if name in layer:
                 chain.append(Synonym(name, None if sensitive else layer[name], layer_source))
-        if entry is not None and entry.default != "":
-            chain.append(Synonym(name, entry.default, ConfigSource.DEFAULT_CONFIG))
-    return ConfigEntry(name, None if sensitive else value, name not in DYNAMIC_BROKER_CONFIGS, source, sensitive,
-                       tuple(chain), entry.type if entry is not None else ConfigType.UNKNOWN,
+        default = _broker_default(name)
+        if default is not None and not sensitive:
+            chain.append(Synonym(name, default, ConfigSource.DEFAULT_CONFIG))
+    return ConfigEntry(name, None if sensitive else value, read_only, source, sensitive, tuple(chain), config_type,
                        (entry.documentation if entry is not None else None) if docs else None)
 
 
 def _broker_configs(ctx: RequestContext, keys: Set[str] | None, synonyms: bool,
                     docs: bool) -> tuple[ConfigEntry, ...]:
-    """Every schema key with a value, then every other key given at start (Kafka lists a broker's
-    originals too: listeners, advertised.listeners and each --override key, STATIC_BROKER_CONFIG)."""
+    """Every config Kafka 4.1.2 lists for a broker (broker.kafka_broker_configs) with what this broker runs
+    with, then Samsa's own (samsa.*), then any other key given at start or set at run time. Samsa keys that
+    Kafka keeps internal (not listed by Kafka) are not listed either."""
     config = ctx.broker.config
+    names = dict.fromkeys(KAFKA_BROKER_CONFIGS)
+    names.update(dict.fromkeys(k for k in BROKER_SCHEMA if k.startswith("samsa.")))
+    for _layer, _source in _layers(config):
+        names.update(dict.fromkeys(k for k in _layer if k not in BROKER_SCHEMA or k.startswith("samsa.")))
     out: list[ConfigEntry] = []
-    for key in BROKER_SCHEMA:
+    for key in names:
         if keys is not None and key not in keys:
             continue
-        value, source = config.lookup(key)
-        if value == "":
-            continue
+        value, source = _broker_value(config, key)
         out.append(_broker_entry(ctx, key, value, source, synonyms, docs))
-    for key, value in config.overrides.items():
-        if key in BROKER_SCHEMA or (keys is not None and key not in keys):
-            continue
-        out.append(_broker_entry(ctx, key, value, ConfigSource.STATIC_BROKER_CONFIG, synonyms, docs))
     return tuple(out)
 
 

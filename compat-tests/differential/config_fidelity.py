@@ -142,3 +142,59 @@ def group_configs(ctx: Ctx) -> Any:
         {"name": "consumer.heartbeat.interval.ms", "value": "7000"}]}], "validate_only": True}, version=2)
     out["legacy_alter"] = {"error": err(r.responses[0]), "message": r.responses[0].error_message}
     return out
+
+
+def _fixture_keys() -> set[str]:
+    """Broker configs the two fixtures set differently on purpose: every key of the oracle's
+    server.properties, and what `samsa serve` is started with (--listen, --advertise, --data-dir)."""
+    from pathlib import Path
+
+    props = Path(__file__).resolve().parents[1] / "oracle" / "server.properties"
+    keys = {line.split("=", 1)[0].strip() for line in props.read_text().splitlines()
+            if "=" in line and not line.lstrip().startswith("#")}
+    # broker.id follows node.id in KRaft; controller.quorum.bootstrap.servers is the oracle's own quorum
+    return keys | {"listeners", "advertised.listeners", "log.dirs", "broker.id", "controller.quorum.bootstrap.servers"}
+
+
+@scenario
+def broker_configs_fidelity(ctx: Ctx) -> Any:
+    """DescribeConfigs of the broker lists every config Kafka lists, with Kafka's type, read-only and sensitive
+    flags, and (where the fixtures do not set them) the same values and sources; IncrementalAlterConfigs
+    (validate only) accepts and refuses the broker configs Kafka does, with Kafka's messages. Samsa's own
+    samsa.* configs are left out."""
+    c = ctx.connect()
+    node = str(c.request(60, {"include_cluster_authorized_operations": False}, version=0).controller_id)
+    fixture = _fixture_keys()
+    (res,) = _describe(ctx, c, [(4, node, None)], synonyms=True)
+    configs: dict[str, Any] = {}
+    for x in res.configs:
+        if x.name.startswith("samsa."):
+            continue
+        entry: dict[str, Any] = {"type": x.config_type, "read_only": x.read_only, "sensitive": x.is_sensitive}
+        if x.name not in fixture:
+            entry.update(value=x.value, source=x.config_source,
+                         synonyms=[[s.name, s.value, s.source] for s in x.synonyms])
+        configs[x.name] = entry
+    out: dict[str, Any] = {"error": err(res), "message": res.error_message, "count": len(configs),
+                           "configs": configs}
+
+    def alter(name: str, key: str, value: str | None, op: int = 0) -> Any:
+        r = c.request(44, {"resources": [{"resource_type": 4, "resource_name": name, "configs": [
+            {"name": key, "config_operation": op, "value": value}]}], "validate_only": True}, version=1)
+        return {"error": err(r.responses[0]), "message": r.responses[0].error_message}
+
+    for name in ("", node):
+        for key, value in (("log.cleaner.threads", "x"), ("log.cleaner.threads", "2"), ("custom.key", "1"),
+                           ("log.retention.hours", "5"), ("log.retention.ms", "5000"), ("log.roll.hours", "1"),
+                           ("log.roll.ms", "1000"), ("num.io.threads", "4"), ("num.io.threads", "100"),
+                           ("background.threads", "3"), ("num.replica.fetchers", "2"), ("max.connections", "100"),
+                           ("max.connections.per.ip", "x"), ("message.max.bytes", "2000000"),
+                           ("log.segment.bytes", "100"), ("producer.id.expiration.ms", "1000"),
+                           ("min.insync.replicas", "0"), ("num.partitions", "3"), ("log.cleanup.policy", ""),
+                           ("ssl.keystore.location", "/nonexistent"), ("sasl.enabled.mechanisms", "PLAIN"),
+                           ("ssl.client.auth", "required"), ("ssl.truststore.type", "PKCS12")):
+            out[f"alter_{name or 'default'}_{key}={value}"] = alter(name, key, value)
+        out[f"alter_{name or 'default'}_append_empty_cleanup"] = alter(name, "log.cleanup.policy", "", 2)
+    out["alter_default_listeners"] = alter("", "listeners", "PLAINTEXT://:1")
+    out["alter_other_broker"] = alter("7", "log.cleaner.threads", "2")
+    return out

@@ -95,3 +95,53 @@ def test_a_new_cluster_has_kafkas_cluster_wide_min_insync_replicas(conn: Connect
                           "include_synonyms": True, "include_documentation": False}, version=4)
     (entry,) = r.results[0].configs
     assert (entry.value, entry.config_source, [s.source for s in entry.synonyms]) == ("1", 3, [3, 5])
+
+
+def test_dynamic_broker_config_rules() -> None:
+    """Kafka 4.1.2's rules (broker.dynamic_broker_configs): its dynamic keys, per-broker-only keys, security
+    keys per listener, custom keys, thread counts by at most half or double."""
+    from samsa.broker.dynamic_broker_configs import check_dynamic_broker_config as check
+
+    assert check("log.retention.ms", "5000", cluster_default=True) is None
+    assert check("log.retention.hours", "5", cluster_default=True) == (
+        "Cannot update these configs dynamically: Set(log.retention.hours)")
+    assert check("num.io.threads", "4", cluster_default=False) is None  # accepted, not honoured
+    assert check("custom.key", "1", cluster_default=True) is None
+    assert check("sasl.enabled.mechanisms", "PLAIN", cluster_default=True) == (
+        "Cannot update these configs at default cluster level, broker id must be specified: "
+        "Set(sasl.enabled.mechanisms)")
+    assert check("ssl.keystore.location", "/x", cluster_default=False) == (
+        "These security configs can be dynamically updated only per-listener using the listener prefix: "
+        "HashSet(ssl.keystore.location)")
+    assert check("log.segment.bytes", "100", cluster_default=False) == (
+        "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576")
+    assert check("max.connections", "x", cluster_default=False) == (
+        "Invalid value x for configuration max.connections: Not a number of type INT")
+    assert check("background.threads", "3", cluster_default=True, current=lambda _: "10") == (
+        "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update validation "
+        "failed for background.threads=3, value should be at least half the current value 10 for configuration "
+        "Invalid dynamic configuration")
+    assert check("background.threads", "20", cluster_default=True, current=lambda _: "10") is None
+    assert check("listeners", "PLAINTEXT://:1", cluster_default=False) == (
+        "Cannot update these configs dynamically: Set(listeners)")  # Samsa cannot add listeners
+
+
+def test_broker_describe_lists_kafkas_configs(samsa: Any, conn: Connection) -> None:
+    from samsa.broker.kafka_broker_configs import KAFKA_BROKER_CONFIGS
+
+    def configs() -> dict[str, Any]:
+        r = conn.request(32, {"resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+                              "include_synonyms": False, "include_documentation": False}, version=4)
+        return {x.name: x for x in r.results[0].configs}
+
+    listed = configs()
+    assert set(KAFKA_BROKER_CONFIGS) <= set(listed)
+    assert {k for k in set(listed) - set(KAFKA_BROKER_CONFIGS) if not k.startswith("samsa.")} == set()
+    assert (listed["log.dirs"].value, listed["log.dirs"].config_source) == (str(samsa.data_dir), 4)
+    assert (listed["log.retention.ms"].value, listed["log.retention.hours"].value) == (None, "168")
+    assert listed["num.io.threads"].read_only is False and listed["log.retention.hours"].read_only is True
+    r = conn.request(44, {"resources": [{"resource_type": 4, "resource_name": "1", "configs": [
+        {"name": "num.io.threads", "config_operation": 0, "value": "9"}]}], "validate_only": False}, version=1)
+    assert r.responses[0].error_code.value == 0
+    entry = configs()["num.io.threads"]
+    assert (entry.value, entry.config_source) == ("9", 2)
