@@ -2,7 +2,10 @@
 
 v1 adds include_synonyms and config_source; v3 adds config_type and documentation (KIP-336); v4 is
 flexible. Topic configs report each value with its source (topic override, static broker config or
-default) and, on request, the synonyms chain Kafka reports.
+default) and, on request, the synonyms chain Kafka reports. A broker reports every config Kafka 4.1.2 lists
+(broker.kafka_broker_configs) with Kafka's flags and what it runs with, plus Samsa's samsa.* configs; the ""
+broker resource only the cluster-wide dynamic defaults. A GROUP resource (type 32) reports its ten group
+configs (broker.group_configs). Messages are Kafka's ("" on success and for an unknown topic).
 """
 
 from __future__ import annotations

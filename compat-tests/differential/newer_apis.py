@@ -12,8 +12,9 @@ from differential.framework import Ctx, err, jsonable, records_of, scenario
 
 
 def _partitions(r: Any) -> list[dict[str, Any]]:
-    return [{"index": p.index, "error": err(p), "base_offset": p.base_offset,
-             "log_start_offset": p.log_start_offset} for p in r.partition_responses]
+    # Kafka answers the partitions in hash-map order: sorted here.
+    return sorted(({"index": p.index, "error": err(p), "base_offset": p.base_offset,
+                    "log_start_offset": p.log_start_offset} for p in r.partition_responses), key=lambda x: x["index"])
 
 
 @scenario
@@ -251,4 +252,10 @@ def group_initial_join_no_delay(ctx: Ctx) -> Any:
     for conn, m in ((c1, m1), (c2, m2)):
         conn.request(13, {"group_id": group, "members": [{"member_id": m, "group_instance_id": None,
                                                          "reason": None}]}, version=5)
+    # Kafka's DescribeGroups reads committed state: wait until the leaves' write is, so that the next
+    # scenario's groups (maybe on the same __consumer_offsets partition) are not read behind it.
+    deadline = time.monotonic() + 10
+    while _describe_group(c1, group)["state"] != "Empty" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    out["state_after_leaves"] = _describe_group(c1, group)["state"]
     return out
