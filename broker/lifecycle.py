@@ -196,12 +196,12 @@ class BrokerLifecycle:
         return should_shut_down
 
     def presumed_fenced(self) -> bool:
-        """Fenced by the controller, or no heartbeat answered for broker.session.timeout.ms: the controller has fenced this broker
-        by now and moved its partitions' leadership, but its metadata may not show it yet (it was cut
-        off, or paused). Until a heartbeat goes through again it must not act as a partition leader: a
-        deposed leader answering from its stale log would refuse an idempotent producer's next sequence
-        (OUT_OF_ORDER_SEQUENCE_NUMBER) and tell a consumer that offsets the new leader has written are
-        out of range. A single voter is its own controller and is never cut off from it."""
+        """Fenced by the controller, or no heartbeat answered for broker.session.timeout.ms: the controller
+        has fenced this broker by now and moved its partitions' leadership, but its metadata may not show
+        it yet (it was cut off, or paused). Until a heartbeat goes through again it must not act as a
+        partition leader: a deposed leader answering from its stale log would refuse an idempotent
+        producer's next sequence (OUT_OF_ORDER_SEQUENCE_NUMBER) and tell a consumer that offsets the new
+        leader has written are out of range. A single voter is its own controller and is never cut off."""
         if self.broker.single_voter:
             return False
         if self.fenced:
