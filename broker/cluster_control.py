@@ -13,8 +13,10 @@ import logging
 from samsa.broker.controller_types import ControllerCore, HeartbeatResult, Pending
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.records import (
+    BROKER_RESOURCE,
     BrokerEndpointsRecord,
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
     RegisterBrokerRecord,
@@ -48,6 +50,11 @@ class ClusterControl:
         records: list[MetadataRecord] = [RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack, True)]
         if listeners:
             records.append(BrokerEndpointsRecord(broker_id, epoch, listeners))
+        if image.offset < 0 and not image.brokers and not image.configs:
+            # A brand-new cluster (Kafka writes this at `storage format`, KIP-966): the cluster-wide dynamic
+            # min.insync.replicas, from this node's static config, so topics report it as Kafka 4.1's do.
+            records.insert(0, ConfigRecord(BROKER_RESOURCE, "", "min.insync.replicas",
+                                           self._core.config.get("min.insync.replicas")))
         if old is not None:
             # A new incarnation may have lost what the old one had not flushed: it leaves the ISRs
             # (leadership moves to another in-sync replica) and rejoins once its leaders see it caught up.

@@ -128,6 +128,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "log.cleaner.backoff.ms": K(LONG, "15000", "sleep when no log needs cleaning", at_least(0), dynamic=True),
     "log.segment.delete.delay.ms": K(LONG, "60000", "file.delete.delay.ms's default"),
     "log.preallocate": K(BOOLEAN, "false", "preallocate's default", implemented=False),
+    "log.local.retention.ms": K(LONG, "-2", "local.retention.ms's default", implemented=False),
+    "log.local.retention.bytes": K(LONG, "-2", "local.retention.bytes's default", implemented=False),
     "compression.type": K(STRING, "producer", "compression.type's default"),
     "compression.gzip.level": K(INT, "-1", "compression.gzip.level's default"),
     "compression.lz4.level": K(INT, "9", "compression.lz4.level's default", implemented=False),
@@ -222,6 +224,8 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "connections.max.idle.ms": K(LONG, "600000", "an idle connection is closed after this long"),
     # listeners, TLS and SASL (broker/security); their schema sits with config_schema's validators
     **{name: K(*spec) for name, spec in SECURITY_BROKER_KEYS.items()},
+    "max.request.partition.size.limit": K(INT, "2000", "the most partitions a DescribeTopicPartitions answer lists",
+                                          at_least(1)),
 }
 
 # A topic name is at most 249 characters of [a-zA-Z0-9._-] and not "." or "..".
@@ -300,7 +304,7 @@ KAFKA_UNIMPLEMENTED_KEYS = frozenset({
     "reserved.broker.max.id", "fetch.purgatory.purge.interval.requests", "producer.purgatory.purge.interval.requests",
     "delete.records.purgatory.purge.interval.requests", "request.timeout.ms", "initial.broker.registration.timeout.ms",
     "broker.heartbeat.interval.ms.max", "controlled.shutdown.enable", "node.id.generation", "num.quota.samples",
-    "quota.window.num", "quota.window.size.seconds", "log.local.retention.bytes", "log.local.retention.ms",
+    "quota.window.num", "quota.window.size.seconds",
 })
 KAFKA_UNIMPLEMENTED_PREFIXES = (
     "log.cleaner.", "sasl.", "ssl.", "remote.log.", "share.", "group.share.", "group.consumer.",

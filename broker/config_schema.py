@@ -44,6 +44,9 @@ class ConfigSource(IntEnum):
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigError(ValueError):
@@ -322,6 +325,12 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
            "bytes between offset index entries"),
         _t("leader.replication.throttled.replicas", LIST, "", None, ThrottledReplicas(),
            "replicas whose leader side of replication is throttled", implemented=False),
+        # Tiered storage (KIP-405, KIP-950): listed and validated as Kafka does; Samsa has no remote tier, so
+        # remote.storage.enable=true is refused as by a Kafka broker whose remote log storage system is off.
+        _t("local.retention.bytes", LONG, "-2", "log.local.retention.bytes", at_least(-2),
+           "the local share of retention.bytes with a remote tier (-2: retention.bytes)", implemented=False),
+        _t("local.retention.ms", LONG, "-2", "log.local.retention.ms", at_least(-2),
+           "the local share of retention.ms with a remote tier (-2: retention.ms)", implemented=False),
         _t("max.compaction.lag.ms", LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms", at_least(1),
            "the longest a record stays ineligible for compaction"),
         _t("max.message.bytes", INT, "1048588", "message.max.bytes", at_least(0),
@@ -339,6 +348,12 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
         _t("min.insync.replicas", INT, "1", "min.insync.replicas", at_least(1),
            "the in-sync replicas an acks=all write needs"),
         _t("preallocate", BOOLEAN, "false", "log.preallocate", None, "preallocate segment files", implemented=False),
+        _t("remote.log.copy.disable", BOOLEAN, "false", None, None,
+           "stop copying segments to the remote tier", implemented=False),
+        _t("remote.log.delete.on.disable", BOOLEAN, "false", None, None,
+           "delete the remote copy when tiered storage is turned off", implemented=False),
+        _t("remote.storage.enable", BOOLEAN, "false", None, None,
+           "keep segments in a remote tier (refused: Samsa has none)", implemented=False),
         _t("retention.bytes", LONG, "-1", "log.retention.bytes", None,
            "the size a partition may reach before old segments are deleted (-1: no limit)"),
         _t("retention.ms", LONG, "604800000", "log.retention.ms", at_least(-1),
@@ -390,6 +405,9 @@ def check_topic_configs(configs: Mapping[str, str | None]) -> str | None:
             parsed[name] = check_topic_config(name, value)
     except ConfigError as e:
         return str(e)
+    if parsed.get("remote.storage.enable") is True:  # LogConfig.validateRemoteStorageOnlyIfSystemEnabled
+        return ("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote "
+                "log storage.")
     # LogConfig.validateValues: the one cross-key rule.
     min_lag = parsed.get("min.compaction.lag.ms", 0)
     max_lag = parsed.get("max.compaction.lag.ms", LONG_MAX)

@@ -261,21 +261,26 @@ def balance_leaders(image: MetadataImage, imbalance_percentage: int) -> list[Met
 class ReassignmentError(Exception):
     """A refused reassignment of one partition: the error code and message its row gets."""
 
-    def __init__(self, error_code: ErrorCode, message: str) -> None:
+    def __init__(self, error_code: ErrorCode, message: str, *, answered: bool = True) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+        # Whether the row's error_message carries it (Kafka answers some refusals with a null message).
+        self.answered = answered
 
 
 def alter_reassignments(
     image: MetadataImage,
     topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]],
     unclean_allowed: Callable[[str], bool],
+    allow_replication_factor_change: bool = True,
 ) -> tuple[list[TopicResults], list[MetadataRecord]]:
     """Start (target replicas), replace, or cancel (None) reassignments; all records are written as one
     entry. A partition named twice sees the first change (kept in `changed`, so that each change costs
     the same however large the image: applying each record to the whole image was quadratic). More
-    than MAX_RECORDS_PER_USER_OP records raise TooManyRecordsError (Kafka's BoundedList)."""
+    than MAX_RECORDS_PER_USER_OP records raise TooManyRecordsError (Kafka's BoundedList).
+    Without `allow_replication_factor_change` (KIP-860) a target of another size than the replica set
+    the partition is headed for is refused with INVALID_REPLICATION_FACTOR."""
     results: list[TopicResults] = []
     records: list[MetadataRecord] = []
     changed: dict[tuple[str, int], PartitionImage] = {}
@@ -283,10 +288,11 @@ def alter_reassignments(
         rows: list[PartitionResult] = []
         for partition_id, target in partitions:
             try:
-                record = _alter_one(image, name, partition_id, target, unclean_allowed, changed)
+                record = _alter_one(image, name, partition_id, target, unclean_allowed, changed,
+                                    allow_replication_factor_change)
             except ReassignmentError as e:
                 logger.info("refused to reassign %s-%d: %s", name, partition_id, e.message)
-                rows.append(PartitionResult(partition_id, e.error_code, e.message))
+                rows.append(PartitionResult(partition_id, e.error_code, e.message if e.answered else None))
                 continue
             if record is not None:
                 records.append(record)
@@ -308,8 +314,8 @@ def _after(topic: TopicImage, p: PartitionImage, record: PartitionChangeRecord) 
 
 
 def _alter_one(image: MetadataImage, name: str, partition_id: int, target: Sequence[int] | None,
-               unclean_allowed: Callable[[str], bool],
-               changed: Mapping[tuple[str, int], PartitionImage]) -> PartitionChangeRecord | None:
+               unclean_allowed: Callable[[str], bool], changed: Mapping[tuple[str, int], PartitionImage],
+               allow_replication_factor_change: bool = True) -> PartitionChangeRecord | None:
     topic = image.topics_by_name.get(name)
     if topic is None:
         raise ReassignmentError(ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {name}.")
@@ -320,6 +326,8 @@ def _alter_one(image: MetadataImage, name: str, partition_id: int, target: Seque
     if target is None:
         return _cancel(image, topic, p, unclean_allowed(name))
     _validate_assignment(image, target)
+    if not allow_replication_factor_change:
+        _validate_replication_factor_unchanged(p, target)
     replicas, removing, adding = _merge(p.replicas, target)
     # From the current replicas (the union, when a reassignment is under way): a new target replaces
     # the old one, and finishes once every replica of the new target is in the ISR (Kafka does this).
@@ -346,6 +354,18 @@ def _validate_assignment(image: MetadataImage, target: Sequence[int]) -> None:
         previous = broker
 
 
+def _validate_replication_factor_unchanged(p: PartitionImage, target: Sequence[int]) -> None:
+    """KIP-860 (ReplicationControlManager.validatePartitionReplicationFactorUnchanged): the target has as
+    many replicas as the partition has, or, during a reassignment, as the replica set it is headed for."""
+    if is_reassigning(p):
+        current = len((set(p.replicas) | set(p.adding_replicas)) - set(p.removing_replicas))
+    else:
+        current = len(p.replicas)
+    if current != len(target):
+        raise ReassignmentError(ErrorCode.invalid_replication_factor,
+                                f"The replication factor is changed from {current} to {len(target)}")
+
+
 def _cancel(image: MetadataImage, topic: TopicImage, p: PartitionImage,
             unclean_allowed: bool) -> PartitionChangeRecord | None:
     """Revert to the replicas the reassignment started from (Kafka's PartitionReassignmentRevert): the
@@ -353,7 +373,8 @@ def _cancel(image: MetadataImage, topic: TopicImage, p: PartitionImage,
     revert needs an unclean election, refused unless the topic allows one."""
     if not is_reassigning(p):
         raise ReassignmentError(ErrorCode.no_reassignment_in_progress,
-                                "No partition reassignment is in progress for this topic or partition.")
+                                "No partition reassignment is in progress for this topic or partition.",
+                                answered=False)  # Kafka 4.1.2 answers it with a null message
     replicas = tuple(r for r in p.replicas if r not in p.adding_replicas)
     isr = tuple(r for r in p.isr if r not in p.adding_replicas)
     if not isr:
@@ -430,12 +451,13 @@ class ReassignmentControl:
         results, records = elect_leaders(c.image, election_type, partitions)
         return c.commit(results, records)
 
-    def alter(self, topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]]
-              ) -> Pending[list[TopicResults]]:
+    def alter(self, topics: Sequence[tuple[str, Sequence[tuple[int, Sequence[int] | None]]]],
+              allow_replication_factor_change: bool = True) -> Pending[list[TopicResults]]:
         c = self._controller
         c.require_active()
         image = c.image
-        results, records = alter_reassignments(image, topics, lambda name: c.unclean_allowed(image, name))
+        results, records = alter_reassignments(image, topics, lambda name: c.unclean_allowed(image, name),
+                                               allow_replication_factor_change)
         return c.commit(results, records)
 
     def list_ongoing(self, topics: Sequence[tuple[str, Sequence[int]]] | None

@@ -30,7 +30,7 @@ from samsa.storage.config import LogConfig
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log, LogAppendInfo
 from samsa.storage.log_manager import LogManager
-from samsa.storage.txn_index import AbortedTxn, TransactionIndex, last_stable_offset
+from samsa.storage.txn_index import AbortedTxn, TransactionIndex
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,11 @@ class Partition:
     # them while they keep up (see maximal_isr).
     possibly_added: set[int] = field(default_factory=set)
     lag_max_ms: int = 30_000
+    # The first unstable offset (the earliest open transaction's first offset, None: none open) and the
+    # producer-state txn_version it was computed at: every fetch reports the last stable offset, and
+    # recomputing it walks every producer of the partition.
+    _first_unstable: int | None = None
+    _first_unstable_version: int = 0
 
     @property
     def is_leader(self) -> bool:
@@ -103,7 +108,16 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return last_stable_offset(self.log.producer_states.values(), self.log.high_watermark)
+        """min(first unstable offset, high watermark) (Kafka's UnifiedLog.lastStableOffset); the first
+        unstable offset is recomputed only when an open transaction began or ended."""
+        log = self.log
+        version = log.producer_txn_version
+        if version != self._first_unstable_version:
+            self._first_unstable = log.first_unstable_offset()
+            self._first_unstable_version = version
+        first = self._first_unstable
+        high_watermark = log.high_watermark
+        return high_watermark if first is None or first >= high_watermark else first
 
     def aborted_transactions(self, start_offset: int, upper_offset: int) -> list[AbortedTxn]:
         return self.txn_index.collect_aborted_transactions(start_offset, upper_offset)

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from samsa.broker.config import (
     check_topic_configs,
     is_valid_topic_name,
-    validate_broker_config,
     validate_topic_config,
 )
 from samsa.broker.controller_types import (
@@ -31,6 +30,8 @@ from samsa.broker.controller_types import (
     check_record_count,
     new_topic_id,
 )
+from samsa.broker.dynamic_broker_configs import check_dynamic_broker_config, current_value
+from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.metadata.records import (
     BROKER_RESOURCE,
@@ -254,11 +255,15 @@ class TopicControl:
         known = {str(b) for b in self._core.image.brokers} | {str(self._node_id)}
         if resource_name != "" and resource_name not in known:
             return ErrorCode.invalid_request, (
-                f"Unexpected broker id, expected {self._node_id} or empty string, but received {resource_name}")
+                f"Unexpected broker id, expected {self._node_id}, but received {resource_name}")
+        image = self._core.image
+        layers = (dict(image.configs.get((BROKER_RESOURCE, str(self._node_id)), {})),
+                  dict(image.configs.get((BROKER_RESOURCE, ""), {})), dict(self._core.config.overrides))
         for name, value in changes.items():
-            problem = validate_broker_config(name, value)
+            problem = check_dynamic_broker_config(name, value, cluster_default=resource_name == "",
+                                                  current=lambda key: current_value(key, layers))
             if problem is not None:
-                return ErrorCode.invalid_request if "dynamically" in problem else ErrorCode.invalid_config, problem
+                return ErrorCode.invalid_request, problem  # Kafka answers every broker config refusal so
         if validate_only:
             return ErrorCode.none, None
         current = self._core.image.configs.get((BROKER_RESOURCE, resource_name), {})
@@ -271,6 +276,29 @@ class TopicControl:
             if value is None and name not in current:
                 continue
             records.append(ConfigRecord(BROKER_RESOURCE, resource_name, name, value))
+        return records
+
+    def _alter_group_configs(
+        self, name: str, changes: Mapping[str, str | None], *, replace_all: bool, validate_only: bool
+    ) -> tuple[ErrorCode, str | None] | list[MetadataRecord]:
+        """A group's own configs (broker.group_configs); the group need not exist, as in Kafka."""
+        if not name:
+            return ErrorCode.invalid_request, "Default group resources are not allowed."
+        current = self._core.image.configs.get((GROUP_RESOURCE, name), {})
+        merged: dict[str, str | None] = {} if replace_all else dict(current)
+        merged.update(changes)
+        problem = check_group_configs({k: v for k, v in merged.items() if v is not None}, None)
+        if problem is not None:
+            return ErrorCode.invalid_config, problem
+        if validate_only:
+            return ErrorCode.none, None
+        records: list[MetadataRecord] = []
+        if replace_all:
+            records += [ConfigRecord(GROUP_RESOURCE, name, old, None) for old in current if old not in changes]
+        for key, value in changes.items():
+            if value is None and key not in current:
+                continue
+            records.append(ConfigRecord(GROUP_RESOURCE, name, key, value))
         return records
 
     def alter_configs(
@@ -296,6 +324,9 @@ class TopicControl:
             elif r.resource_type == BROKER_RESOURCE_TYPE:
                 outcome = self._alter_broker_configs(r.resource_name, r.changes, replace_all=replace_all,
                                                      validate_only=validate_only)
+            elif r.resource_type == GROUP_RESOURCE:
+                outcome = self._alter_group_configs(r.resource_name, r.changes, replace_all=replace_all,
+                                                    validate_only=validate_only)
             else:
                 outcome = ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
             if isinstance(outcome, tuple):

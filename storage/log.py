@@ -160,6 +160,15 @@ class Log(LocalLog):
     def producer_states(self) -> dict[int, ProducerStateEntry]:
         return self._producers.producers
 
+    @property
+    def producer_txn_version(self) -> int:
+        """Changes whenever an open transaction may have begun or ended (see ProducerStateManager.txn_version)."""
+        return self._producers.txn_version
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction; None when none is open."""
+        return self._producers.first_unstable_offset()
+
     # =====================================================================================================
     # append
     # =====================================================================================================

@@ -33,6 +33,7 @@ loads, its batches with an unknown checksum.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections import deque
 from collections.abc import Iterable
@@ -149,9 +150,18 @@ def snapshot_path(directory: Path, offset: int) -> Path:
     return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
+# Values of ProducerStateManager.txn_version, unique across all managers (a partition's cache keyed by one
+# stays right even if its log's manager were replaced).
+_TXN_VERSIONS = itertools.count(1)
+
+
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
+        # Changes whenever a producer's open transaction may have begun or ended (its
+        # current_txn_first_offset set or cleared, the state cleared or loaded): the key under which
+        # callers cache the first unstable offset, which would otherwise walk every producer.
+        self.txn_version = next(_TXN_VERSIONS)
 
     # -- leader validation --------------------------------------------------------------------------------
 
@@ -267,7 +277,9 @@ class ProducerStateManager:
         entry.last_timestamp_ms = h.max_timestamp
         attributes = h.attributes
         if attributes & CONTROL_BIT:
-            entry.current_txn_first_offset = None
+            if entry.current_txn_first_offset is not None:
+                entry.current_txn_first_offset = None
+                self.txn_version = next(_TXN_VERSIONS)
             return
         base_seq = h.base_sequence
         if base_seq != NO_SEQUENCE:
@@ -281,9 +293,21 @@ class ProducerStateManager:
                 h[7])))  # h[7]: base_timestamp
         if attributes & TRANSACTIONAL_BIT and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = h.base_offset
+            self.txn_version = next(_TXN_VERSIONS)
 
     def clear(self) -> None:
         self.producers.clear()
+        self.txn_version = next(_TXN_VERSIONS)
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction, None when none is open (Kafka's
+        ProducerStateManager.firstUnstableOffset, before the high watermark caps it)."""
+        first: int | None = None
+        for entry in self.producers.values():
+            offset = entry.current_txn_first_offset
+            if offset is not None and (first is None or offset < first):
+                first = offset
+        return first
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for `expiration_ms` (Kafka's producer.id.expiration.ms), keeping any with an
@@ -373,6 +397,7 @@ class ProducerStateManager:
                 file_io.unlink(path)
                 continue
             self.producers = producers
+            self.txn_version = next(_TXN_VERSIONS)
             return offset
         return None
 

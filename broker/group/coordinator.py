@@ -48,6 +48,10 @@ __all__ = ["GroupConfig", "GroupCoordinator", "GroupDescription", "GroupRecord",
 logger = logging.getLogger(__name__)
 
 
+# A timer of 0 ms fires 1 ms on, after the requests already under way (Kafka's goes to the back of its queue).
+TIMER_RESOLUTION_MS = 1
+
+
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     """The broker settings the coordinator obeys (Kafka's names in the comments)."""
@@ -265,11 +269,10 @@ class GroupCoordinator:
         initial = group.state is GroupState.EMPTY
         group.transition(GroupEvent.PREPARE_REBALANCE, now_ms)
         if initial:
+            # From a timer even with a delay of 0 (Kafka's): JoinGroups queued behind share generation 1.
             delay_ms = self.config.initial_rebalance_delay_ms
-            group.join_deadline_ms = now_ms + delay_ms
+            group.join_deadline_ms = now_ms + max(delay_ms, TIMER_RESOLUTION_MS)
             group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms - delay_ms, 0)
-            if delay_ms == 0:
-                self._on_join_deadline(group, now_ms)
         else:
             group.join_deadline_ms = now_ms + group.rebalance_timeout_ms
             group.initial_delay_remaining_ms = None
@@ -285,13 +288,12 @@ class GroupCoordinator:
         if group.initial_delay_remaining_ms is not None:
             remaining = group.initial_delay_remaining_ms
             if group.new_member_added and remaining > 0:
-                # Kafka's InitialDelayedJoin: a member arrived during the delay, so wait a little more.
+                # Kafka's tryCompleteInitialRebalanceElseSchedule: a member arrived, so one more round.
                 group.new_member_added = False
                 delay_ms = min(self.config.initial_rebalance_delay_ms, remaining)
                 group.initial_delay_remaining_ms = max(remaining - delay_ms, 0)
-                group.join_deadline_ms = now_ms + delay_ms
-                if delay_ms > 0:
-                    return
+                group.join_deadline_ms = now_ms + max(delay_ms, TIMER_RESOLUTION_MS)
+                return
             group.new_member_added = False
         self._complete_join(group, now_ms)
 
@@ -302,7 +304,7 @@ class GroupCoordinator:
         group.new_member_added = False
         for member in [m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None]:
             group.remove_member(member, ErrorCode.unknown_member_id)
-        group.pending_members.clear()
+        # Pending members stay: their JoinGroup starts the next rebalance (Kafka's completeClassicGroupJoin).
         if group.members and not group.maybe_elect_joined_leader():
             # Nobody rejoined (only static members that went quiet): wait for session timeouts.
             group.join_deadline_ms = now_ms + group.rebalance_timeout_ms

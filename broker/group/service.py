@@ -28,6 +28,7 @@ leaves memory as the log is and the next run tries again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -156,6 +157,9 @@ class GroupService:
         # partition -> (end offset of an append, its groups' offsets before it), oldest first, until the
         # high watermark passes it: OffsetFetch answers the offsets as of the high watermark.
         self._unreplicated: dict[int, list[tuple[int, offset_manager.GroupSnapshot]]] = {}
+        # A timer due before the next tick, set to fire at its time (see _fire_soon_timers) and when.
+        self._soon: asyncio.TimerHandle | None = None
+        self._soon_ms = 0
         self.load()
 
     def _classic_group_in_use(self, group_id: str) -> bool:
@@ -429,6 +433,7 @@ class GroupService:
 
     async def wait(self, pending: Pending[T], on_timeout: Callable[[], T]) -> T:
         if pending.result is None:
+            self._fire_soon_timers()
             event = anyio.Event()
             pending.on_done(event.set)
             with anyio.move_on_after(MAX_DELAYED_OPERATION_S):
@@ -451,6 +456,29 @@ class GroupService:
                 self.on_tick(now, expire)
             except Exception:
                 logger.exception("group coordinator timer failed")
+
+    def _fire_soon_timers(self) -> None:
+        """A timer due before the next tick fires at its time: the initial join of a new group with
+        group.initial.rebalance.delay.ms=0 completes 1 ms after its first JoinGroup (Kafka: at once, after
+        the requests already queued), not up to a tick later."""
+        deadline = self.coordinator.next_deadline_ms()
+        if deadline is None:
+            return
+        delay_ms = deadline - now_ms()
+        if delay_ms >= TICK_INTERVAL_S * 1000 or (self._soon is not None and self._soon_ms <= deadline):
+            return
+        if self._soon is not None:
+            self._soon.cancel()
+        self._soon_ms = deadline
+        self._soon = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._on_soon_timer)
+
+    def _on_soon_timer(self) -> None:
+        self._soon = None
+        try:
+            self.on_tick(now_ms())
+            self._fire_soon_timers()  # a timer the tick set again (a member joined during the last round)
+        except Exception:
+            logger.exception("group coordinator timer failed")
 
     def on_tick(self, now: int, expire_offsets: bool = False) -> None:
         """One tick of the timer: fire every due timer, expire offsets when it is time, and write what

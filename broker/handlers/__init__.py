@@ -35,6 +35,7 @@ from samsa.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -46,6 +47,7 @@ from samsa.broker.handlers import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -147,6 +149,8 @@ HANDLERS: dict[int, Api] = _table(
     (sasl_authenticate.API, sasl_authenticate.handle_sasl_authenticate),
     (describe_user_scram_credentials.API, describe_user_scram_credentials.handle_describe_user_scram_credentials),
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
+    (list_config_resources.API, list_config_resources.handle_list_config_resources),
+    (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

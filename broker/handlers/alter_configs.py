@@ -1,9 +1,10 @@
 """AlterConfigs (key 33, v0-v2) and IncrementalAlterConfigs (key 44, v0-v1).
 
 AlterConfigs replaces a resource's whole set of overrides (configs not named are removed);
-IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per config (KIP-339). Topic configs
-and dynamic broker configs (resource name "" for the cluster-wide default, or this broker's id) are
-stored as metadata records; only the broker configs Kafka can change at run time are accepted.
+IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per config (KIP-339). Topic configs,
+dynamic broker configs (resource name "" for the cluster-wide default, or this broker's id) and group
+configs (the GROUP resource, broker.group_configs) are stored as metadata records; only the broker
+configs Kafka can change at run time are accepted.
 Before the controller sees a request, Kafka's ConfigAdminManager.preprocess checks: a resource named twice,
 a config key named twice, a null value (except DELETE) are INVALID_REQUEST. A topic's whole new set of
 overrides is then validated as Kafka's LogConfig.validate does (INVALID_CONFIG with Kafka's message),
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
+from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.log_cleaner import threads_reconfiguration_error
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_requests import config_resource_error
@@ -133,7 +135,7 @@ def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dic
     denied = config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
     if denied is not None:  # ControllerApis.authorizeAlterResource
         return denied
-    if r.resource_type not in (BROKER, TOPIC):
+    if r.resource_type not in (BROKER, TOPIC, GROUP_RESOURCE):
         return ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
     if r.resource_type == TOPIC and r.resource_name in ctx.broker.image.topics_by_name:
         problem = _check_topic(ctx, r, changes, replace_all)
@@ -144,6 +146,15 @@ def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dic
         # Kafka's DynamicBrokerConfig.validate runs LogCleaner.validateReconfiguration against this broker's
         # cleaner (a malformed value is left to the schema check, which answers it)
         problem = threads_reconfiguration_error(ctx.broker.log_cleaner.threads, int(threads))
+        if problem is not None:
+            return ErrorCode.invalid_config, problem
+    if r.resource_type == GROUP_RESOURCE and r.resource_name:
+        # The bounds come from this broker's group.* configs (the controller checks names and values only).
+        merged: dict[str, str | None] = {} if replace_all else dict(
+            ctx.broker.image.configs.get((GROUP_RESOURCE, r.resource_name), {}))
+        merged.update(changes)
+        problem = check_group_configs({k: v for k, v in merged.items() if v is not None},
+                                      ctx.broker.config.overrides)
         if problem is not None:
             return ErrorCode.invalid_config, problem
     return ConfigChange(r.resource_type, r.resource_name, changes)
@@ -216,7 +227,7 @@ async def handle_incremental_alter_configs(request: IncrementalAlterConfigsReque
         if r.resource_type == TOPIC:
             current: dict[str, str] = dict(ctx.broker.image.topic_configs(r.resource_name))
         else:
-            current = dict(ctx.broker.image.configs.get((BROKER, r.resource_name), {}))
+            current = dict(ctx.broker.image.configs.get((r.resource_type, r.resource_name), {}))
         for c in r.configs:
             op = c.config_operation
             if op == SET:

@@ -1,10 +1,11 @@
-"""Fetch (key 1), v4-v17.
+"""Fetch (key 1), v4-v18.
 
 v4 adds isolation_level, last_stable_offset and aborted_transactions; v5 log_start_offset; v7 fetch
 sessions (KIP-227: we answer session_id 0, i.e. every fetch is a full one, which clients accept);
 v9 current_leader_epoch (KIP-320); v11 rack_id/preferred_read_replica; v12 is flexible and adds
 diverging_epoch; v13 identifies topics by topic_id (KIP-516); v15 moves replica_id into
-replica_state; v16-v17 add node_endpoints and replica_directory_id tags.
+replica_state; v16-v17 add node_endpoints and replica_directory_id tags; v18 adds the replica's
+high_watermark tag (KIP-1166, for KRaft voters: a broker's answer does not use it).
 
 A follower's fetch (replica_id >= 0) is how replication works: the leader records the follower's
 position (its fetch offset), which may advance the high watermark, answers a last_fetched_epoch that
@@ -13,7 +14,8 @@ as Kafka's replicas use it since 2.7), and returns records up to its log end rat
 watermark.
 
 A consumer's fetch returns whole batches starting with the batch that contains fetch_offset, never past the high
-watermark (read_committed: the last stable offset, with the aborted transactions in that range), at
+watermark (read_committed: the last stable offset, with the aborted transactions in that range; the last
+stable offset is reported at either isolation level, as Kafka does), at
 least one batch for the first partition with data (so a large record never blocks a consumer), and
 waits up to max_wait_ms for min_bytes.
 
@@ -48,18 +50,19 @@ from samsa.storage.file_records import FileRecords
 from samsa.storage.log import FetchDataInfo
 
 if TYPE_CHECKING:
-    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17
+    from kio.schema.fetch import v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18
     FetchRequest = (v4.FetchRequest | v5.FetchRequest | v6.FetchRequest | v7.FetchRequest | v8.FetchRequest
                     | v9.FetchRequest | v10.FetchRequest | v11.FetchRequest | v12.FetchRequest | v13.FetchRequest
-                    | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest)
+                    | v14.FetchRequest | v15.FetchRequest | v16.FetchRequest | v17.FetchRequest | v18.FetchRequest)
     FetchResponse = (v4.FetchResponse | v5.FetchResponse | v6.FetchResponse | v7.FetchResponse | v8.FetchResponse
                      | v9.FetchResponse | v10.FetchResponse | v11.FetchResponse | v12.FetchResponse | v13.FetchResponse
-                     | v14.FetchResponse | v15.FetchResponse | v16.FetchResponse | v17.FetchResponse)
+                     | v14.FetchResponse | v15.FetchResponse | v16.FetchResponse | v17.FetchResponse
+                     | v18.FetchResponse)
 
     # The response at once, or a long poll that answers later (Kafka's DelayedFetch).
     FetchAnswer = FetchResponse | Awaitable[FetchResponse]
 
-API = ApiSpec(key=1, min_version=4, max_version=17)
+API = ApiSpec(key=1, min_version=4, max_version=18)
 
 ZERO_UUID = uuid.UUID(int=0)
 READ_COMMITTED = 1
@@ -230,9 +233,9 @@ def _read(w: _Wanted, ctx: RequestContext, budget: int, first: bool, isolation: 
         return _read_for_follower(w, ctx, budget, first, replica, result, held)
     log = p.log
     high_watermark = log.high_watermark
-    # The LSO walks the partition's producer states: only read_committed pays for it (read_uncommitted
-    # clients use last_stable_offset for lag metrics only).
-    last_stable = p.last_stable_offset if isolation == READ_COMMITTED else high_watermark
+    # Reported whatever the isolation level, as Kafka does (a read_uncommitted fetch still reads up to the
+    # high watermark); cached by the partition until a transaction begins or ends.
+    last_stable = p.last_stable_offset
     result["current_leader"] = {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     try:
         data = log.read(

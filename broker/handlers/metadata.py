@@ -29,7 +29,9 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # AclOperation codes a topic supports: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
 # DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11. Without ACLs every principal may do all of them.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+# The cluster's (Kafka's AclEntry.supportedOperations(CLUSTER)): CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12 -- 8096, as Kafka 4.1.2 reports; WRITE is not one.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 ZERO_UUID = uuid.UUID(int=0)
 
 if TYPE_CHECKING:

@@ -1,9 +1,11 @@
-"""AlterPartitionReassignments (key 45), v0, and ListPartitionReassignments (key 46), v0 (KIP-455):
+"""AlterPartitionReassignments (key 45), v0-v1, and ListPartitionReassignments (key 46), v0 (KIP-455):
 kafka-reassign-partitions.sh --execute / --cancel / --verify and --list.
 
 Alter sets a partition's target replicas (null replicas cancels its reassignment); errors are per
-partition. Kafka 4.1 also speaks Alter v1 (KIP-860's allow_replication_factor_change, default true,
-which v0 means). List answers the ongoing reassignments, all of them when topics is null.
+partition. v1 adds allow_replication_factor_change (KIP-860, default true, which v0 means): false refuses
+a target whose size differs from the partition's replica count (INVALID_REPLICATION_FACTOR;
+`kafka-reassign-partitions.sh --disallow-replication-factor-change`). List answers the ongoing
+reassignments, all of them when topics is null.
 Controller-only: other brokers forward both to the active controller (broker.forwarding); the
 decisions are broker.reassignment's.
 """
@@ -18,21 +20,23 @@ from samsa.broker.forwarding import error_response
 from samsa.broker.reassignment import OngoingReassignment, TopicResults
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_requests import cluster_error
-from samsa.broker.wire import build
+from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.alter_partition_reassignments.v0 import (
-        AlterPartitionReassignmentsRequest,
-        AlterPartitionReassignmentsResponse,
-    )
+    from kio.schema.alter_partition_reassignments import v0 as alter_v0
+    from kio.schema.alter_partition_reassignments import v1 as alter_v1
+    AlterPartitionReassignmentsRequest = (alter_v0.AlterPartitionReassignmentsRequest
+                                          | alter_v1.AlterPartitionReassignmentsRequest)
+    AlterPartitionReassignmentsResponse = (alter_v0.AlterPartitionReassignmentsResponse
+                                           | alter_v1.AlterPartitionReassignmentsResponse)
     from kio.schema.list_partition_reassignments.v0 import (
         ListPartitionReassignmentsRequest,
         ListPartitionReassignmentsResponse,
     )
 
-ALTER_PARTITION_REASSIGNMENTS = ApiSpec(key=45, min_version=0, max_version=0)
+ALTER_PARTITION_REASSIGNMENTS = ApiSpec(key=45, min_version=0, max_version=1)
 LIST_PARTITION_REASSIGNMENTS = ApiSpec(key=46, min_version=0, max_version=0)
 
 
@@ -46,7 +50,8 @@ async def handle_alter_partition_reassignments(request: AlterPartitionReassignme
     topics = [(str(t.name), [(int(p.partition_index), None if p.replicas is None else [int(b) for b in p.replicas])
                              for p in t.partitions]) for t in request.topics]
     try:
-        pending = ctx.broker.controller.reassignments.alter(topics)
+        pending = ctx.broker.controller.reassignments.alter(
+            topics, bool(field(request, "allow_replication_factor_change", True)))  # v1+
     except TooManyRecordsError as e:  # more changes than one operation may write (Kafka's bound)
         refused: AlterPartitionReassignmentsResponse = error_response(45, ctx.version, request, e.error_code,
                                                                       e.message)

@@ -1,8 +1,11 @@
-"""Produce (key 0), v3-v12.
+"""Produce (key 0), v3-v13.
 
 v3 requires record batches v2 and adds transactional_id; v5 adds log_start_offset; v8 adds
 record_errors and error_message; v9 is flexible; v10 adds current_leader/node_endpoints tags
-(KIP-951); v11-v12 change only client behaviour (v12: transactions V2, not advertised here).
+(KIP-951); v11-v12 change only client behaviour (v12: transactions V2, not advertised here); v13 names
+topics by topic_id instead of name (KIP-516), in the request and the answer: an id the broker does not
+know is UNKNOWN_TOPIC_ID for each of its partitions, an unknown partition of a known topic
+UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 A request with acks=0 gets no response at all, as in Kafka.
 """
 
@@ -12,6 +15,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
+import uuid
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,7 +28,7 @@ from samsa.broker.handlers.metadata import INTERNAL_TOPICS
 from samsa.broker.replica_manager import Partition
 from samsa.broker.security.acl_requests import ProduceChecks, produce_authorization
 from samsa.broker.security.listeners import endpoint_on
-from samsa.broker.wire import build, ms
+from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
@@ -37,20 +41,20 @@ from samsa.storage.validator import (
 )
 
 if TYPE_CHECKING:
-    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12
+    from kio.schema.produce import v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13
 
     from samsa.broker.metadata.image import BrokerImage
     ProduceRequest = (v3.ProduceRequest | v4.ProduceRequest | v5.ProduceRequest | v6.ProduceRequest
                       | v7.ProduceRequest | v8.ProduceRequest | v9.ProduceRequest | v10.ProduceRequest
-                      | v11.ProduceRequest | v12.ProduceRequest)
+                      | v11.ProduceRequest | v12.ProduceRequest | v13.ProduceRequest)
     ProduceResponse = (v3.ProduceResponse | v4.ProduceResponse | v5.ProduceResponse | v6.ProduceResponse
                        | v7.ProduceResponse | v8.ProduceResponse | v9.ProduceResponse | v10.ProduceResponse
-                       | v11.ProduceResponse | v12.ProduceResponse)
+                       | v11.ProduceResponse | v12.ProduceResponse | v13.ProduceResponse)
 
     # acks=0 gets no response; acks=all (or a large batch) answers later.
     ProduceAnswer = ProduceResponse | None | Awaitable[ProduceResponse | None]
 
-API = ApiSpec(key=0, min_version=3, max_version=12)
+API = ApiSpec(key=0, min_version=3, max_version=13)
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +98,10 @@ class AwaitingReplication:
 
 
 PartitionOutcome = PartitionResult | AwaitingReplication
-# Per topic entry of the request: its name and (partition index, outcome) in request order.
-_Results = list[tuple[str, list[tuple[int, PartitionOutcome]]]]
+# Per topic entry of the request: its name (None: a topic id the broker does not know), the key the request
+# named it by (the name before v13, the topic id from v13: the answer echoes it) and (partition index,
+# outcome) in request order.
+_Results = list[tuple[str | None, str | uuid.UUID | None, list[tuple[int, PartitionOutcome]]]]
 
 
 def _result(error: ErrorCode, message: str | None = None, log_start: int = -1) -> PartitionResult:
@@ -256,10 +262,23 @@ def _failed(appended: PartitionResult, error: ErrorCode) -> PartitionResult:
     return dataclasses.replace(appended, error=error, base_offset=-1)
 
 
+def _topic_name(ctx: RequestContext, topic: object) -> tuple[str | None, str | uuid.UUID | None]:
+    """The name of a request's topic entry (None: an id the broker does not know) and the key the request
+    named it by: its name before v13, its topic_id from v13 (KIP-516)."""
+    if ctx.version < 13:
+        name: str = field(topic, "name")
+        return name, name
+    topic_id: uuid.UUID | None = field(topic, "topic_id")
+    found = ctx.broker.image.topics_by_id.get(str(topic_id)) if topic_id is not None else None
+    return (found.name if found is not None else None), topic_id
+
+
 def _authorization(request: ProduceRequest, ctx: RequestContext) -> ProduceChecks:
-    """WRITE on each topic, on the transactional id for transactional batches (broker.security.acl_requests)."""
+    """WRITE on each topic, on the transactional id for transactional batches (broker.security.acl_requests);
+    topics named by an id the broker does not know are answered UNKNOWN_TOPIC_ID before any check."""
+    named = ((_topic_name(ctx, t)[0], t) for t in request.topic_data)
     return produce_authorization(ctx, request.transactional_id, (
-        (t.name, (d.records for d in t.partition_data)) for t in request.topic_data))
+        (name, (d.records for d in t.partition_data)) for name, t in named if name is not None))
 
 
 def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
@@ -269,17 +288,20 @@ def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswe
     results: _Results = []
     auth = _authorization(request, ctx)
     for topic in request.topic_data:
+        name, key = _topic_name(ctx, topic)
         partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
             result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
-            elif (refused := auth.refusal(topic.name, data.records)) is not None:
+            elif name is None:
+                result = _result(ErrorCode.unknown_topic_id)
+            elif (refused := auth.refusal(name, data.records)) is not None:
                 result = _result(*refused)
             else:
-                result = _produce_partition(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
+                result = _produce_partition(ctx, name, data.index, data.records, acks, request.transactional_id)
             partitions.append((data.index, result))
-        results.append((topic.name, partitions))
+        results.append((name, key, partitions))
     return _finish(request, ctx, results)
 
 
@@ -289,20 +311,23 @@ async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext)
     results: _Results = []
     auth = _authorization(request, ctx)
     for topic in request.topic_data:
+        name, key = _topic_name(ctx, topic)
         partitions: list[tuple[int, PartitionOutcome]] = []
         for data in topic.partition_data:
             result: PartitionOutcome
             if acks not in (0, 1, -1):
                 result = _result(ErrorCode.invalid_required_acks)
-            elif (refused := auth.refusal(topic.name, data.records)) is not None:
+            elif name is None:
+                result = _result(ErrorCode.unknown_topic_id)
+            elif (refused := auth.refusal(name, data.records)) is not None:
                 result = _result(*refused)
             elif data.records and is_large(data.records):
-                result = await _produce_partition_off_loop(ctx, topic.name, data.index, data.records, acks,
+                result = await _produce_partition_off_loop(ctx, name, data.index, data.records, acks,
                                                            request.transactional_id)
             else:
-                result = _produce_partition(ctx, topic.name, data.index, data.records, acks, request.transactional_id)
+                result = _produce_partition(ctx, name, data.index, data.records, acks, request.transactional_id)
             partitions.append((data.index, result))
-        results.append((topic.name, partitions))
+        results.append((name, key, partitions))
     answer = _finish(request, ctx, results)
     if not inspect.isawaitable(answer):
         return answer
@@ -313,21 +338,21 @@ def _finish(request: ProduceRequest, ctx: RequestContext, results: _Results) -> 
     leaders: set[int] = set()
     waits: list[AwaitingReplication] = []
     answered: _Results = []
-    for name, partitions in results:
+    for name, key, partitions in results:
         outcomes: list[tuple[int, PartitionOutcome]] = []
         for index, outcome in partitions:
             if isinstance(outcome, AwaitingReplication):
                 waits.append(outcome)
                 outcomes.append((index, outcome))
                 continue
-            _count_answer(ctx, name, outcome.error)
-            if outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10:
+            _count_answer(ctx, name if name is not None else str(key), outcome.error)
+            if outcome.error == ErrorCode.not_leader_or_follower and ctx.version >= 10 and name is not None:
                 leader = _current_leader(ctx, name, index)
                 if leader is not None:
                     outcome = dataclasses.replace(outcome, current_leader=leader)
                     leaders.add(leader[0])
             outcomes.append((index, outcome))
-        answered.append((name, outcomes))
+        answered.append((name, key, outcomes))
     if request.acks == 0:
         return None
     if waits:
@@ -352,7 +377,7 @@ def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionR
               leaders: set[int]) -> ProduceResponse:
     """The one place a produce answer becomes the kio response of the request's version."""
     responses = []
-    for name, partitions in results:
+    for _name, key, partitions in results:
         answers = []
         for index, outcome in partitions:
             r = done[id(outcome)] if isinstance(outcome, AwaitingReplication) else outcome
@@ -368,15 +393,13 @@ def _response(ctx: RequestContext, results: _Results, done: dict[int, PartitionR
                 **({"current_leader": {"leader_id": r.current_leader[0], "leader_epoch": r.current_leader[1]}}
                    if r.current_leader is not None else {}),
             })
-        responses.append({"name": name, "partition_responses": answers})
+        responses.append({"name": key, "topic_id": key, "partition_responses": answers})
     # KIP-951: the new leaders' endpoints, so the client redirects without a metadata round trip.
     # Each on the listener this request came in on (as Metadata answers).
     image = ctx.broker.image
     endpoints = [_node_endpoint(ctx, b) for node in sorted(leaders) if (b := image.brokers.get(node)) is not None]
     cls: type[ProduceResponse] = response_class(0, ctx.version)
     return build(cls, {"responses": responses, "throttle_time": 0, "node_endpoints": endpoints})
-
-
 
 
 def _current_leader(ctx: RequestContext, topic: str, index: int) -> tuple[int, int] | None:

@@ -48,18 +48,6 @@ FREE_TEXT_KEYS = {"error_message", "batch_index_error_message"}
 LOG_APPEND_TIME_SLACK_MS = 120_000
 
 
-# Topic configs of Kafka's tiered storage (KIP-405, KIP-950): Samsa has no remote log tier, so it does not
-# offer them (advertising remote.storage.enable would invite a setting Samsa cannot honour). Dropped from
-# DescribeConfigs outcomes on both sides.
-TIERED_STORAGE_CONFIGS = {
-    "local.retention.bytes",
-    "local.retention.ms",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
-}
-
-
 def normalize(outcome: Any, *, t0: int, now: int) -> Any:
     """The outcome with every allowed difference rewritten (pure: returns a new value)."""
     ids: dict[str, str] = {}
@@ -80,8 +68,6 @@ def normalize(outcome: Any, *, t0: int, now: int) -> Any:
 
     def walk(value: Any, key: str | None, parent: dict[str, Any] | None) -> Any:
         if isinstance(value, dict):
-            if key == "configs":  # DescribeConfigs outcomes: {config name: entry}
-                value = {k: v for k, v in value.items() if k not in TIERED_STORAGE_CONFIGS}
             return {k: walk(v, k, value) for k, v in value.items()}
         if isinstance(value, list):
             items = [walk(v, key, parent) for v in value]
@@ -131,13 +117,6 @@ def _sorted(items: list[Any], key: str | None) -> list[Any]:
 
 # Scenario-specific allowed differences: (scenario, path pattern, reason). Both values become "<allowed>".
 ALLOWED_AT: list[tuple[str, str, str]] = [
-    ("internal_topics", "configs/min.insync.replicas/1",
-     "the source of min.insync.replicas: Kafka's cluster-wide dynamic default (3), Samsa's default (5); see "
-     "describe_configs_defaults. The value is compared."),
-    ("describe_configs_defaults", "*/configs/min.insync.replicas/[cs]*",
-     "the source of min.insync.replicas: Kafka 4's `storage format` writes a cluster-wide dynamic default "
-     "min.insync.replicas=1 (KIP-966), so Kafka reports DYNAMIC_DEFAULT_BROKER_CONFIG (3) and that synonym; "
-     "the Samsa fixture has no such record: DEFAULT_CONFIG (5). A fixture difference; the value is compared."),
     ("describe_configs_defaults", "*/configs/segment.bytes/[cs]*",
      "the source of segment.bytes: oracle/server.properties sets log.segment.bytes (STATIC_BROKER_CONFIG, 4); "
      "the Samsa fixture runs without a properties file: DEFAULT_CONFIG (5). The value is compared."),
@@ -153,6 +132,22 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # scenario -> [(path pattern, "API/version: Kafka ...; Samsa ...")]. Paths are "/"-joined keys and list
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
+    "broker_configs_fidelity": [
+        ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
+                                        "per-broker reconfigurable); Samsa true: it cannot add listeners at run "
+                                        "time, so it refuses the change rather than ignore it"),
+        ("configs/transaction.abort.timed.out.transaction.cleanup.interval.ms/*",
+         "DescribeConfigs v4 BROKER: Kafka's default is 10000 ms; Samsa's 1000 (it looks for timed-out "
+         "transactions every second, by choice)"),
+    ],
+    "describe_configs_messages": [
+        ("broker_logger", "DescribeConfigs v4 BROKER_LOGGER (8): Kafka describes the broker's log4j loggers and their "
+                          "levels; Samsa does not offer logger configs (INVALID_REQUEST 'Unsupported resource type "
+                          "8')"),
+        ("client_metrics", "DescribeConfigs v4 CLIENT_METRICS (16): Kafka describes any client-metrics resource "
+                           "(KIP-714: interval.ms, match, metrics); Samsa has no client telemetry (INVALID_REQUEST "
+                           "'Unsupported resource type 16')"),
+    ],
     "describe_configs_broker": [
         ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "

@@ -826,8 +826,10 @@ def transactional_visibility(ctx: Ctx) -> Any:
                           "topic_data": [{"name": t, "partition_data": [{"index": 0, "records": b}]}]}, version=9)
         res["produce"] = _produce_outcome(r.responses[0].partition_responses[0])
         res["open_committed"] = _fetch_outcome(ctx.fetch(c, t, 0, 0, isolation_level=1))
-        res["open_uncommitted_values"] = [x["value"] for b in _fetch_outcome(ctx.fetch(c, t, 0, 0))["batches"]
-                                          for x in b["records"]]
+        uncommitted = _fetch_outcome(ctx.fetch(c, t, 0, 0))
+        res["open_uncommitted_values"] = [x["value"] for b in uncommitted["batches"] for x in b["records"]]
+        # Kafka reports the LSO (the open transaction's first offset) at either isolation level.
+        res["open_uncommitted_offsets"] = {k: uncommitted[k] for k in ("high_watermark", "last_stable_offset")}
         res["open_lso"] = _lo_outcome(ctx.list_offsets(c, t, 0, -1, isolation_level=1))
         r = c.request(26, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
                            "committed": commit}, version=3)

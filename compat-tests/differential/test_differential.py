@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from differential import compaction, kip848, scenarios, topic_compression  # noqa: F401  (register the scenarios)
+from differential import (  # noqa: F401  (register the scenarios)
+    compaction,
+    config_fidelity,
+    kip848,
+    newer_apis,
+    scenarios,
+    topic_compression,
+)
 from differential.framework import SCENARIOS, ScenarioSkipped, compare, context, dumps
 from differential.normalize import KNOWN_DIFFERENCES
 

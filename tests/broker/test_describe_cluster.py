@@ -54,3 +54,17 @@ def test_fenced_brokers_are_listed_only_when_asked() -> None:
         (1, "h1", None, False), (2, "h2", "r2", True)]
     alone = _fake_broker()  # before this broker's registration lands: itself
     assert [(b["broker_id"], b["is_fenced"]) for b in _brokers(alone, include_fenced=True)] == [(1, False)]
+
+
+def test_cluster_authorized_operations_are_kafkas_seven(conn: Connection) -> None:
+    """CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE (8096), in
+    DescribeCluster and Metadata alike; WRITE is not a cluster operation."""
+    expected = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+    assert expected == 8096
+    for version in (0, 1, 2):
+        r = conn.request(60, {"include_cluster_authorized_operations": True}, version=version)
+        assert r.cluster_authorized_operations == expected
+    for version in (8, 9, 10):
+        r = conn.request(3, {"topics": [], "allow_auto_topic_creation": False,
+                             "include_cluster_authorized_operations": True}, version=version)
+        assert r.cluster_authorized_operations == expected

@@ -289,6 +289,29 @@ def test_invalid_assignments_unknown_partitions_and_cancels_of_nothing_are_refus
     assert h.part("t", 1).adding_replicas == (3,) and h.part("t", 0).replicas == (1, 2)
 
 
+def test_without_allow_replication_factor_change_the_target_keeps_the_replica_count(h: Harness) -> None:
+    """KIP-860 (AlterPartitionReassignments v1): the count compared is the replica set the partition is headed
+    for, so a reassignment under way from (1, 2) to (2, 3) may be replaced by another two-replica target."""
+    h.topic("t", ((1, 2), (1, 2), 1))
+
+    def reassign(target: tuple[int, ...]) -> tuple[ErrorCode, str | None]:
+        (topic,) = h.controller.reassignments.alter([("t", [(0, target)])], False).result()
+        (row,) = topic.partitions
+        return row.error_code, row.error_message
+
+    offset = h.controller.image.offset
+    assert reassign((1, 2, 3)) == (ErrorCode.invalid_replication_factor,
+                                   "The replication factor is changed from 2 to 3")
+    assert reassign((3,)) == (ErrorCode.invalid_replication_factor, "The replication factor is changed from 2 to 1")
+    assert reassign((3, 3))[0] == ErrorCode.invalid_replica_assignment  # the assignment is checked first
+    assert h.controller.image.offset == offset
+    assert reassign((2, 3)) == (ErrorCode.none, None)
+    assert h.part("t").replicas == (2, 3, 1)  # under way: three replicas, headed for two
+    assert reassign((3, 4)) == (ErrorCode.none, None)
+    assert reassign((2, 3, 4))[0] == ErrorCode.invalid_replication_factor
+    assert h.reassign("t", 0, (2, 3, 4)) == ErrorCode.none  # allowed by default (v0's meaning)
+
+
 def test_a_fenced_but_registered_broker_is_a_valid_target(h: Harness) -> None:
     h.topic("t", ((1, 2), (1, 2), 1))
     h.fence(3)
@@ -418,6 +441,10 @@ def test_the_apis_over_the_wire(conn: Connection) -> None:
     r = conn.request(45, {"timeout": 5000, "topics": [{"name": "wire", "partitions": [
         {"partition_index": 0, "replicas": None}]}]})
     assert r.responses[0].partitions[0].error_code == ErrorCode.no_reassignment_in_progress
+    for allow in (False, True):  # v1: the same replica count passes either way
+        r = conn.request(45, {"timeout": 5000, "allow_replication_factor_change": allow, "topics": [
+            {"name": "wire", "partitions": [{"partition_index": 0, "replicas": [1]}]}]}, version=1)
+        assert (r.error_code, r.responses[0].partitions[0].error_code) == (ErrorCode.none, ErrorCode.none)
 
     for topics in (None, [{"name": "wire", "partition_indexes": [0, 1]}]):
         r = conn.request(46, {"timeout": 5000, "topics": topics})

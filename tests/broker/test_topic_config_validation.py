@@ -64,8 +64,9 @@ def test_incremental_alter_configs_as_kafka(conn: Connection) -> None:
     assert r.error_message == "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)"
     r = _incremental(conn, "t", [("min.insync.replicas", SET, "0")])
     assert r.error_message == "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"
+    # min.insync.replicas comes from the cluster-wide dynamic default a new cluster writes (Kafka's KIP-966).
     assert _describe(conn, "t", ["min.insync.replicas", "max.compaction.lag.ms"]) == {
-        "min.insync.replicas": ("1", 5), "max.compaction.lag.ms": ("9223372036854775807", 5)}
+        "min.insync.replicas": ("1", 3), "max.compaction.lag.ms": ("9223372036854775807", 5)}
 
 
 def test_legacy_alter_configs_refuses_null_and_bad_values(conn: Connection) -> None:

@@ -166,12 +166,16 @@ def test_commit_and_abort_markers_lso_and_read_committed(broker: Any) -> None:
         p = fetch(conn, "t", READ_COMMITTED)
         assert (p.high_watermark, p.last_stable_offset, p.records) == (2, 0, b"")
         assert all_values(conn, "t") == [b"a1", b"a2"]
+        # read_uncommitted reads to the high watermark but reports the LSO too, as Kafka does.
+        p = fetch(conn, "t", 0)
+        assert (p.high_watermark, p.last_stable_offset) == (2, 0)
         assert list_offset(conn, "t", READ_COMMITTED) == 0 and list_offset(conn, "t", 0) == 2
         assert describe_txn(conn, "txn-a").transaction_state == "Ongoing"
         assert end_txn(conn, "txn-a", pid, epoch, commit=False) == 0
         assert describe_txn(conn, "txn-a").transaction_state == "CompleteAbort"
         p = fetch(conn, "t", READ_COMMITTED)
         assert (p.high_watermark, p.last_stable_offset) == (3, 3)  # two records + the ABORT marker
+        assert fetch(conn, "t", 0).last_stable_offset == 3
         assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(pid, 0)]
         assert committed_values(conn, "t") == [] and committed_values(conn, "t", 1) == []
 

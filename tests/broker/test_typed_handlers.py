@@ -36,6 +36,7 @@ from samsa.broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -47,6 +48,7 @@ from samsa.broker.handlers import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -112,6 +114,8 @@ TYPED = [
     (sasl_authenticate, "SaslAuthenticateRequest", "SaslAuthenticateResponse"),
     (describe_user_scram_credentials, "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
     (alter_user_scram_credentials, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
+    (list_config_resources, "ListConfigResourcesRequest", "ListConfigResourcesResponse"),
+    (describe_topic_partitions, "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

@@ -19,7 +19,7 @@ def _requests(topic_id: Any) -> dict[int, dict[str, Any]]:
     fetch_partitions = [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 16}]
     return {
         0: {"transactional_id": None, "acks": 1, "timeout": 5000,
-            "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]},
+            "topic_data": [{"name": TOPIC, "topic_id": topic_id, "partition_data": [{"index": 0, "records": batch}]}]},
         1: {"max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
             "session_epoch": -1, "replica_id": -1,
             "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": fetch_partitions}],
@@ -40,6 +40,8 @@ def _requests(topic_id: Any) -> dict[int, dict[str, Any]]:
         37: {"topics": [{"name": TOPIC, "count": 1, "assignments": None}], "timeout": 1000, "validate_only": True},
         44: {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configs": ()}], "validate_only": True},
         60: {"include_cluster_authorized_operations": True},
+        74: {"resource_types": ()},
+        75: {"topics": [{"name": TOPIC}], "response_partition_limit": 10},
     }
 
 

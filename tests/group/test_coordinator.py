@@ -7,6 +7,7 @@ import random
 import pytest
 
 from samsa.broker.group.coordinator import (
+    TIMER_RESOLUTION_MS,
     GroupConfig,
     GroupCoordinator,
     JoinRequest,
@@ -30,8 +31,22 @@ REBALANCE_MS = 30_000
 G = "g"
 
 
+class ShellTimedCoordinator(GroupCoordinator):
+    """The coordinator as the service runs it when requests come more than a timer resolution apart: the
+    timer a JoinGroup set to fire at once (the initial join of group.initial.rebalance.delay.ms=0) fires
+    before the next request. Tests of requests arriving together use GroupCoordinator itself."""
+
+    def join_group(self, request: JoinRequest, now_ms: int) -> Pending[JoinResult]:
+        pending = super().join_group(request, now_ms)
+        group = self.groups.get(request.group_id)
+        if group is not None and group.join_deadline_ms is not None and \
+                group.join_deadline_ms <= now_ms + TIMER_RESOLUTION_MS:
+            self.fire_timers(request.group_id, group.join_deadline_ms)
+        return pending
+
+
 def make(delay_ms: int = 0, **kw: int) -> GroupCoordinator:
-    return GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=delay_ms, **kw), random.Random(7))
+    return ShellTimedCoordinator(GroupConfig(initial_rebalance_delay_ms=delay_ms, **kw), random.Random(7))
 
 
 def req(member_id: str = "", instance: str | None = None, protocols: tuple[tuple[str, bytes], ...] | None = None,
@@ -199,6 +214,54 @@ def test_initial_rebalance_delay_collects_members() -> None:
     c.tick(6000)
     assert result(pa).generation_id == result(pb).generation_id == 1
     assert len(next(result(p) for p in (pa, pb) if result(p).members).members) == 2
+
+
+def test_without_initial_delay_the_first_join_completes_from_its_timer() -> None:
+    """group.initial.rebalance.delay.ms=0: Kafka's prepareRebalance still completes the initial join from a
+    timer (of 0 ms), so JoinGroups queued behind the first share generation 1 instead of forcing a second
+    rebalance; each member added meanwhile buys one more timer round (tryCompleteInitialRebalanceElseSchedule)."""
+    c = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), random.Random(7))
+    pa = c.join_group(req(client="a"), 0)
+    assert not pa.done and c.groups[G].state is GroupState.PREPARING_REBALANCE
+    pb = c.join_group(req(client="b"), 0)  # before the timer fires
+    c.tick(TIMER_RESOLUTION_MS)  # b was added during the delay: one more round
+    assert not pa.done and not pb.done
+    pc = c.join_group(req(client="c"), TIMER_RESOLUTION_MS)
+    c.tick(2 * TIMER_RESOLUTION_MS)
+    assert not pc.done
+    c.tick(3 * TIMER_RESOLUTION_MS)  # nobody came in the last round
+    results = [result(p) for p in (pa, pb, pc)]
+    assert {r.generation_id for r in results} == {1}
+    leader = next(r for r in results if r.members)
+    assert len(leader.members) == 3
+
+
+def test_without_initial_delay_a_join_after_the_timer_is_a_new_generation() -> None:
+    c = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), random.Random(7))
+    pa = c.join_group(req(client="a"), 0)
+    c.tick(TIMER_RESOLUTION_MS)
+    ra = result(pa)
+    assert (ra.generation_id, len(ra.members)) == (1, 1)
+    # A JoinGroup once the timer is due fires it first (as its own request would find it fired in Kafka).
+    c2 = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), random.Random(7))
+    pa = c2.join_group(req(client="a"), 0)
+    pb = c2.join_group(req(client="b"), TIMER_RESOLUTION_MS)
+    assert result(pa).generation_id == 1 and len(result(pa).members) == 1
+    assert not pb.done and c2.groups[G].state is GroupState.PREPARING_REBALANCE
+
+
+def test_a_pending_member_stays_pending_when_a_generation_completes_without_it() -> None:
+    """A member given its id by MEMBER_ID_REQUIRED whose JoinGroup comes after the join phase closed starts
+    the next rebalance (Kafka keeps pending members); it is not answered UNKNOWN_MEMBER_ID."""
+    c = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), random.Random(7))
+    ids = [result(c.join_group(req(client=x, require_known=True), 0)).member_id for x in "ab"]
+    pa = c.join_group(req(ids[0], client="a", require_known=True), 0)
+    c.tick(TIMER_RESOLUTION_MS)
+    assert (result(pa).generation_id, len(result(pa).members)) == (1, 1)
+    pb = c.join_group(req(ids[1], client="b", require_known=True), 5)
+    assert not pb.done and c.groups[G].state is GroupState.PREPARING_REBALANCE
+    pa = c.join_group(req(ids[0], client="a", require_known=True), 6)
+    assert [(result(p).error, result(p).generation_id) for p in (pa, pb)] == [(ErrorCode.none, 2)] * 2
 
 
 def test_initial_delay_bounded_by_rebalance_timeout() -> None:

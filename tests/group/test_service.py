@@ -22,7 +22,7 @@ from samsa.broker.broker import Broker
 from samsa.broker.config import BrokerConfig
 from samsa.broker.context import RequestContext
 from samsa.broker.controller import TopicSpec
-from samsa.broker.group.coordinator import JoinRequest
+from samsa.broker.group.coordinator import TIMER_RESOLUTION_MS, JoinRequest
 from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.group.state import GroupState
 from samsa.broker.handlers.delete_groups import handle_delete_groups
@@ -177,9 +177,10 @@ def test_racing_commits_end_with_the_later_one_while_the_first_waits_for_replica
 def join_one(broker: Broker) -> tuple[str, int]:
     """One member joins (no initial delay): the group is CompletingRebalance, the member leads."""
     coordinator = broker.groups.coordinator
+    now = int(time.time() * 1000)
     pending = coordinator.join_group(JoinRequest(G, "", None, "c", "/127.0.0.1", 10_000, 30_000, "consumer",
-                                                 (("range", b"m"),), require_known_member_id=False),
-                                     int(time.time() * 1000))
+                                                 (("range", b"m"),), require_known_member_id=False), now)
+    broker.groups.on_tick(now + TIMER_RESOLUTION_MS)  # the initial join's timer, as the service fires it
     assert broker.groups.persist() == ErrorCode.none
     assert pending.result is not None and pending.result.error == ErrorCode.none
     return pending.result.member_id, pending.result.generation_id

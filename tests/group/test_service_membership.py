@@ -17,7 +17,7 @@ import pytest
 
 from samsa.broker.broker import Broker
 from samsa.broker.group.classic_group import JoinResult
-from samsa.broker.group.coordinator import JoinRequest, OffsetAndMetadata
+from samsa.broker.group.coordinator import TIMER_RESOLUTION_MS, JoinRequest, OffsetAndMetadata
 from samsa.broker.group.service import OFFSETS_TOPIC
 from samsa.broker.group.state import GroupState
 from samsa.broker.handlers.join_group import handle_join_group
@@ -38,9 +38,11 @@ def now_ms() -> int:
 
 def join_static(broker: Broker, instance_id: str) -> JoinResult:
     """A static member joins and leads a group of one (no initial delay): CompletingRebalance."""
+    now = now_ms()
     pending = broker.groups.coordinator.join_group(
         JoinRequest(G, "", instance_id, "c", "/127.0.0.1", SESSION_MS, 30_000, "consumer", (("range", b"m"),),
-                    require_known_member_id=False), now_ms())
+                    require_known_member_id=False), now)
+    broker.groups.on_tick(now + TIMER_RESOLUTION_MS)  # the initial join's timer, as the service fires it
     assert broker.groups.persist() == ErrorCode.none
     assert pending.result is not None and pending.result.error == ErrorCode.none
     return pending.result
