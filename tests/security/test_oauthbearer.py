@@ -8,7 +8,10 @@ import hashlib
 import hmac
 import json
 import logging
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +20,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from oauth_tokens import AUDIENCE, ISSUER, Issuer, add_key, initial_response, make_issuer, unsecured_token
 
+from samsa.broker.config import BrokerConfig, check_static_config
 from samsa.broker.security import authenticator as auth
+from samsa.broker.security.channel import ListenerSecurity
+from samsa.broker.security.listeners import ListenerConfigError, broker_listeners
 from samsa.broker.security.oauthbearer import (
+    LOGIN_MODULE,
     InvalidToken,
     JwksKeys,
     JwtValidator,
@@ -29,6 +36,8 @@ from samsa.broker.security.oauthbearer import (
     validator_from_config,
 )
 from samsa.broker.security.sasl import SaslAuthenticationFailed
+
+SIGNED_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
 
 def now_ms() -> int:
@@ -276,3 +285,95 @@ def test_failures_are_logged_with_who_where_how_and_why_at_most_n_a_second(
     assert lines[0].startswith("Failed authentication of User:mallory from 10.0.0.7:5555 on listener OAUTH with "
                                "SASL mechanism OAUTHBEARER: The indicated time")
     assert lines[-1].endswith("(5 more failed authentications not logged)")
+
+
+# --- the broker config -----------------------------------------------------------------------------
+
+def _listener_config(**overrides: str) -> BrokerConfig:
+    return BrokerConfig(overrides={"listeners": "OAUTH://127.0.0.1:9094",
+                                   "listener.security.protocol.map": "OAUTH:SASL_PLAINTEXT",
+                                   "sasl.enabled.mechanisms": "OAUTHBEARER"} | overrides,
+                        listen_host="127.0.0.1", listen_port=9094, advertised_host="127.0.0.1", advertised_port=9094)
+
+
+def test_the_oauthbearer_keys_are_kafkas_and_may_be_given_per_listener_and_mechanism() -> None:
+    report = check_static_config({
+        "sasl.oauthbearer.jwks.endpoint.url": "file:///jwks.json", "sasl.oauthbearer.expected.audience": "a,b",
+        "listener.name.oauth.oauthbearer.sasl.oauthbearer.expected.issuer": "https://idp",
+        "listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": SIGNED_HANDLER,
+        "listener.name.oauth.sasl.oauthbearer.clock.skew.seconds": "5",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms": "-1"})
+    assert not report.warnings
+    assert len(report.errors) == 1 and "sasl.oauthbearer.jwks.endpoint.refresh.ms" in report.errors[0]
+
+
+def test_a_listener_offers_oauthbearer_in_either_mode(issuer: Issuer) -> None:
+    [listener] = broker_listeners(_listener_config())
+    unsecured = ListenerSecurity.from_config(_listener_config(**{
+        "listener.name.oauth.oauthbearer.sasl.jaas.config":
+            f'{LOGIN_MODULE} required unsecuredValidatorRequiredScope="kafka";'}), listener)
+    assert unsecured.mechanisms == ("OAUTHBEARER",)
+    assert isinstance(unsecured.oauthbearer, UnsecuredValidator) and unsecured.oauthbearer.required_scope == ("kafka",)
+    signed_security = ListenerSecurity.from_config(_listener_config(**{
+        "listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": SIGNED_HANDLER,
+        "listener.name.oauth.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
+        "sasl.oauthbearer.expected.issuer": ISSUER}), listener)
+    assert isinstance(signed_security.oauthbearer, JwtValidator) and signed_security.oauthbearer.issuer == ISSUER
+
+
+def test_a_listener_whose_jwks_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
+    [listener] = broker_listeners(_listener_config())
+    config = _listener_config(**{"sasl.oauthbearer.jwks.endpoint.url": (tmp_path / "absent.json").as_uri()})
+    with pytest.raises(ListenerConfigError, match="listener OAUTH: OAUTHBEARER: cannot read the JWKS"):
+        ListenerSecurity.from_config(config, listener)
+    config = _listener_config(**{"sasl.server.callback.handler.class": "com.example.MyHandler"})
+    with pytest.raises(ListenerConfigError, match=r"com\.example\.MyHandler is not supported"):
+        ListenerSecurity.from_config(config, listener)
+
+
+# --- a JWKS over HTTP ------------------------------------------------------------------------------
+
+@pytest.fixture
+def jwks_server(issuer: Issuer) -> Iterator[tuple[str, list[int]]]:
+    """The issuer's JWKS file served on 127.0.0.1; the list counts the GETs."""
+    gets: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            gets.append(1)
+            body = issuer.jwks_path.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json", gets
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_a_jwks_over_http_is_re_read_in_the_background_for_an_unknown_kid(
+        issuer: Issuer, jwks_server: tuple[str, list[int]]) -> None:
+    url, gets = jwks_server
+    validator = JwtValidator(JwksKeys(url, 3_600_000, 0), issuer=ISSUER, audience=(AUDIENCE,))
+    assert validator.validate(issuer.token(alg="ES256"), now_ms()).principal_name == "alice"
+    assert len(gets) == 1
+    new_key = add_key(issuer, "rsa-2")
+    token = issuer.token(kid="rsa-2", key=new_key)
+    with pytest.raises(InvalidToken, match="no verification key for kid 'rsa-2'"):
+        validator.validate(token, now_ms())  # the event loop does not wait for the identity provider
+    for _ in range(200):  # the background read lands (bounded: 200 tries)
+        if validator.keys.candidates("rsa-2"):
+            break
+        threading.Event().wait(0.05)
+    assert validator.validate(token, now_ms()).principal_name == "alice"
