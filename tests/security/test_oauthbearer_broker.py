@@ -265,3 +265,25 @@ def test_a_jwks_that_cannot_be_read_stops_the_broker_from_starting(tmp_path: Pat
 
     with pytest.raises(JwksError, match="cannot read the JWKS"):
         read_jwks((tmp_path / "absent.json").as_uri())
+
+
+def test_confluent_kafka_keeps_producing_past_its_tokens_lifetime(oauth_broker: OAuthBroker) -> None:
+    """KIP-368: the session ends at the token's exp; librdkafka fetches a new token and re-authenticates (or
+    reconnects) before then, so produce keeps working past several token lifetimes."""
+    import time
+
+    from confluent_kafka import Producer
+
+    topic = _topic(oauth_broker, "ck-token-expiry")
+    lifetime_s = 3
+    producer = Producer({"bootstrap.servers": oauth_broker.bootstrap("UNSECURED"), "client.id": topic,
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+                         "enable.sasl.oauthbearer.unsecure.jwt": True,
+                         "sasl.oauthbearer.config": f"principal=ck-short lifeSeconds={lifetime_s}"})
+    delivered: list[Any] = []
+    for i in range(4):
+        producer.produce(topic, f"r{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(30) == 0
+        time.sleep(lifetime_s / 2)
+    assert delivered == [None] * 4
+    assert logged_principals(oauth_broker, topic) == {("User:ck-short", "UNSECURED")}
