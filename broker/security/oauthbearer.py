@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import re
 import threading
 import time
@@ -42,6 +43,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from samsa.broker.security.sasl import SaslAuthenticationFailed
+
+logger = logging.getLogger(__name__)
 
 MECHANISM = "OAUTHBEARER"
 LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
@@ -323,8 +326,8 @@ class JwksKeys:
         """Read the JWKS again now (on this thread); a failure keeps the keys held."""
         try:
             self._install(self._fetch(self.url))
-        except (JwksError, KeyError):
-            pass
+        except Exception as e:  # (any: a bad document must not stop the broker; the keys held stay in use)
+            logger.warning("keeping the JWKS keys held: reading %s again failed: %s", self.url, e)
         finally:
             with self._lock:
                 self._refreshing = False

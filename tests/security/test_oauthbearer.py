@@ -35,7 +35,10 @@ from samsa.broker.security.oauthbearer import (
     read_jwks,
     validator_from_config,
 )
-from samsa.broker.security.sasl import SaslAuthenticationFailed
+from samsa.broker.security.sasl import PlainServer, SaslAuthenticationFailed, ScramServer
+from samsa.broker.security.scram import ScramMechanism
+from samsa.broker.wire import build
+from samsa.kproto.messages import encode_request, request_class
 
 SIGNED_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
@@ -377,3 +380,31 @@ def test_a_jwks_over_http_is_re_read_in_the_background_for_an_unknown_kid(
             break
         threading.Event().wait(0.05)
     assert validator.validate(token, now_ms()).principal_name == "alice"
+
+
+def test_plain_and_scram_failures_name_the_user_tried(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="samsa.authentication")
+    plain = auth.SaslAuthenticator(("PLAIN",), lambda _n: PlainServer({"alice": "secret"}))
+    plain.receive(_frame(17, 1, {"mechanism": "PLAIN"}), 0)
+    plain.receive(_frame(36, 2, {"auth_bytes": b"\0alice\0wrong"}), 0)
+    scram = auth.SaslAuthenticator(("SCRAM-SHA-256",), lambda _n: ScramServer(ScramMechanism.SCRAM_SHA_256,
+                                                                             lambda _u: None))
+    scram.receive(_frame(17, 1, {"mechanism": "SCRAM-SHA-256"}), 0)
+    scram.receive(_frame(36, 2, {"auth_bytes": b"n,,n=nobody,r=abcdefgh"}), 0)
+    scram.receive(_frame(36, 2, {"auth_bytes": b"c=biws,r=wrongnonce,p=AAAA"}), 0)
+    log = auth.FailureLog()
+    for sasl in (plain, scram):
+        assert sasl.state == auth.State.FAILED
+        log.failed(sasl, "127.0.0.1:1", "SASL_PLAINTEXT", 0)
+    lines = [r.getMessage() for r in caplog.records if r.name == "samsa.authentication"]
+    assert lines == [
+        "Failed authentication of User:alice from 127.0.0.1:1 on listener SASL_PLAINTEXT with SASL mechanism PLAIN: "
+        "Authentication failed: Invalid username or password",
+        "Failed authentication of User:nobody from 127.0.0.1:1 on listener SASL_PLAINTEXT with SASL mechanism "
+        "SCRAM-SHA-256: Authentication failed during authentication due to invalid credentials with SASL mechanism "
+        "SCRAM-SHA-256"]
+
+
+def _frame(api_key: int, version: int, values: dict[str, Any]) -> bytes:
+    request = build(request_class(api_key, version), values)
+    return encode_request(request, correlation_id=1, client_id="unit")[4:]
