@@ -19,7 +19,12 @@ from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.security.authenticator import SaslAuthenticator, State
 from samsa.broker.security.listeners import Listener, ListenerConfigError
 from samsa.broker.security.oauthbearer import MECHANISM as OAUTHBEARER
-from samsa.broker.security.oauthbearer import OAuthBearerServer, TokenValidator, validator_from_config
+from samsa.broker.security.oauthbearer import (
+    OAuthBearerServer,
+    TokenValidator,
+    UnsecuredValidator,
+    validator_from_config,
+)
 from samsa.broker.security.sasl import (
     SUPPORTED_MECHANISMS,
     JaasConfigError,
@@ -102,9 +107,14 @@ def _oauthbearer_validator(config: BrokerConfig, listener: Listener, read: Calla
     try:
         jaas = read_mechanism("sasl.jaas.config")
         options = parse_jaas(jaas)[1] if jaas else {}
-        return validator_from_config(read_mechanism, options)
+        validator = validator_from_config(read_mechanism, options)
     except ValueError as e:  # (JaasConfigError, and a JWKS that cannot be read, are ValueErrors)
         raise ListenerConfigError(f"listener {listener.name}: OAUTHBEARER: {e}") from e
+    if isinstance(validator, UnsecuredValidator):
+        logger.warning("listener %s accepts unsecured OAUTHBEARER tokens (alg none, not signed: anyone can claim any "
+                       "principal), for tests only; set sasl.oauthbearer.jwks.endpoint.url for signed tokens",
+                       listener.name)
+    return validator
 
 
 def _has(config: BrokerConfig, listener: Listener, key: str) -> bool:

@@ -310,18 +310,22 @@ def test_the_oauthbearer_keys_are_kafkas_and_may_be_given_per_listener_and_mecha
     assert len(report.errors) == 1 and "sasl.oauthbearer.jwks.endpoint.refresh.ms" in report.errors[0]
 
 
-def test_a_listener_offers_oauthbearer_in_either_mode(issuer: Issuer) -> None:
+def test_a_listener_offers_oauthbearer_in_either_mode(issuer: Issuer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="samsa.broker.security.channel")
     [listener] = broker_listeners(_listener_config())
     unsecured = ListenerSecurity.from_config(_listener_config(**{
         "listener.name.oauth.oauthbearer.sasl.jaas.config":
             f'{LOGIN_MODULE} required unsecuredValidatorRequiredScope="kafka";'}), listener)
     assert unsecured.mechanisms == ("OAUTHBEARER",)
     assert isinstance(unsecured.oauthbearer, UnsecuredValidator) and unsecured.oauthbearer.required_scope == ("kafka",)
+    assert [r.getMessage() for r in caplog.records if "unsecured OAUTHBEARER tokens" in r.getMessage()]
+    caplog.clear()
     signed_security = ListenerSecurity.from_config(_listener_config(**{
         "listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": SIGNED_HANDLER,
         "listener.name.oauth.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": issuer.jwks_url,
         "sasl.oauthbearer.expected.issuer": ISSUER}), listener)
     assert isinstance(signed_security.oauthbearer, JwtValidator) and signed_security.oauthbearer.issuer == ISSUER
+    assert not caplog.records
 
 
 def test_a_listener_whose_jwks_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
