@@ -489,7 +489,31 @@ SECURITY_BROKER_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None]
                                      Range(minimum=1)),
     "connections.max.reauth.ms": (ConfigType.LONG, "0", "a SASL session's lifetime (KIP-368), 0: unlimited",
                                   Range(minimum=0)),
+    # OAUTHBEARER (KIP-255, KIP-768): broker/security/oauthbearer.py.
+    "sasl.server.callback.handler.class": (
+        ConfigType.CLASS, "", "OAUTHBEARER's validator: org.apache.kafka.common.security.oauthbearer."
+        "OAuthBearerValidatorCallbackHandler for signed JWTs; unset: the unsecured (alg none) validator", None),
+    "sasl.oauthbearer.jwks.endpoint.url": (ConfigType.STRING, "", "the JWKS (file:, http:// or https:// URL) that "
+                                           "signed OAUTHBEARER tokens are verified with", None),
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": (ConfigType.LONG, "3600000", "how often the JWKS is read again",
+                                                  Range(minimum=0)),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": (
+        ConfigType.LONG, "100", "the least time between two JWKS reads asked for by an unknown key id",
+        Range(minimum=0)),
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": (ConfigType.LONG, "10000", "accepted as Kafka does",
+                                                            Range(minimum=0)),
+    "sasl.oauthbearer.clock.skew.seconds": (ConfigType.INT, "30", "the leeway for a token's exp and iat",
+                                            Range(minimum=0)),
+    "sasl.oauthbearer.expected.audience": (ConfigType.LIST, "", "audiences a token's aud must include one of "
+                                           "(empty: not checked)", None),
+    "sasl.oauthbearer.expected.issuer": (ConfigType.STRING, "", "the token's iss must be this (empty: not checked)",
+                                         None),
+    "sasl.oauthbearer.scope.claim.name": (ConfigType.STRING, "scope", "the claim holding the token's scope", None),
+    "sasl.oauthbearer.sub.claim.name": (ConfigType.STRING, "sub", "the claim holding the principal's name", None),
 }
+
+# Keys that may also be given per listener and mechanism (listener.name.<l>.<mechanism>.<key>).
+_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.server.callback.handler.class")
 
 
 def listener_base_key(name: str) -> str | None:
@@ -501,4 +525,4 @@ def listener_base_key(name: str) -> str | None:
     if rest.startswith(("ssl.", "sasl.")) or rest == "connections.max.reauth.ms":
         return rest
     mechanism_key = rest.partition(".")[2]  # <mechanism>.sasl.jaas.config
-    return mechanism_key if mechanism_key == "sasl.jaas.config" else None
+    return mechanism_key if mechanism_key in _MECHANISM_KEYS or mechanism_key.startswith("sasl.oauthbearer.") else None

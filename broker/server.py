@@ -45,6 +45,7 @@ from samsa.broker.observability.response_metrics import (
     observe_fetch,
 )
 from samsa.broker.reassignment import TICK_INTERVAL_S
+from samsa.broker.security.authenticator import FAILURES
 from samsa.broker.security.channel import ANONYMOUS, ChannelSecurity, ListenerSecurity, scram_lookup_from
 from samsa.broker.security.listeners import broker_listeners, controller_listener
 from samsa.kproto.errors import ProtocolError
@@ -337,14 +338,18 @@ def _authenticate(channel: ChannelSecurity, connection: KafkaConnection, payload
             authenticator.versions_answered()  # ApiVersions before the handshake: the broker answers it
         return None
     expires_ms = authenticator.session_expires_ms
-    answer = authenticator.receive(payload, now_ms)
+    try:
+        answer = authenticator.receive(payload, now_ms)
+    except ProtocolError:
+        if channel.failed:  # a SaslHandshake v0 exchange's failure: no answer, the connection closes
+            FAILURES.failed(authenticator, connection.peer, connection.listener, now_ms)
+        raise
     if authenticator.authenticated and (not connection.authenticated or authenticator.session_expires_ms != expires_ms):
         logger.debug("%s authenticated as %s on listener %s", connection.peer, authenticator.principal,
                      connection.listener)
     connection.authenticated = authenticator.authenticated
     if channel.failed:
-        logger.info("closing connection from %s on listener %s: %s", connection.peer, connection.listener,
-                    authenticator.failed_message or "SASL authentication failed")
+        FAILURES.failed(authenticator, connection.peer, connection.listener, now_ms)
         asyncio.get_running_loop().call_soon(connection.close)  # once this answer is written
     return answer
 

@@ -18,12 +18,14 @@ sasl.server.max.receive.size meanwhile (the connection's reader enforces it).
   REAUTHENTICATE         SaslAuthenticate               -> as AUTHENTICATE; the principal may not change
   any                    anything else                  -> ProtocolError: the connection closes
 
-KIP-368: with connections.max.reauth.ms > 0, SaslAuthenticate v1+ tells the client its session lifetime;
-a client that sends anything but a re-authentication after the session expired is disconnected.
+KIP-368: with connections.max.reauth.ms > 0, or a credential that expires (an OAUTHBEARER token),
+SaslAuthenticate v1+ tells the client its session lifetime (the shorter of the two); a client that sends
+anything but a re-authentication after the session expired is disconnected.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from enum import Enum, auto
 from typing import Any
@@ -78,6 +80,7 @@ class SaslAuthenticator:
         self._mechanism_name = ""
         self.session_expires_ms: int | None = None  # KIP-368: when the client must have re-authenticated
         self.failed_message: str | None = None  # why authentication failed (the connection closes after it)
+        self.failure_reason: str | None = None  # the same, for the broker's log (may say more than the client saw)
 
     @property
     def authenticated(self) -> bool:
@@ -121,7 +124,7 @@ class SaslAuthenticator:
         reauthenticating = self.state == State.COMPLETE
         if mechanism not in self.enabled_mechanisms or (reauthenticating and mechanism != self._mechanism_name):
             self.state = State.FAILED
-            self.failed_message = f"unsupported SASL mechanism {mechanism}"
+            self.failed_message = self.failure_reason = f"unsupported SASL mechanism {mechanism}"
             return encode_response(header, build(cls, {"error_code": ErrorCode.unsupported_sasl_mechanism,
                                                        "mechanisms": self.enabled_mechanisms}))
         self._mechanism = self._make_mechanism(mechanism)
@@ -133,6 +136,20 @@ class SaslAuthenticator:
         return encode_response(header, build(cls, {"error_code": ErrorCode.none,
                                                    "mechanisms": self.enabled_mechanisms}))
 
+    @property
+    def mechanism_name(self) -> str:
+        return self._mechanism_name
+
+    @property
+    def attempted_principal(self) -> str:
+        """The user name the client tried ("" when not known), for the authentication-failure log."""
+        return self._mechanism.attempted_principal if self._mechanism is not None else ""
+
+    def _failed(self, error: SaslAuthenticationFailed) -> None:
+        self.state = State.FAILED
+        self.failed_message = str(error)
+        self.failure_reason = error.reason
+
     def _evaluate(self, token: bytes) -> bytes:
         assert self._mechanism is not None
         return self._mechanism.evaluate(token)
@@ -141,7 +158,7 @@ class SaslAuthenticator:
         try:
             answer = self._evaluate(token)
         except SaslAuthenticationFailed as e:
-            self.state = State.FAILED
+            self._failed(e)
             raise ProtocolError(f"SASL authentication failed: {e}") from None
         self._maybe_complete(now_ms)
         return len(answer).to_bytes(4, "big") + answer
@@ -156,8 +173,7 @@ class SaslAuthenticator:
                 raise SaslAuthenticationFailed(f"Cannot change principals during re-authentication from {previous}: "
                                                f"{self._mechanism.principal}")
         except SaslAuthenticationFailed as e:
-            self.state = State.FAILED
-            self.failed_message = str(e)
+            self._failed(e)
             return encode_response(header, build(cls, {"error_code": ErrorCode.sasl_authentication_failed,
                                                        "error_message": str(e), "auth_bytes": b""}))
         lifetime_ms = self._maybe_complete(now_ms)  # (v0 has no session_lifetime: build leaves it out)
@@ -171,7 +187,52 @@ class SaslAuthenticator:
             return 0
         self.state = State.COMPLETE
         self.principal = mechanism.principal
-        if self._reauth_ms > 0:
-            self.session_expires_ms = now_ms + self._reauth_ms
-            return self._reauth_ms
-        return 0
+        # Kafka's calcCompletionTimesAndReturnSessionLifetimeMs: the credential's expiry (an OAUTHBEARER
+        # token's exp) bounds the session even when connections.max.reauth.ms is 0.
+        expires = mechanism.credential_expires_ms
+        if expires is None and self._reauth_ms <= 0:
+            return 0
+        if expires is None:
+            lifetime_ms = self._reauth_ms
+        elif self._reauth_ms <= 0:
+            lifetime_ms = max(0, expires - now_ms)
+        else:
+            lifetime_ms = max(0, min(expires - now_ms, self._reauth_ms))
+        self.session_expires_ms = now_ms + lifetime_ms
+        return lifetime_ms
+
+
+audit_logger = logging.getLogger("samsa.authentication")
+
+AUDIT_LINES_PER_SECOND = 10
+
+
+class FailureLog:
+    """Failed authentications on logger samsa.authentication, at most AUDIT_LINES_PER_SECOND lines a second
+    (a client retrying a bad password must not flood the log); the lines left out are counted in the
+    next one. One line: the principal tried, the client's address, the listener, the mechanism, why."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._lines = 0
+        self._suppressed = 0
+
+    def failed(self, authenticator: SaslAuthenticator, client: str, listener: str, now_ms: int) -> None:
+        second = now_ms // 1000
+        if second != self._second:
+            self._second, self._lines = second, 0
+        if self._lines >= AUDIT_LINES_PER_SECOND:
+            self._suppressed += 1
+            return
+        self._lines += 1
+        suppressed, self._suppressed = self._suppressed, 0
+        tried = authenticator.attempted_principal
+        audit_logger.info(
+            "Failed authentication of %s from %s on listener %s with SASL mechanism %s: %s%s",
+            f"User:{tried}" if tried else "an unknown principal", client, listener,
+            authenticator.mechanism_name or "(none)",
+            authenticator.failure_reason or authenticator.failed_message or "SASL authentication failed",
+            f" ({suppressed} more failed authentications not logged)" if suppressed else "")
+
+
+FAILURES = FailureLog()  # the process's (one broker per process in production; tests share it harmlessly)

@@ -18,11 +18,19 @@ from samsa.broker.config import BrokerConfig
 from samsa.broker.metadata.image import MetadataImage
 from samsa.broker.security.authenticator import SaslAuthenticator, State
 from samsa.broker.security.listeners import Listener, ListenerConfigError
+from samsa.broker.security.oauthbearer import MECHANISM as OAUTHBEARER
+from samsa.broker.security.oauthbearer import (
+    OAuthBearerServer,
+    TokenValidator,
+    UnsecuredValidator,
+    validator_from_config,
+)
 from samsa.broker.security.sasl import (
     SUPPORTED_MECHANISMS,
     JaasConfigError,
     MechanismServer,
     mechanism_server,
+    parse_jaas,
     plain_users,
 )
 from samsa.broker.security.scram import ScramCredential, ScramMechanism, from_record
@@ -40,6 +48,8 @@ logger = logging.getLogger(__name__)
 ANONYMOUS = "User:ANONYMOUS"
 # Credentials for SCRAM come from the current metadata image: (mechanism, user) -> credential or None.
 ScramLookup = Callable[[ScramMechanism, str], ScramCredential | None]
+# What a SASL listener can offer: the inter-broker client's mechanisms, and OAUTHBEARER (server side only).
+SERVER_MECHANISMS = (*SUPPORTED_MECHANISMS, OAUTHBEARER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +61,7 @@ class ListenerSecurity:
     plain_users: Mapping[str, str]
     reauth_ms: int
     max_receive_bytes: int  # sasl.server.max.receive.size: the frame limit before authentication
+    oauthbearer: TokenValidator | None = None  # when OAUTHBEARER is offered
 
     @staticmethod
     def from_config(config: BrokerConfig, listener: Listener) -> ListenerSecurity:
@@ -62,14 +73,14 @@ class ListenerSecurity:
         users: dict[str, str] = {}
         if protocol.uses_sasl:
             enabled = [m.strip() for m in read("sasl.enabled.mechanisms").split(",") if m.strip()]
-            unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
+            unsupported = [m for m in enabled if m not in SERVER_MECHANISMS]
             if unsupported:
                 logger.warning("listener %s: SASL mechanisms %s are not supported by Samsa and are not offered",
                                listener.name, ", ".join(unsupported))
-            mechanisms = tuple(m for m in enabled if m in SUPPORTED_MECHANISMS)
+            mechanisms = tuple(m for m in enabled if m in SERVER_MECHANISMS)
             if not mechanisms:
                 raise ListenerConfigError(f"listener {listener.name} ({protocol.name}) has no supported SASL mechanism:"
-                                          f" set sasl.enabled.mechanisms to some of {', '.join(SUPPORTED_MECHANISMS)}")
+                                          f" set sasl.enabled.mechanisms to some of {', '.join(SERVER_MECHANISMS)}")
             if "PLAIN" in mechanisms:
                 jaas = read("plain.sasl.jaas.config") if _has(config, listener, "plain.sasl.jaas.config") \
                     else read("sasl.jaas.config")
@@ -80,8 +91,30 @@ class ListenerSecurity:
                 if not users:
                     logger.warning("listener %s offers PLAIN but its JAAS config names no user_<name> entries",
                                    listener.name)
+        validator = _oauthbearer_validator(config, listener, read) if OAUTHBEARER in mechanisms else None
         return ListenerSecurity(listener, context, rules, mechanisms, users, int(read("connections.max.reauth.ms")),
-                                int(read("sasl.server.max.receive.size")))
+                                int(read("sasl.server.max.receive.size")), validator)
+
+
+def _oauthbearer_validator(config: BrokerConfig, listener: Listener, read: Callable[[str], str]) -> TokenValidator:
+    """The listener's OAUTHBEARER validator; keys are read as listener.name.<l>.oauthbearer.<key>, then
+    listener.name.<l>.<key>, then <key> (Kafka's mechanism and listener prefixes)."""
+
+    def read_mechanism(key: str) -> str:
+        prefixed = f"oauthbearer.{key}"
+        return read(prefixed) if _has(config, listener, prefixed) else read(key)
+
+    try:
+        jaas = read_mechanism("sasl.jaas.config")
+        options = parse_jaas(jaas)[1] if jaas else {}
+        validator = validator_from_config(read_mechanism, options)
+    except ValueError as e:  # (JaasConfigError, and a JWKS that cannot be read, are ValueErrors)
+        raise ListenerConfigError(f"listener {listener.name}: OAUTHBEARER: {e}") from e
+    if isinstance(validator, UnsecuredValidator):
+        logger.warning("listener %s accepts unsecured OAUTHBEARER tokens (alg none, not signed: anyone can claim any "
+                       "principal), for tests only; set sasl.oauthbearer.jwks.endpoint.url for signed tokens",
+                       listener.name)
+    return validator
 
 
 def _has(config: BrokerConfig, listener: Listener, key: str) -> bool:
@@ -103,6 +136,8 @@ class ChannelSecurity:
             self.authenticator = SaslAuthenticator(security.mechanisms, self._mechanism, reauth_ms=security.reauth_ms)
 
     def _mechanism(self, name: str) -> MechanismServer:
+        if name == OAUTHBEARER and self.security.oauthbearer is not None:
+            return OAuthBearerServer(self.security.oauthbearer)
         return mechanism_server(name, lambda: self.security.plain_users, self._scram_lookup)
 
     def connected(self, peer_certificate: bytes | None) -> None:

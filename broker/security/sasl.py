@@ -20,7 +20,12 @@ from samsa.broker.security.scram import ScramCredential, ScramMechanism
 
 
 class SaslAuthenticationFailed(Exception):
-    """The client failed to authenticate; str() is the message SaslAuthenticate carries."""
+    """The client failed to authenticate; str() is the message SaslAuthenticate carries, `reason` why (for
+    the broker's log only, when it says more than the client is told)."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 class MechanismServer(Protocol):
@@ -29,6 +34,14 @@ class MechanismServer(Protocol):
 
     @property
     def principal(self) -> str: ...
+
+    @property
+    def attempted_principal(self) -> str:
+        """The user name the client tried ("" until known), for the authentication-failure log."""
+
+    @property
+    def credential_expires_ms(self) -> int | None:
+        """When the credential authenticated with expires (OAUTHBEARER's exp), bounding the session (KIP-368)."""
 
     def evaluate(self, token: bytes) -> bytes:
         """The server's answer to one client token; SaslAuthenticationFailed if authentication fails."""
@@ -79,6 +92,8 @@ class PlainServer:
         self._users = users
         self._principal = ""
         self._complete = False
+        self.attempted_principal = ""
+        self.credential_expires_ms: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -93,6 +108,7 @@ class PlainServer:
         if len(parts) != 3:
             raise SaslAuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens, got " + str(len(parts)))
         authzid, username, password = (p.decode("utf-8", "replace") for p in parts)
+        self.attempted_principal = username
         if not username:
             raise SaslAuthenticationFailed("Authentication failed: username not specified")
         if not password:
@@ -136,6 +152,11 @@ class ScramServer:
         self._server = ScrampMechanism(mechanism.mechanism_name).make_server(self._auth_info)
         self._step = 0
         self._principal = ""
+        self.credential_expires_ms: int | None = None
+
+    @property
+    def attempted_principal(self) -> str:
+        return self._user
 
     @property
     def complete(self) -> bool:
