@@ -60,7 +60,7 @@ from kafka import errors as kp_errors
 
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
 from chaos.netns import NetworkLab, NetworkLabUnavailable, node_host
-from chaos.secured import ClientSettings, SecuredSetup
+from chaos.secured import PLAINTEXT, ClientSettings, SecuredSetup
 from samsa.broker.cli import cluster as cluster_cli
 from samsa.broker.client import Connection, KafkaClientError
 from samsa.kproto.errors import ErrorCode
@@ -158,7 +158,7 @@ class RunResult:
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
     client_log_dir: Path | None = None
-    security_note: str = ClientSettings().note  # the listeners' security (secured.py for the secured variant)
+    security_note: str = PLAINTEXT.note  # the listeners' security (secured.py for the secured variant)
 
     @property
     def fault_counts(self) -> dict[str, int]:
@@ -263,7 +263,7 @@ class Writer(threading.Thread):
     client = ""
 
     def __init__(self, index: int, bootstrap: str, topic: str, partitions: int, rate_per_s: float,
-                 logs: ClientLogs, security: ClientSettings = ClientSettings()) -> None:
+                 logs: ClientLogs, security: ClientSettings = PLAINTEXT) -> None:
         super().__init__(name=f"writer-w{index}", daemon=True)
         self.name_ = f"w{index}"
         self.logs, self.security = logs, security
@@ -458,7 +458,7 @@ class Reader(threading.Thread):
     client = ""
 
     def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, logs: ClientLogs,
-                 security: ClientSettings = ClientSettings()) -> None:
+                 security: ClientSettings = PLAINTEXT) -> None:
         super().__init__(name=f"reader-{name}", daemon=True)
         self.logs, self.security = logs, security
         self.name_, self.bootstrap, self.topic, self.partitions = name, bootstrap, topic, partitions
@@ -747,7 +747,7 @@ def wait_isr_full(cluster: Cluster, topic: str, partitions: int, bound_s: float)
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLogs,
-                    security: ClientSettings = ClientSettings()) -> dict[int, int] | None:
+                    security: ClientSettings = PLAINTEXT) -> dict[int, int] | None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-watermarks",
                          **logs.librdkafka("watermarks"), **security.librdkafka,
                          "enable.auto.commit": False})
@@ -761,7 +761,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLog
 
 
 def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float, logs: ClientLogs,
-          security: ClientSettings = ClientSettings()) -> tuple[dict[int, list[tuple[int, str]]], bool]:
+          security: ClientSettings = PLAINTEXT) -> tuple[dict[int, list[tuple[int, str]]], bool]:
     """Every partition from offset 0 up to `ends` (exclusive), with a fresh consumer."""
     out: dict[int, list[tuple[int, str]]] = {p: [] for p in ends}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-drain", "client.id": "chaos-drain",
@@ -984,7 +984,7 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
     logs = ClientLogs(directory / "clients")
     try:
         cluster.up()
-        security = setup.settings if setup else ClientSettings()
+        security = setup.settings if setup else PLAINTEXT
         if setup is not None:
             ready_s = setup.prepare(cluster)
             print(f"secured: every node let the clients' SCRAM user in {ready_s:.1f} s after it was made", flush=True)

@@ -51,6 +51,9 @@ class ClientSettings:
     note: str = "PLAINTEXT everywhere"
 
 
+PLAINTEXT = ClientSettings()
+
+
 @dataclass(frozen=True, slots=True)
 class SecuredSetup:
     ca: Path
