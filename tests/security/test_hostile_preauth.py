@@ -140,14 +140,11 @@ def test_requests_before_authentication_change_nothing(secured_broker: SecuredBr
 
 
 def test_sasl_out_of_order_closes_the_connection(secured_broker: SecuredBroker) -> None:
-    """SaslAuthenticate with no handshake, and a second SaslHandshake where a token is due: closed, unanswered
-    or answered with an error, never authenticated."""
+    """SaslAuthenticate with no handshake (even with the right password), and a second SaslHandshake where a
+    token is due: closed unanswered, as Kafka does (an unexpected request during SASL authentication)."""
     with RawClient(secured_broker.ports["SASL_PLAINTEXT"]) as client:
         client.send(36, 2, {"auth_bytes": plain_token("alice", PLAIN_USERS["alice"])})
-        frame = client.recv_frame()
-        if frame is not None:  # an ILLEGAL_SASL_STATE answer is allowed; then nothing more
-            client.send(3, 12, METADATA_V12)
-            assert client.recv_frame() is None
+        assert client.recv_frame() is None
     with RawClient(secured_broker.ports["SASL_PLAINTEXT"]) as client:
         assert client.request(17, 1, {"mechanism": "PLAIN"}).error_code.value == 0
         client.send(17, 1, {"mechanism": "PLAIN"})
@@ -286,6 +283,8 @@ def test_unauthenticated_connections_hold_no_more_than_the_sasl_frame_cap(secure
     still_serves(secured_broker)
     assert all(c.closed_by_broker() for c in announced)
     grown = rss_bytes(pid) - before
+    print(f"broker RSS grew by {grown / MIB:.1f} MiB with 40 unauthenticated connections holding "
+          f"{40 * frame_bytes / MIB:.1f} MiB of partial frames")
     assert grown < 40 * SASL_MAX_RECEIVE_BYTES + RSS_SLACK_BYTES, f"RSS grew by {grown / MIB:.0f} MiB"
     for s in opened:
         s.close()
