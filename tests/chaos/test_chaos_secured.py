@@ -24,6 +24,7 @@ import pytest
 
 from chaos.harness import ChaosConfig, keep_evidence, run_chaos, seeds
 from chaos.netns import NetworkLabUnavailable
+from chaos.secured import CLIENT_USER
 from chaos.test_chaos import (
     FIXED_BOUND_S,
     assert_harness_worked,
@@ -78,6 +79,7 @@ def test_secured_chaos_run(seed: int, tmp_path: Path, request: pytest.FixtureReq
         print(result.report())
         print(f"seed {seed}: {time.monotonic() - started:.1f} s in all")
         assert result.security_note.startswith("clients SASL_SSL SCRAM-SHA-512"), result.security_note
+        assert_clients_logged_in(result.client_log_dir)
         assert_harness_worked(result)
         if result.replication_factor >= 3:
             assert_replication_held(result)
@@ -89,3 +91,15 @@ def test_secured_chaos_run(seed: int, tmp_path: Path, request: pytest.FixtureReq
     if result.replication_factor < 3:
         pytest.skip(f"seed {seed}: the topic has replication factor {result.replication_factor} "
                     f"({result.rf_note}); no leader can move, nothing here tests replication")
+
+
+def assert_clients_logged_in(log_dir: Path | None) -> None:
+    """The clients' own logs: kafka-python says it authenticated with SCRAM-SHA-512 as the run's user, and no
+    client was refused for its credentials (a restarted node must know the user before it listens)."""
+    assert log_dir is not None
+    texts = {path.name: path.read_text(errors="replace") for path in log_dir.glob("*.log*")}
+    kafka_python = texts.get("kafka-python.log", "") + texts.get("kafka-python.log.1", "")  # (rotated)
+    assert f"Authenticated as {CLIENT_USER} via SASL / SCRAM-SHA-512" in kafka_python, \
+        "kafka-python's log has no SCRAM-SHA-512 login"
+    refused = {name: text.count("invalid credentials") for name, text in texts.items() if "invalid credentials" in text}
+    assert not refused, f"clients were refused for their credentials: {refused}"
