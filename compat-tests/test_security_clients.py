@@ -166,9 +166,13 @@ def test_kcat_scram_login_matches_kafka_4_for_its_librdkafka(secured_broker: Sec
         assert SCRAM_FAILED in answer.stderr, answer.stderr
 
 
-def test_kcat_without_sasl_on_a_sasl_listener_is_disconnected(secured_broker: SecuredBroker) -> None:
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_kcat_without_sasl_on_a_sasl_listener_is_disconnected(secured_broker: SecuredBroker, listener: str) -> None:
+    """No SASL settings (on SASL_SSL: TLS alone, the certificate trusted)."""
     _need("kcat")
-    answer = _kcat(secured_broker, "SASL_PLAINTEXT", ["-L", "-m", "5"], {"security.protocol": "PLAINTEXT"})
+    settings = {"security.protocol": "PLAINTEXT"} if listener == "SASL_PLAINTEXT" else {
+        "security.protocol": "SSL", "ssl.ca.location": str(secured_broker.certs.ca)}
+    answer = _kcat(secured_broker, listener, ["-L", "-m", "5"], settings)
     assert answer.returncode != 0
     # The broker answered ApiVersions, then closed the connection at the Metadata request (librdkafka's hint)
     assert "Disconnected: verify that security.protocol is correctly configured, broker might require SASL " \
@@ -220,7 +224,10 @@ def test_kafkajs_reports_a_wrong_password_as_an_authentication_failure(secured_b
     assert expected in out["message"], out
 
 
-def test_kafkajs_without_sasl_on_a_sasl_listener_is_disconnected(secured_broker: SecuredBroker) -> None:
+@pytest.mark.parametrize("listener", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_kafkajs_without_sasl_on_a_sasl_listener_is_disconnected(secured_broker: SecuredBroker,
+                                                                 listener: str) -> None:
     _need("kafkajs")
-    out = _kafkajs(secured_broker, "connect", "SASL_PLAINTEXT", "unused", {})
+    security = {} if listener == "SASL_PLAINTEXT" else {"ssl": {"ca": str(secured_broker.certs.ca)}}
+    out = _kafkajs(secured_broker, "connect", listener, "unused", security)
     assert out == {"error": "KafkaJSConnectionClosedError", "message": "Closed connection"}
