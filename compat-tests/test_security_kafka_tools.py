@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "security
 
 import security_harness
 from oracle_fixture import LIB_DIR, QUICK_JVM_OPTS, run_kafka_tool
-from security_harness import RawClient, SecuredBroker, logged_principals
+from security_harness import PLAIN_USERS, RawClient, SecuredBroker, logged_principals
 
 # The security tests' fixtures: test certificates and a broker with secured listeners.
 certs = security_harness.certs
@@ -77,6 +77,31 @@ def test_console_clients_over_ssl_with_a_pem_client_certificate(secured_broker: 
     tool(PRODUCER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--producer.config", str(client),
          "--producer-property", f"client.id={topic}", input="a\nb\n")
     consumed = tool(CONSUMER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--consumer.config", str(client),
-                    "--from-beginning", "--max-messages", "2", "--timeout-ms", "30000")
+                    "--group", f"g-{topic}", "--consumer-property", f"client.id={topic}", "--from-beginning",
+                    "--max-messages", "2", "--timeout-ms", "30000")
     assert consumed.split() == ["a", "b"]
     assert logged_principals(secured_broker, topic) == {("User:CN=client-app,O=Acme", "SSL")}
+    assert logged_principals(secured_broker, topic, "JoinGroup") == {("User:CN=client-app,O=Acme", "SSL")}
+
+
+def test_console_clients_with_a_consumer_group_over_sasl_plaintext_with_plain(secured_broker: SecuredBroker,
+                                                                               tmp_path: Path) -> None:
+    client = _properties(tmp_path / "plain.properties", {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" '
+                            f'password="{PLAIN_USERS["alice"]}";'})
+    bootstrap = secured_broker.bootstrap("SASL_PLAINTEXT")
+    topic = f"java-plain-{uuid.uuid4().hex[:6]}"
+    tool(PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic, "--producer.config", str(client),
+         "--producer-property", f"client.id={topic}", input="x\ny\nz\n")
+    consumed = tool(CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--consumer.config", str(client),
+                    "--group", f"g-{topic}", "--consumer-property", f"client.id={topic}", "--from-beginning",
+                    "--max-messages", "3", "--timeout-ms", "30000")
+    assert consumed.split() == ["x", "y", "z"]
+    assert logged_principals(secured_broker, topic) == {("User:alice", "SASL_PLAINTEXT")}
+    assert logged_principals(secured_broker, topic, "OffsetCommit") == {("User:alice", "SASL_PLAINTEXT")}
+    # The group committed where it stopped (the console consumer commits on close), read on the setup listener.
+    with RawClient(secured_broker.ports["PLAINTEXT"]) as admin:
+        fetched = admin.request(9, 7, {"group_id": f"g-{topic}", "topics": [{"name": topic,
+                                                                            "partition_indexes": [0]}]})
+    assert [p.committed_offset for p in fetched.topics[0].partitions] == [3]

@@ -59,7 +59,8 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 
 from chaos.checker import CheckResult, History, Outcome, Poll, Seek, Send, check
-from chaos.netns import NetworkLab, NetworkLabUnavailable
+from chaos.netns import NetworkLab, NetworkLabUnavailable, node_host
+from chaos.secured import PLAINTEXT, ClientSettings, SecuredSetup
 from samsa.broker.cli import cluster as cluster_cli
 from samsa.broker.client import Connection, KafkaClientError
 from samsa.kproto.errors import ErrorCode
@@ -157,6 +158,7 @@ class RunResult:
     elapsed_s: float
     errors: tuple[str, ...] = ()  # harness-side trouble (a thread crashed, a node would not restart)
     client_log_dir: Path | None = None
+    security_note: str = PLAINTEXT.note  # the listeners' security (secured.py for the secured variant)
 
     @property
     def fault_counts(self) -> dict[str, int]:
@@ -168,6 +170,7 @@ class RunResult:
             f" ({self.rf_note}), {self.elapsed_s:.1f} s",
             f"faults: {len([f for f in self.faults if f.node is not None])} "
             + str(self.fault_counts) + f"; isolation: {self.isolation_note}",
+            f"security: {self.security_note}",
             *(f"  {f.describe()}" for f in self.faults),
             "leader moves per partition: " + str(self.leader_moves)
             + "; leader epochs per partition: " + str(self.leader_epoch_bumps),
@@ -260,10 +263,10 @@ class Writer(threading.Thread):
     client = ""
 
     def __init__(self, index: int, bootstrap: str, topic: str, partitions: int, rate_per_s: float,
-                 logs: ClientLogs) -> None:
+                 logs: ClientLogs, security: ClientSettings = PLAINTEXT) -> None:
         super().__init__(name=f"writer-w{index}", daemon=True)
         self.name_ = f"w{index}"
-        self.logs = logs
+        self.logs, self.security = logs, security
         self.bootstrap, self.topic, self.partitions, self.rate_per_s = bootstrap, topic, partitions, rate_per_s
         self.stop_event = threading.Event()
         self.lock = threading.Lock()
@@ -339,7 +342,7 @@ class ConfluentWriter(Writer):
             "message.timeout.ms": DELIVERY_TIMEOUT_MS, "request.timeout.ms": CLIENT_REQUEST_TIMEOUT_MS,
             "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
             # eos: the idempotence state machine (PID, epoch bumps, sequence errors), a few lines per fault
-            "error_cb": self.on_error, **self.logs.librdkafka(self.name_, debug="eos"),
+            "error_cb": self.on_error, **self.logs.librdkafka(self.name_, debug="eos"), **self.security.librdkafka,
         })
 
     def on_error(self, err: KafkaError) -> None:
@@ -412,7 +415,7 @@ class KafkaPythonWriter(Writer):
             bootstrap_servers=self.bootstrap, client_id=f"chaos-{self.name_}", enable_idempotence=True,
             acks="all", linger_ms=5, delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
             request_timeout_ms=CLIENT_REQUEST_TIMEOUT_MS, reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
-            metadata_max_age_ms=5000)
+            metadata_max_age_ms=5000, **self.security.kafka_python)
 
     def idle(self, seconds: float) -> None:
         self.stop_event.wait(seconds)
@@ -454,9 +457,10 @@ class Reader(threading.Thread):
 
     client = ""
 
-    def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, logs: ClientLogs) -> None:
+    def __init__(self, name: str, bootstrap: str, topic: str, partitions: int, logs: ClientLogs,
+                 security: ClientSettings = PLAINTEXT) -> None:
         super().__init__(name=f"reader-{name}", daemon=True)
-        self.logs = logs
+        self.logs, self.security = logs, security
         self.name_, self.bootstrap, self.topic, self.partitions = name, bootstrap, topic, partitions
         self.stop_event = threading.Event()
         self.events: list[Poll | Seek] = []
@@ -514,7 +518,7 @@ class ConfluentReader(Reader):
             "client.id": f"chaos-{self.name_}", "enable.auto.commit": False, "enable.auto.offset.store": False,
             "auto.offset.reset": "error", "fetch.wait.max.ms": 100,
             "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS, "topic.metadata.refresh.interval.ms": 2000,
-            **self.logs.librdkafka(self.name_),
+            **self.logs.librdkafka(self.name_), **self.security.librdkafka,
         })
         self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
         for p in range(self.partitions):
@@ -563,7 +567,7 @@ class KafkaPythonReader(Reader):
             bootstrap_servers=self.bootstrap, client_id=f"chaos-{self.name_}", group_id=None,
             enable_auto_commit=False, auto_offset_reset="none", fetch_max_wait_ms=100,
             request_timeout_ms=CLIENT_REQUEST_TIMEOUT_MS + 1000, reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
-            metadata_max_age_ms=5000)
+            metadata_max_age_ms=5000, **self.security.kafka_python)
         self.tps = [KpTopicPartition(self.topic, p) for p in range(self.partitions)]
         self.consumer.assign(self.tps)
         self.consumer.seek_to_beginning(*self.tps)
@@ -742,9 +746,10 @@ def wait_isr_full(cluster: Cluster, topic: str, partitions: int, bound_s: float)
     return None
 
 
-def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLogs) -> dict[int, int] | None:
+def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLogs,
+                    security: ClientSettings = PLAINTEXT) -> dict[int, int] | None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-watermarks",
-                         **logs.librdkafka("watermarks"),
+                         **logs.librdkafka("watermarks"), **security.librdkafka,
                          "enable.auto.commit": False})
     try:
         return {p: int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
@@ -755,12 +760,12 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int, logs: ClientLog
         consumer.close()
 
 
-def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float,
-          logs: ClientLogs) -> tuple[dict[int, list[tuple[int, str]]], bool]:
+def drain(bootstrap: str, topic: str, ends: dict[int, int], bound_s: float, logs: ClientLogs,
+          security: ClientSettings = PLAINTEXT) -> tuple[dict[int, list[tuple[int, str]]], bool]:
     """Every partition from offset 0 up to `ends` (exclusive), with a fresh consumer."""
     out: dict[int, list[tuple[int, str]]] = {p: [] for p in ends}
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-unused-drain", "client.id": "chaos-drain",
-                         **logs.librdkafka("drain"),
+                         **logs.librdkafka("drain"), **security.librdkafka,
                          "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error"})
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
@@ -945,23 +950,32 @@ class Nemesis:
 
 
 def run_chaos(config: ChaosConfig, directory: Path,
-              cluster_factory: Callable[[Path], Cluster] | None = None) -> RunResult:
+              cluster_factory: Callable[[Path], Cluster] | None = None, *, secured: bool = False) -> RunResult:
     """One run; every process it starts is stopped (by PID, paused ones resumed first) and the network
     namespaces it made are deleted before it returns. The calling thread spends the run in the client
-    namespace (see netns.py), and so do the client threads it starts."""
+    namespace (see netns.py), and so do the client threads it starts.
+
+    `secured`: the secured variant (secured.py: clients on SASL_SSL with SCRAM-SHA-512, inter-broker and
+    controller traffic over TLS). It needs the run's own network namespaces, where every node has the same
+    ports and one plan-wide listener config fits them all: NetworkLabUnavailable without them."""
     lab, isolation_note = (None, "off: the caller's cluster") if cluster_factory else network_lab(config.nodes)
     if lab is None:
+        if secured:
+            raise NetworkLabUnavailable(f"the secured variant needs the run's own network namespaces: "
+                                        f"{isolation_note}")
         return _run_chaos(config, directory, cluster_factory, None, isolation_note)
     try:
+        setup = SecuredSetup.create(directory / "tls", [node_host(n) for n in lab.node_ids]) if secured else None
+        overrides = CLUSTER_OVERRIDES + (setup.overrides if setup else ())
         with lab.inside_clients():
-            return _run_chaos(config, directory, lambda d: Cluster(d, plan=lab.plan(d, CLUSTER_OVERRIDES)),
-                              lab, isolation_note)
+            return _run_chaos(config, directory, lambda d: Cluster(d, plan=lab.plan(d, overrides)),
+                              lab, isolation_note, setup)
     finally:
         lab.destroy()
 
 
 def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[Path], Cluster] | None,
-               lab: NetworkLab | None, isolation_note: str) -> RunResult:
+               lab: NetworkLab | None, isolation_note: str, setup: SecuredSetup | None = None) -> RunResult:
     started = time.monotonic()
     print(f"chaos seed {config.seed} (rerun with SAMSA_CHAOS_SEED={config.seed})", flush=True)
     cluster = (cluster_factory or (lambda d: Cluster(d, config.nodes, CLUSTER_OVERRIDES)))(directory)
@@ -970,6 +984,10 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
     logs = ClientLogs(directory / "clients")
     try:
         cluster.up()
+        security = setup.settings if setup else PLAINTEXT
+        if setup is not None:
+            ready_s = setup.prepare(cluster)
+            print(f"secured: every node let the clients' SCRAM user in {ready_s:.1f} s after it was made", flush=True)
         topic = f"chaos-{config.seed}"
         rf, rf_note = create_topic(cluster, topic, config.partitions, config.replication_factor)
         t0 = time.monotonic()
@@ -977,15 +995,15 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
                 f"{config.partitions} partitions, replication factor {rf} ({rf_note})")
         if not wait_for_leaders(cluster, topic, config.partitions, 30.0):
             raise AssertionError(f"{topic} has no leader for some partition after 30 s")
-        bootstrap = cluster.bootstrap_servers
+        bootstrap = setup.bootstrap(cluster) if setup else cluster.bootstrap_servers
         watch = LeaderWatch(cluster, topic, config.partitions)
         watch.t0 = t0
         logs.logger("kafka-python", "kafka")  # w1's and c1's: kafka-python logs to the one "kafka" logger
         rate = config.write_rate_per_s
-        writers: list[Writer] = [ConfluentWriter(0, bootstrap, topic, config.partitions, rate, logs),
-                                 KafkaPythonWriter(1, bootstrap, topic, config.partitions, rate, logs)]
-        readers: list[Reader] = [ConfluentReader("c0", bootstrap, topic, config.partitions, logs),
-                                 KafkaPythonReader("c1", bootstrap, topic, config.partitions, logs)]
+        writers: list[Writer] = [ConfluentWriter(0, bootstrap, topic, config.partitions, rate, logs, security),
+                                 KafkaPythonWriter(1, bootstrap, topic, config.partitions, rate, logs, security)]
+        readers: list[Reader] = [ConfluentReader("c0", bootstrap, topic, config.partitions, logs, security),
+                                 KafkaPythonReader("c1", bootstrap, topic, config.partitions, logs, security)]
         threads = [watch, *writers, *readers]
         for t in threads:
             t.start()
@@ -1011,7 +1029,7 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
                 errors.append(f"writer {w.name_} did not stop within {FLUSH_BOUND_S + 10:.0f} s")
         log(t0, "writers stopped: " + "; ".join(f"{w.name_} {w.figures()}" for w in writers))
 
-        ends = high_watermarks(bootstrap, topic, config.partitions, logs)
+        ends = high_watermarks(bootstrap, topic, config.partitions, logs, security)
         if ends is None:
             errors.append("no high watermarks (ListOffsets failed)")
             ends = {}
@@ -1025,7 +1043,7 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
             r.join(15)
         watch.stop_event.set()
         watch.join(5)
-        drained, complete = drain(bootstrap, topic, ends, DRAIN_BOUND_S, logs) if ends else ({}, False)
+        drained, complete = drain(bootstrap, topic, ends, DRAIN_BOUND_S, logs, security) if ends else ({}, False)
         log(t0, f"drained {sum(len(v) for v in drained.values())} records to {ends}"
                 + ("" if complete else " (INCOMPLETE)"))
 
@@ -1054,7 +1072,7 @@ def _run_chaos(config: ChaosConfig, directory: Path, cluster_factory: Callable[[
             stuck_writers=tuple(f"{w.name_} ({w.client})" for w in writers if w.stuck),
             unlisted_leaders=tuple(watch.unlisted_leaders),
             producer_ids={name: tuple(sorted(got)) for name, got in pids.items()}, pid_collisions=pid_collisions,
-            isolation_note=isolation_note,
+            isolation_note=isolation_note, security_note=security.note,
             elapsed_s=time.monotonic() - started, errors=tuple(errors),
             client_log_dir=logs.directory)
     finally:
