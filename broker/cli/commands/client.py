@@ -101,8 +101,12 @@ class RoutingClient:
         try:
             return Connection(host, port, client_id=self.settings.client_id, timeout_s=self._timeout_s,
                               security=self.settings.security)
-        except KafkaClientError as e:  # SASL refused
-            raise CliError(f"{address}: {e}; check --command-config") from None
+        except KafkaClientError as e:  # SASL refused (or, without SASL, closed: not a Kafka listener)
+            security = self.settings.security
+            if security is not None and security.mechanism:
+                raise CliError(f"{address}: {e}; check --command-config") from None
+            raise CliError(f"{address} did not answer ApiVersions like a Kafka broker ({e}); "
+                           "is it a Kafka listener? check --bootstrap-server and the port") from None
         except ssl.SSLError as e:
             raise CliError(f"{address}: TLS failed ({e.reason or e}); check --command-config's "
                            "security.protocol and trust store") from None
