@@ -30,6 +30,7 @@ from collections.abc import Callable
 from enum import Enum, auto
 from typing import Any
 
+from samsa.broker.security.audit import RateLimit
 from samsa.broker.security.sasl import MechanismServer, SaslAuthenticationFailed
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode, ProtocolError
@@ -213,19 +214,12 @@ class FailureLog:
     next one. One line: the principal tried, the client's address, the listener, the mechanism, why."""
 
     def __init__(self) -> None:
-        self._second = -1
-        self._lines = 0
-        self._suppressed = 0
+        self._limit = RateLimit(AUDIT_LINES_PER_SECOND)
 
     def failed(self, authenticator: SaslAuthenticator, client: str, listener: str, now_ms: int) -> None:
-        second = now_ms // 1000
-        if second != self._second:
-            self._second, self._lines = second, 0
-        if self._lines >= AUDIT_LINES_PER_SECOND:
-            self._suppressed += 1
+        suppressed = self._limit.admit(now_ms)
+        if suppressed is None:
             return
-        self._lines += 1
-        suppressed, self._suppressed = self._suppressed, 0
         tried = authenticator.attempted_principal
         audit_logger.info(
             "Failed authentication of %s from %s on listener %s with SASL mechanism %s: %s%s",

@@ -32,6 +32,7 @@ from samsa.broker.security.acl import (
     PatternType,
     ResourceType,
 )
+from samsa.broker.security.audit import RateLimit
 
 __all__ = [
     "AUTHORIZER_CLASS_NAMES",
@@ -310,20 +311,13 @@ class _AuditLog:
     """Denials, at most AUDIT_LINES_PER_SECOND lines a second; the ones left out are counted in the next."""
 
     def __init__(self) -> None:
-        self._second = -1
-        self._lines = 0
-        self._suppressed = 0
+        self._limit = RateLimit(AUDIT_LINES_PER_SECOND)
 
     def denied(self, ctx: AuthContext, operation: AclOperation, resource_type: ResourceType, name: str,
                rule: str) -> None:
-        second = ctx.now_ms // 1000
-        if second != self._second:
-            self._second, self._lines = second, 0
-        if self._lines >= AUDIT_LINES_PER_SECOND:
-            self._suppressed += 1
+        suppressed = self._limit.admit(ctx.now_ms)
+        if suppressed is None:
             return
-        self._lines += 1
-        suppressed, self._suppressed = self._suppressed, 0
         audit_logger.info(
             "Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s for request = "
             "%s based on rule %s%s", ctx.principal, operation.name, ctx.client_host, resource_type.name, name,
