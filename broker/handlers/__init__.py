@@ -61,6 +61,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from samsa.broker.wire import build
@@ -147,6 +148,7 @@ HANDLERS: dict[int, Api] = _table(
     (sasl_authenticate.API, sasl_authenticate.handle_sasl_authenticate),
     (describe_user_scram_credentials.API, describe_user_scram_credentials.handle_describe_user_scram_credentials),
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
+    (update_features.API, update_features.handle_update_features),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -177,6 +179,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (delete_acls.API, delete_acls.handle_delete_acls),
     (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
+    (update_features.API, update_features.handle_update_features),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

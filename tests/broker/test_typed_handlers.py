@@ -62,6 +62,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from samsa.kproto.errors import ErrorCode
@@ -112,6 +113,7 @@ TYPED = [
     (sasl_authenticate, "SaslAuthenticateRequest", "SaslAuthenticateResponse"),
     (describe_user_scram_credentials, "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse"),
     (alter_user_scram_credentials, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
+    (update_features, "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
