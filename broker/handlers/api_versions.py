@@ -59,8 +59,10 @@ def handle_api_versions(request: ApiVersionsRequest, ctx: RequestContext) -> Api
             "error_code": ErrorCode.none,
             "api_keys": api_keys(ctx.controller_plane),
             "throttle_time": 0,
+            # Before v4 a supported range starting at 0 is left out (KIP-1022: older clients read a
+            # min_version of 0 as an error), as Kafka does; finalized levels are listed either way.
             "supported_features": [{"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
-                                   for f in SUPPORTED],
+                                   for f in SUPPORTED if ctx.version >= 4 or f.min_version >= 1],
             "finalized_features_epoch": image.offset,
             "finalized_features": [{"name": name, "max_version_level": level, "min_version_level": level}
                                    for name, level in image.finalized_features().items()],

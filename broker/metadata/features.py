@@ -39,7 +39,7 @@ SUPPORTED: tuple[SupportedFeature, ...] = (
     SupportedFeature(KRAFT_VERSION, 0, 1, 1),
     SupportedFeature(METADATA_VERSION, MINIMUM_METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL),
     SupportedFeature("share.version", 0, 1, 0),
-    SupportedFeature(TRANSACTION_VERSION, 0, 2, 0),  # Kafka: 2; 0 until the coordinator speaks V2
+    SupportedFeature(TRANSACTION_VERSION, 0, 2, 2),
     SupportedFeature("eligible.leader.replicas.version", 0, 1, 1),
 )
 SUPPORTED_BY_NAME: Mapping[str, SupportedFeature] = {f.name: f for f in SUPPORTED}

@@ -17,7 +17,7 @@ from samsa.broker.metadata.records import FeatureLevelRecord, decode_records, en
 
 REPO = Path(__file__).resolve().parents[2]
 
-KAFKA_DEFAULTS = {"group.version": 1, "eligible.leader.replicas.version": 1,
+KAFKA_DEFAULTS = {"group.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1,
                   "kraft.version": 1, "metadata.version": 27}
 
 
@@ -83,8 +83,8 @@ def serve(tmp_path: Path) -> Iterator[Any]:
         process.stop(15.0)
 
 
-def features(conn: Connection) -> tuple[dict[str, tuple[int, int]], dict[str, int], int]:
-    r = conn.request(18, {"client_software_name": "t", "client_software_version": "1"}, version=3)
+def features(conn: Connection, version: int = 4) -> tuple[dict[str, tuple[int, int]], dict[str, int], int]:
+    r = conn.request(18, {"client_software_name": "t", "client_software_version": "1"}, version=version)
     return ({f.name: (f.min_version, f.max_version) for f in r.supported_features},
             {f.name: f.max_version_level for f in r.finalized_features}, r.finalized_features_epoch)
 
@@ -102,8 +102,10 @@ def test_update_features_on_the_wire_and_after_a_restart(serve: Any) -> None:
         assert supported["transaction.version"] == (0, 2) and supported["metadata.version"] == (7, 27)
         assert "streams.version" not in supported
         assert finalized == KAFKA_DEFAULTS
+        # v3 leaves out the ranges that start at 0 (KIP-1022), and lists the same finalized levels
+        assert features(conn, 3)[:2] == ({"metadata.version": (7, 27)}, KAFKA_DEFAULTS)
 
-        refused = update(conn, 1, ("transaction.version", 3, 1))
+        refused = update(conn, 1, ("transaction.version", 1, 1))  # a downgrade without saying so
         assert refused.error_code.value == 95 and refused.results == ()
         assert refused.error_message.startswith("The update failed for all features since the following feature")
 
@@ -111,7 +113,7 @@ def test_update_features_on_the_wire_and_after_a_restart(serve: Any) -> None:
         assert checked.error_code.value == 0
         assert [(r.feature, r.error_code.value, r.error_message) for r in checked.results] == [
             ("transaction.version", 0, "NONE")]
-        assert features(conn)[1] == finalized  # validate_only wrote nothing
+        assert features(conn)[1]["transaction.version"] == 2  # validate_only wrote nothing
 
         assert update(conn, 2, ("transaction.version", 1, 2)).error_code.value == 0
         assert update(conn, 0, ("group.version", 0, 2)).error_code.value == 0  # v0: allow_downgrade
