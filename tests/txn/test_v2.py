@@ -121,3 +121,20 @@ def test_the_leader_adds_partitions_and_the_markers_fence_a_late_batch(tmp_path:
         assert txn.end_txn("tx", pid, 1, False, now, transaction_version=2).producer_epoch == 2
     finally:
         broker.close()
+
+
+def test_a_v2_transaction_is_stored_as_transaction_log_value_v1_with_its_tagged_fields() -> None:
+    from samsa.broker.txn.records import decode_value, encode_value
+
+    c, pid = coordinator()
+    assert c.add_partitions("t", pid, 0, [("a", 0), ("a", 3), ("b", 1)], 1, transaction_version=2) == E.none
+    md = c.transactions["t"]
+    md.next_producer_id, md.previous_producer_id = 2000, 999
+    value = encode_value(md)
+    assert value[:2] == b"\x00\x01"  # version 1, as Kafka 4 writes a V2 transaction
+    back = decode_value("t", value)
+    assert (back.producer_id, back.producer_epoch, back.state, back.partitions, back.start_ms, back.last_update_ms,
+            back.previous_producer_id, back.next_producer_id, back.client_transaction_version) == (
+        pid, 0, S.ONGOING, {("a", 0), ("a", 3), ("b", 1)}, 1, 1, 999, 2000, 2)
+    md.state, md.partitions = S.EMPTY, set()
+    assert decode_value("t", encode_value(md)).partitions == set()
