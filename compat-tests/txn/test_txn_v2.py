@@ -75,7 +75,7 @@ def test_java_exactly_once_on_both_transaction_paths(broker: Target, transaction
         set_transaction_version(broker, 2)
     output = r.stdout.decode() + r.stderr.decode()
     assert r.returncode == 0, output[-3000:]
-    summary = dict(item.split("=") for item in output.strip().splitlines()[-1].split())
+    summary = dict(item.split("=") for item in r.stdout.decode().strip().splitlines()[-1].split())
     assert int(summary["aborts"]) == 1 and int(summary["commits"]) >= 2, summary
     assert summary["fenced"] in ("ProducerFencedException", "InvalidProducerEpochException"), output[-3000:]
     out = read_committed(broker, dst, COUNT + 1)
