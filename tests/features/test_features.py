@@ -126,3 +126,21 @@ def test_update_features_on_the_wire_and_after_a_restart(serve: Any) -> None:
         assert finalized["transaction.version"] == 1 and "group.version" not in finalized
         assert update(conn, 2, ("transaction.version", 2, 1)).error_code.value == 0
         assert features(conn)[1]["transaction.version"] == 2
+
+
+def test_update_features_needs_alter_on_the_cluster(tmp_path: Path) -> None:
+    from samsa.broker.security.acl import AclOperation, ResourceType
+    from tests.acl.harness import ALICE, acl_broker, allow, call
+
+    broker = acl_broker(tmp_path)
+    try:
+        values = {"timeout": 5000, "validate_only": False, "feature_updates": [
+            {"feature": "transaction.version", "max_version_level": 1, "upgrade_type": 2}]}
+        denied = call(broker, 57, 1, values)
+        assert (denied.error_code.value, denied.results) == (31, ())  # CLUSTER_AUTHORIZATION_FAILED
+        assert broker.image.finalized_features()["transaction.version"] == 2
+        allow(broker, ALICE, AclOperation.ALTER, ResourceType.CLUSTER, "kafka-cluster")
+        assert call(broker, 57, 1, values).error_code.value == 0
+        assert broker.image.finalized_features()["transaction.version"] == 1
+    finally:
+        broker.close()
