@@ -225,11 +225,13 @@ class TransactionCoordinator:
     def _fence(self, md: TransactionMetadata, now_ms: int) -> None:
         """An open transaction is aborted by the coordinator (InitProducerId, timeout): the epoch is bumped so
         that the producer instance is fenced (PrepareEpochFence); a V2 transaction's abort bumps once more,
-        as each V2 transaction end does (Kafka's prepareAbortOrCommit after prepareFenceProducerEpoch)."""
+        as each V2 transaction end does (Kafka's prepareAbortOrCommit after prepareFenceProducerEpoch). The
+        producer id stays (the markers must carry the id the batches have), so the epoch may reach 32767,
+        the one Kafka keeps for this; the next InitProducerId then moves to a new id."""
         md.transition(TxnEvent.FENCE_EPOCH, now_ms)
-        self._bump_epoch(md)
-        if md.client_transaction_version >= 2 and md.producer_epoch < MAX_PRODUCER_EPOCH:
-            md.producer_epoch += 1
+        md.last_producer_epoch = md.producer_epoch
+        bump = 2 if md.client_transaction_version >= 2 else 1
+        md.producer_epoch = min(md.producer_epoch + bump, MAX_PRODUCER_EPOCH + 1)
         md.transition(TxnEvent.ABORT_FENCED, now_ms)
         self._changed(md)
 

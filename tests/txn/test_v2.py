@@ -138,3 +138,15 @@ def test_a_v2_transaction_is_stored_as_transaction_log_value_v1_with_its_tagged_
         pid, 0, S.ONGOING, {("a", 0), ("a", 3), ("b", 1)}, 1, 1, 999, 2000, 2)
     md.state, md.partitions = S.EMPTY, set()
     assert decode_value("t", encode_value(md)).partitions == set()
+
+
+def test_a_fence_at_the_last_epoch_keeps_the_producer_id_its_batches_carry() -> None:
+    c, pid = coordinator()
+    md = c.transactions["t"]
+    md.producer_epoch = MAX_PRODUCER_EPOCH
+    assert c.add_partitions("t", pid, MAX_PRODUCER_EPOCH, [("a", 0)], 1) == E.none
+    [fenced] = c.abort_timed_out(now_ms=20_000)
+    assert (fenced.producer_id, fenced.producer_epoch) == (pid, MAX_PRODUCER_EPOCH + 1)  # the markers' pid
+    c.complete("t", 20_001)
+    r, _ = c.init_producer_id("t", 10_000, -1, -1, 20_002)
+    assert r.producer_id != pid and r.producer_epoch == 0
