@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from differential import compaction, features, kip848, scenarios, topic_compression  # noqa: F401  (register the scenarios)
+from differential import compaction, features, kip848, scenarios, topic_compression, txn_v2  # noqa: F401  (register the scenarios)
 from differential.framework import SCENARIOS, ScenarioSkipped, compare, context, dumps
 from differential.normalize import KNOWN_DIFFERENCES
 
