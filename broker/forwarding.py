@@ -30,6 +30,7 @@ ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 43,
 CREATE_ACLS, DELETE_ACLS = 30, 31
 ENVELOPE = 58
 ALTER_USER_SCRAM_CREDENTIALS = 51
+UPDATE_FEATURES = 57
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -102,6 +103,10 @@ def _alter_scram_error(request: Any, error: ErrorCode, message: str) -> dict[str
     return {"throttle_time": 0, "results": [{"user": u, "error_code": error, "error_message": message} for u in users]}
 
 
+def _update_features_error(request: Any, error: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time": 0, "error_code": error, "error_message": message, "results": ()}
+
+
 ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     CREATE_TOPICS: _create_topics_error,
     DELETE_TOPICS: _delete_topics_error,
@@ -114,6 +119,7 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     CREATE_ACLS: _create_acls_error,
     DELETE_ACLS: _delete_acls_error,
     ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
+    UPDATE_FEATURES: _update_features_error,
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 

@@ -63,6 +63,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from samsa.broker.wire import build
@@ -151,6 +152,7 @@ HANDLERS: dict[int, Api] = _table(
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
     (list_config_resources.API, list_config_resources.handle_list_config_resources),
     (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
+    (update_features.API, update_features.handle_update_features),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -181,6 +183,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (delete_acls.API, delete_acls.handle_delete_acls),
     (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
+    (update_features.API, update_features.handle_update_features),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

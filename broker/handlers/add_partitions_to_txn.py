@@ -3,8 +3,10 @@
 v1 is v0 with the same shape (KIP-98 follow-up); v2 answers PRODUCER_FENCED instead of
 INVALID_PRODUCER_EPOCH (KIP-588); v3 is flexible; v4 batches several transactions for brokers
 (KIP-890: a top-level error code, results_by_transaction, verify_only); v5 only allows the
-TRANSACTION_ABORTABLE error.  Clients use v0-v3.  If any partition is unknown, nothing is added:
-those partitions get UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as in Kafka.
+TRANSACTION_ABORTABLE error.  Clients use v0-v3; brokers send v4+ for Produce v12+ (transactions V2:
+the leader adds the partition for the client) and for KIP-890 part 1's verification.  If any partition
+is unknown, nothing is added: those partitions get UNKNOWN_TOPIC_OR_PARTITION and the others
+OPERATION_NOT_ATTEMPTED, as in Kafka.
 """
 
 from __future__ import annotations
@@ -70,7 +72,10 @@ def _one(ctx: RequestContext, transactional_id: str, producer_id: int, producer_
             else:
                 errors[tp] = ErrorCode.none
     else:
-        error = broker.txn.add_partitions(transactional_id, producer_id, producer_epoch, wanted, ctx.now_ms)
+        # v4+ come from partition leaders adding for a transactions V2 client (Kafka's
+        # transactionVersionForAddPartitionsToTxn: a version above 3 is V2)
+        error = broker.txn.add_partitions(transactional_id, producer_id, producer_epoch, wanted, ctx.now_ms,
+                                          2 if ctx.version >= 4 else 0)
         errors = {tp: fenced(error, ctx.version, 2) for tp in wanted}
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, p), error in errors.items():

@@ -1,7 +1,8 @@
 """ApiVersions (key 18), v0-v4.
 
 v1 adds throttle_time; v3 is flexible and adds client_software_name/version (KIP-511) and the
-supported/finalized features tags; an unknown version is answered with a v0 response (see
+supported/finalized features tags (KIP-584: the levels of broker.metadata.features, finalized_features_epoch
+the offset of the metadata image they come from, as Kafka's); an unknown version is answered with a v0 response (see
 handlers.api_versions_v0_fallback).
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.metadata.features import SUPPORTED
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -26,9 +28,6 @@ API = ApiSpec(key=18, min_version=0, max_version=4)
 
 _supported: Callable[[], list[tuple[int, int, int]]] = list
 _controller_supported: Callable[[], list[tuple[int, int, int]]] = list
-
-# Feature levels a KRaft broker reports (KIP-584). metadata.version 4.1-IV1 is level 27.
-METADATA_VERSION_LEVEL = 27
 
 
 def set_supported(broker: Callable[[], list[tuple[int, int, int]]],
@@ -53,16 +52,19 @@ def api_keys(controller_plane: bool = False) -> list[ApiVersion]:
 
 def handle_api_versions(request: ApiVersionsRequest, ctx: RequestContext) -> ApiVersionsResponse:
     cls: type[ApiVersionsResponse] = response_class(18, ctx.version)
+    image = ctx.broker.image
     return build(
         cls,
         {
             "error_code": ErrorCode.none,
             "api_keys": api_keys(ctx.controller_plane),
             "throttle_time": 0,
-            "supported_features": [{"name": "metadata.version", "min_version": 7,
-                                    "max_version": METADATA_VERSION_LEVEL}],
-            "finalized_features_epoch": ctx.broker.image.offset,
-            "finalized_features": [{"name": "metadata.version", "max_version_level": METADATA_VERSION_LEVEL,
-                                    "min_version_level": METADATA_VERSION_LEVEL}],
+            # Before v4 a supported range starting at 0 is left out (KIP-1022: older clients read a
+            # min_version of 0 as an error), as Kafka does; finalized levels are listed either way.
+            "supported_features": [{"name": f.name, "min_version": f.min_version, "max_version": f.max_version}
+                                   for f in SUPPORTED if ctx.version >= 4 or f.min_version >= 1],
+            "finalized_features_epoch": image.offset,
+            "finalized_features": [{"name": name, "max_version_level": level, "min_version_level": level}
+                                   for name, level in image.finalized_features().items()],
         },
     )

@@ -2,10 +2,10 @@
 
 v3 requires record batches v2 and adds transactional_id; v5 adds log_start_offset; v8 adds
 record_errors and error_message; v9 is flexible; v10 adds current_leader/node_endpoints tags
-(KIP-951); v11-v12 change only client behaviour (v12: transactions V2, not advertised here); v13 names
-topics by topic_id instead of name (KIP-516), in the request and the answer: an id the broker does not
-know is UNKNOWN_TOPIC_ID for each of its partitions, an unknown partition of a known topic
-UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+(KIP-951); v11 changes only client behaviour; v12 is transactions V2 (the leader adds a transactional
+batch's partition to the transaction, broker/txn/verification.py); v13 names topics by topic_id instead of
+name (KIP-516), in the request and the answer: an id the broker does not know is UNKNOWN_TOPIC_ID for each
+of its partitions, an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 A request with acks=0 gets no response at all, as in Kafka.
 """
 
@@ -154,9 +154,10 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         return _failure(validated, log_start)
     header = validated.header
     if header.is_transactional:
-        # Only for a partition added to the producer's ongoing transaction (KIP-890 part 1's check).
+        # Only for a partition of the producer's ongoing transaction (KIP-890 part 1's check); v12+ adds it
+        # (transactions V2, KIP-890 part 2).
         error = ctx.broker.txn.verify_produce(header.producer_id, header.producer_epoch, partition.topic,
-                                              partition.partition_id, transactional_id)
+                                              partition.partition_id, transactional_id, ctx.version >= 12)
         if error != ErrorCode.none:
             return _result(error, "the partition is not part of the producer's ongoing transaction"
                            if error == ErrorCode.invalid_txn_state else None)

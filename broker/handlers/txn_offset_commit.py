@@ -1,10 +1,11 @@
-"""TxnOffsetCommit (key 28), v0-v4.
+"""TxnOffsetCommit (key 28), v0-v5.
 
 Offsets a transactional producer commits for a group; they become the group's committed offsets
 only when the transaction commits (an abort drops them).  v2 adds committed_leader_epoch; v3 adds
 generation_id, member_id and group_instance_id (KIP-447: the commit is fenced like a consumer's
 OffsetCommit when they are given) and is flexible; v4 only allows TRANSACTION_ABORTABLE.  v5
-(transactions V2: the group is added implicitly) is not advertised.
+is transactions V2: the group's __consumer_offsets partition is added to the transaction here (the
+client sends no AddOffsetsToTxn).
 
 Stricter than Kafka (the seeds): an offset past the partition's log end gets OFFSET_OUT_OF_RANGE
 (broker/commit_bounds.py; `samsa.offset.commit.past.log.end.enable` turns it off).
@@ -23,13 +24,14 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.txn_offset_commit import v0, v1, v2, v3, v4
+    from kio.schema.txn_offset_commit import v0, v1, v2, v3, v4, v5
     TxnOffsetCommitRequest = (v0.TxnOffsetCommitRequest | v1.TxnOffsetCommitRequest | v2.TxnOffsetCommitRequest
-                              | v3.TxnOffsetCommitRequest | v4.TxnOffsetCommitRequest)
+                              | v3.TxnOffsetCommitRequest | v4.TxnOffsetCommitRequest | v5.TxnOffsetCommitRequest)
     TxnOffsetCommitResponse = (v0.TxnOffsetCommitResponse | v1.TxnOffsetCommitResponse | v2.TxnOffsetCommitResponse
-                               | v3.TxnOffsetCommitResponse | v4.TxnOffsetCommitResponse)
+                               | v3.TxnOffsetCommitResponse | v4.TxnOffsetCommitResponse
+                               | v5.TxnOffsetCommitResponse)
 
-API = ApiSpec(key=28, min_version=0, max_version=4)
+API = ApiSpec(key=28, min_version=0, max_version=5)
 
 
 NO_GENERATION = -1
@@ -74,7 +76,7 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
                                                 p.committed_metadata or "", ctx.now_ms, None)
     if offsets:
         result = broker.txn.txn_offset_commit(request.transactional_id, group_id, request.producer_id,
-                                              request.producer_epoch, offsets)
+                                              request.producer_epoch, offsets, ctx.version >= 5)
         if result == ErrorCode.producer_fenced and ctx.version < 3:
             result = ErrorCode.invalid_producer_epoch
         errors.update({tp: result for tp in offsets})

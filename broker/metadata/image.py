@@ -10,12 +10,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from samsa.broker.metadata.features import finalized_levels
 from samsa.broker.metadata.records import (
     TOPIC_RESOURCE,
     AccessControlEntryRecord,
     BrokerEndpointsRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
+    FeatureLevelRecord,
     MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -88,6 +90,16 @@ class MetadataImage:
         default_factory=lambda: MappingProxyType({}))
     # Each registered broker's listeners, "NAME://host:port,..." (BrokerEndpointsRecord), by broker id
     broker_endpoints: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Feature levels set by FeatureLevelRecord (Kafka's FeaturesImage); the others are at their bootstrap
+    # level (broker.metadata.features.finalized_levels)
+    feature_levels: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def finalized_features(self) -> dict[str, int]:
+        """Every finalized feature's level, in the order Kafka lists them."""
+        return finalized_levels(self.feature_levels)
+
+    def feature_level(self, name: str) -> int:
+        return self.finalized_features().get(name, 0)
 
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         """Where broker `broker_id` advertises listener `listener`, if it registered its listeners."""
@@ -114,6 +126,7 @@ class MetadataImage:
         acls: dict[str, Acl] | None = None  # copied on the first ACL record only
         scram: dict[tuple[str, int], UserScramCredentialRecord] | None = None
         endpoints: dict[int, str] | None = None
+        features: dict[str, int] | None = None
         # The partitions of the topics these records touch, copied once per topic and frozen into their
         # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
         touched: dict[str, dict[int, PartitionImage]] = {}
@@ -221,6 +234,9 @@ class MetadataImage:
                 case RemoveUserScramCredentialRecord():
                     scram = dict(self.scram_credentials) if scram is None else scram
                     scram.pop((record.name, record.mechanism), None)
+                case FeatureLevelRecord():
+                    features = dict(self.feature_levels) if features is None else features
+                    features[record.name] = record.feature_level
                 case UnregisterBrokerRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     gone = brokers.get(record.broker_id)
@@ -244,11 +260,14 @@ class MetadataImage:
             acls=self.acls if acls is None else MappingProxyType(acls),
             scram_credentials=self.scram_credentials if scram is None else MappingProxyType(scram),
             broker_endpoints=self.broker_endpoints if endpoints is None else MappingProxyType(endpoints),
+            feature_levels=self.feature_levels if features is None else MappingProxyType(features),
         )
 
     def to_records(self) -> list[MetadataRecord]:
         """Records that rebuild this image from an empty one: the content of a metadata snapshot."""
-        records: list[MetadataRecord] = []
+        # Features first, as in Kafka's snapshots: what follows may depend on them.
+        records: list[MetadataRecord] = [FeatureLevelRecord(name, level)
+                                         for name, level in sorted(self.feature_levels.items())]
         for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
             records.append(RegisterBrokerRecord(b.broker_id, b.broker_epoch, b.incarnation_id, b.host, b.port,
                                                 b.rack, b.fenced, b.registration_offset))

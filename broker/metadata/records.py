@@ -147,11 +147,19 @@ class RemoveUserScramCredentialRecord:
     mechanism: int
 
 
+@dataclass(frozen=True, slots=True)
+class FeatureLevelRecord:
+    """Kafka's FeatureLevelRecord: `name` is finalized at `feature_level` (0 takes it out of the finalized set)."""
+
+    name: str
+    feature_level: int
+
+
 MetadataRecord = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | ConfigRecord | ProducerIdsRecord
     | RegisterBrokerRecord | BrokerRegistrationChangeRecord | UnregisterBrokerRecord
     | AccessControlEntryRecord | RemoveAccessControlEntryRecord | UserScramCredentialRecord
-    | RemoveUserScramCredentialRecord | BrokerEndpointsRecord
+    | RemoveUserScramCredentialRecord | BrokerEndpointsRecord | FeatureLevelRecord
 )
 
 _TYPES: dict[str, type[Any]] = {
@@ -159,7 +167,7 @@ _TYPES: dict[str, type[Any]] = {
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
                 ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord,
                 AccessControlEntryRecord, RemoveAccessControlEntryRecord,
-                UserScramCredentialRecord, RemoveUserScramCredentialRecord, BrokerEndpointsRecord)
+                UserScramCredentialRecord, RemoveUserScramCredentialRecord, BrokerEndpointsRecord, FeatureLevelRecord)
 }
 _TUPLE_FIELDS = {"replicas", "isr", "removing_replicas", "adding_replicas"}
 # Fields added later, left out of the JSON at their default (PartitionRecord's (), PartitionChangeRecord's

@@ -4,9 +4,10 @@ Key:   version i16 = 0 | transactional_id string
 Value: version i16 = 0 | producer_id i64 | producer_epoch i16 | transaction_timeout_ms i32 | state i8
        | partitions: nullable array of (topic string, partition_ids array of i32)
        | last_update_timestamp_ms i64 | start_timestamp_ms i64
-A null value is a tombstone (the id expired).  Version 1 (flexible, tagged previous/next producer ids
-for transactions V2) is read too, ignoring its tagged fields.  Strings are i16-length-prefixed UTF-8,
-arrays i32-count-prefixed (non-flexible), as Kafka's generated TransactionLogValue writes them.
+A null value is a tombstone (the id expired).  Strings are i16-length-prefixed UTF-8, arrays
+i32-count-prefixed (non-flexible), as Kafka's generated TransactionLogValue writes them.  A transactions V2
+transaction is written as version 1 (flexible, as Kafka 4 writes it) with its tagged fields: 0
+PreviousProducerId, 1 NextProducerId (an epoch overflow in flight), 2 ClientTransactionVersion.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _VALUE_HEAD = struct.Struct(">hqhib")
 _TIMES = struct.Struct(">qq")
+_I64 = struct.Struct(">q")
+_DEFAULTS = {0: _I64.pack(-1), 1: _I64.pack(-1), 2: _I16.pack(0)}  # the tagged fields' defaults
 
 
 class CorruptTxnRecordError(ValueError):
@@ -55,7 +58,44 @@ def decode_key(data: bytes) -> str | None:
         raise CorruptTxnRecordError(str(e)) from e
 
 
+def _put_uvarint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _encode_v1(md: TransactionMetadata) -> bytes:
+    out = bytearray(_VALUE_HEAD.pack(1, md.producer_id, md.producer_epoch, md.timeout_ms, int(md.state)))
+    if md.state is TransactionState.EMPTY:
+        out.append(0)  # a null compact array
+    else:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(md.partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        _put_uvarint(out, len(by_topic) + 1)
+        for topic, ids in by_topic.items():
+            name = topic.encode()
+            _put_uvarint(out, len(name) + 1)
+            out += name
+            _put_uvarint(out, len(ids) + 1)
+            out += b"".join(_I32.pack(i) for i in ids)
+            out.append(0)  # no tagged fields
+    out += _TIMES.pack(md.last_update_ms, md.start_ms)
+    tags = [(tag, data) for tag, data in ((0, _I64.pack(md.previous_producer_id)), (1, _I64.pack(md.next_producer_id)),
+                                          (2, _I16.pack(md.client_transaction_version)))
+            if data != _DEFAULTS[tag]]
+    _put_uvarint(out, len(tags))
+    for tag, data in tags:
+        _put_uvarint(out, tag)
+        _put_uvarint(out, len(data))
+        out += data
+    return bytes(out)
+
+
 def encode_value(md: TransactionMetadata) -> bytes:
+    if md.client_transaction_version >= 2:
+        return _encode_v1(md)
     out = bytearray(_VALUE_HEAD.pack(0, md.producer_id, md.producer_epoch, md.timeout_ms, int(md.state)))
     if md.state is TransactionState.EMPTY:
         out += _I32.pack(-1)
@@ -91,10 +131,19 @@ def decode_value(transactional_id: str, data: bytes) -> TransactionMetadata:
                     partitions.add((topic, _I32.unpack_from(data, pos)[0]))
                     pos += 4
             last_update_ms, start_ms = _TIMES.unpack_from(data, pos)
+            tagged: dict[int, bytes] = {}
         else:
             pos, partitions, last_update_ms, start_ms = _decode_flexible_tail(data, pos)
-        return TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms, TransactionState(state),
-                                   partitions, start_ms, last_update_ms)
+            tagged = _tagged_fields(data, pos)
+        md = TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms, TransactionState(state),
+                                 partitions, start_ms, last_update_ms)
+        if len(tagged.get(0, b"")) == 8:
+            md.previous_producer_id = _I64.unpack(tagged[0])[0]
+        if len(tagged.get(1, b"")) == 8:
+            md.next_producer_id = _I64.unpack(tagged[1])[0]
+        if len(tagged.get(2, b"")) == 2:
+            md.client_transaction_version = _I16.unpack(tagged[2])[0]
+        return md
     except (struct.error, ValueError, IndexError) as e:
         raise CorruptTxnRecordError(str(e)) from e
 
@@ -128,3 +177,17 @@ def _decode_flexible_tail(data: bytes, pos: int) -> tuple[int, set[tuple[str, in
             pos += size
     last_update_ms, start_ms = _TIMES.unpack_from(data, pos)
     return pos + _TIMES.size, partitions, last_update_ms, start_ms
+
+
+def _tagged_fields(data: bytes, pos: int) -> dict[int, bytes]:
+    """The top-level tagged fields after the timestamps (absent in a value cut short: none)."""
+    out: dict[int, bytes] = {}
+    if pos >= len(data):
+        return out
+    count, pos = _uvarint(data, pos)
+    for _ in range(count):
+        tag, pos = _uvarint(data, pos)
+        size, pos = _uvarint(data, pos)
+        out[tag] = data[pos : pos + size]
+        pos += size
+    return out

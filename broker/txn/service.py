@@ -55,12 +55,15 @@ from samsa.broker.txn.records import (
     partition_for_transactional_id,
 )
 from samsa.broker.txn.state import (
+    NO_PRODUCER_ID,
+    EndTxnResult,
     InitResult,
     TransactionCoordinator,
     TransactionMetadata,
     TransactionState,
     TxnConfig,
 )
+from samsa.broker.txn.verification import RemoteVerifier, produce_error
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.records import encode_batch as encode_producer_batch
 from samsa.storage.errors import StorageError
@@ -121,6 +124,8 @@ class TxnService:
         # Markers for partitions other brokers lead go out as WriteTxnMarkers; each answer finishes
         # what it completes at once, without waiting for the timer.
         self.markers = TransactionMarkerChannelManager(broker, lambda: self.tick(now_ms()))
+        # Produce v12+ to partitions this broker leads, for transactions other brokers coordinate
+        self.remote = RemoteVerifier(broker, self.partition_for)
         self.load()
 
     # --- the internal topic -------------------------------------------------------------------
@@ -374,12 +379,13 @@ class TxnService:
         return result
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: list[tuple[str, int]], now: int) -> ErrorCode:
+                       partitions: list[tuple[str, int]], now: int, transaction_version: int = 0) -> ErrorCode:
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.none:
             return error
         before = self._snapshot(transactional_id)
-        error = self.coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now)
+        error = self.coordinator.add_partitions(transactional_id, producer_id, producer_epoch, partitions, now,
+                                                transaction_version)
         if error == ErrorCode.none and self.persist(now) != ErrorCode.none:
             self._restore(transactional_id, before)
             return ErrorCode.coordinator_not_available
@@ -392,26 +398,50 @@ class TxnService:
         return self.coordinator.check_add(transactional_id, producer_id, producer_epoch)
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
-                now: int) -> ErrorCode:
+                now: int, transaction_version: int = 0) -> EndTxnResult:
+        """EndTxn; `transaction_version` 2 (EndTxn v5+) takes Kafka's V2 rules (`end_txn_v2`): the answer then
+        carries the producer id and epoch the client goes on with."""
         error = self.coordinator_error(transactional_id)
         if error != ErrorCode.none:
-            return error
+            return EndTxnResult(error)
         before = self._snapshot(transactional_id)
-        error, md = self.coordinator.end_txn(transactional_id, producer_id, producer_epoch, committed, now)
+        if transaction_version >= 2:
+            result = self.coordinator.end_txn_v2(transactional_id, producer_id, producer_epoch, committed, now)
+        else:
+            error, md = self.coordinator.end_txn(transactional_id, producer_id, producer_epoch, committed, now)
+            result = EndTxnResult(error, md)
+        md = result.preparing
         if md is None:
-            return error
+            return result
         if self.persist(now) != ErrorCode.none:
             self._restore(transactional_id, before)
-            return ErrorCode.coordinator_not_available
+            return EndTxnResult(ErrorCode.coordinator_not_available)
         # The outcome is decided once Prepare* is stored; markers still unwritten are retried by the timer,
         # and the client sees CONCURRENT_TRANSACTIONS until then, as with Kafka's pending markers.
         self.finish(md, now)
-        return ErrorCode.none
+        if transaction_version < 2:
+            return EndTxnResult(ErrorCode.none)
+        if md.next_producer_id != NO_PRODUCER_ID:  # the epoch overflowed: the next id, once complete
+            return EndTxnResult(ErrorCode.none, None, md.next_producer_id, 0)
+        return EndTxnResult(ErrorCode.none, None, md.producer_id, md.producer_epoch)
 
     def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
-                          offsets: dict[tuple[str, int], OffsetAndMetadata]) -> ErrorCode:
+                          offsets: dict[tuple[str, int], OffsetAndMetadata], implicit_add: bool = False) -> ErrorCode:
+        """`implicit_add` (TxnOffsetCommit v5+, transactions V2): the group's __consumer_offsets partition is
+        added to the transaction here, the client sends no AddOffsetsToTxn."""
         groups = self.broker.groups
         index = groups.partition_for(group_id)
+        if implicit_add:
+            added: ErrorCode | None
+            if self.is_local_coordinator(transactional_id):
+                added = self.add_partitions(transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, index)],
+                                            now_ms(), transaction_version=2)
+            else:
+                added = self.remote.add(transactional_id, producer_id, producer_epoch, OFFSETS_TOPIC, index)
+            if added is None:
+                return ErrorCode.coordinator_load_in_progress  # retried by the client while the coordinator adds it
+            if added != ErrorCode.none:
+                return added
         if self.is_local_coordinator(transactional_id):
             md = self.coordinator.transactions.get(transactional_id)
             if md is None or md.producer_id != producer_id:
@@ -446,19 +476,25 @@ class TxnService:
         return ErrorCode.none
 
     def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int,
-                       transactional_id: str | None = None) -> ErrorCode:
-        """A transactional batch is accepted only for a partition added to the producer's ongoing
-        transaction, when this broker coordinates it. A transaction another broker coordinates is not
-        checked (Kafka with transaction.partition.verification.enable=false: KIP-890's AddPartitionsToTxn
-        round trip to the coordinator is not made)."""
+                       transactional_id: str | None = None, implicit_add: bool = False) -> ErrorCode:
+        """A transactional batch is accepted only for a partition of the producer's ongoing transaction.
+
+        `implicit_add` (Produce v12+, transactions V2, KIP-890 part 2): the leader adds the partition to
+        the transaction for the client, as Kafka's AddPartitionsToTxnManager does with verify_only=false.
+        Otherwise (v3-v11) the partition must have been added already (KIP-890 part 1's verification).
+        A transaction another broker coordinates is checked there (`remote`); its answers are Produce's
+        errors: a fenced epoch INVALID_PRODUCER_EPOCH, a busy or moving coordinator NOT_ENOUGH_REPLICAS, which
+        every producer retries (Kafka maps KIP-890's coordinator errors the same way)."""
         if transactional_id is not None and not self.is_local_coordinator(transactional_id):
-            return ErrorCode.none
+            return self.remote.verify(transactional_id, producer_id, producer_epoch, topic, partition, implicit_add)
+        if implicit_add and transactional_id is not None:
+            error = self.add_partitions(transactional_id, producer_id, producer_epoch, [(topic, partition)],
+                                        now_ms(), transaction_version=2)
+            return produce_error(error)
         md = self.coordinator.by_producer_id(producer_id)
         if md is None:
             return ErrorCode.invalid_producer_id_mapping
-        if producer_epoch < md.producer_epoch:
-            return ErrorCode.invalid_producer_epoch
-        if producer_epoch > md.producer_epoch:
+        if producer_epoch != md.producer_epoch:
             return ErrorCode.invalid_producer_epoch
         if md.state is not TransactionState.ONGOING or (topic, partition) not in md.partitions:
             return ErrorCode.invalid_txn_state

@@ -4,7 +4,9 @@ A pure state machine (time is the `now_ms` argument; producer ids come from a ca
 the shell (`broker/txn/service.py`) persists to `__transaction_state` and writes the markers.
 Mirrors Kafka's TransactionCoordinator / TransactionMetadata for transactions V1 (KIP-98): the client
 adds partitions explicitly (AddPartitionsToTxn / AddOffsetsToTxn), EndTxn moves the transaction to
-Prepare*, the markers are written to every partition, then Complete*.  Fencing follows KIP-360 and
+Prepare*, the markers are written to every partition, then Complete*; and for transactions V2 (KIP-890
+part 2, EndTxn v5+): the partition leaders add partitions for the client, and every transaction end
+bumps the epoch (`end_txn_v2`).  Fencing follows KIP-360 and
 KIP-588: every InitProducerId bumps the epoch; an ongoing transaction found there is aborted with a
 bumped epoch first (PrepareEpochFence), so the old producer instance is fenced.
 
@@ -17,6 +19,7 @@ the transaction's state raises IllegalTxnTransition, also under `python -O`:
     ADD_PARTITIONS      Ongoing, Empty, Complete*              Ongoing
     END_COMMIT          Ongoing                                PrepareCommit
     END_ABORT           Ongoing                                PrepareAbort
+    END_ABORT_EMPTY     Empty, CompleteCommit, CompleteAbort   PrepareAbort   (V2: no partitions, epoch bump)
     FENCE_EPOCH         Ongoing                                PrepareEpochFence
     ABORT_FENCED        PrepareEpochFence                      PrepareAbort
     MARKERS_WRITTEN     PrepareCommit / PrepareAbort           CompleteCommit / CompleteAbort
@@ -71,6 +74,7 @@ class TxnEvent(Enum):
     ADD_PARTITIONS = "AddPartitionsToTxn"  # (or AddOffsetsToTxn) the transaction is open
     END_COMMIT = "EndTxn(commit)"
     END_ABORT = "EndTxn(abort)"
+    END_ABORT_EMPTY = "EndTxn(abort, V2, nothing added)"  # transactions V2 bump the epoch even so
     FENCE_EPOCH = "fence epoch"  # InitProducerId or the timeout found the transaction open: bump first
     ABORT_FENCED = "abort fenced"  # ... then abort it with the bumped epoch
     MARKERS_WRITTEN = "markers written"  # every partition has the marker
@@ -83,6 +87,7 @@ TRANSITIONS: dict[tuple[TransactionState, TxnEvent], TransactionState] = {
     **{(s, TxnEvent.ADD_PARTITIONS): S.ONGOING for s in (S.ONGOING, *_DONE)},
     (S.ONGOING, TxnEvent.END_COMMIT): S.PREPARE_COMMIT,
     (S.ONGOING, TxnEvent.END_ABORT): S.PREPARE_ABORT,
+    **{(s, TxnEvent.END_ABORT_EMPTY): S.PREPARE_ABORT for s in _DONE},
     (S.ONGOING, TxnEvent.FENCE_EPOCH): S.PREPARE_EPOCH_FENCE,
     (S.PREPARE_EPOCH_FENCE, TxnEvent.ABORT_FENCED): S.PREPARE_ABORT,
     (S.PREPARE_COMMIT, TxnEvent.MARKERS_WRITTEN): S.COMPLETE_COMMIT,
@@ -121,6 +126,12 @@ class TransactionMetadata:
     start_ms: int = -1
     last_update_ms: int = -1
     last_producer_epoch: int = NO_PRODUCER_EPOCH  # not persisted (Kafka keeps it in memory too)
+    # Transactions V2 (KIP-890 part 2): the version the client's last request spoke (Kafka's
+    # clientTransactionVersion), and the producer ids of an epoch overflow at a transaction's end: the id the
+    # Prepare* markers carry moves to `next_producer_id` (epoch 0) when the transaction completes.
+    client_transaction_version: int = 0
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
 
     def transition(self, event: TxnEvent, now_ms: int) -> None:
         """Move by TRANSITIONS; an event it does not allow here raises IllegalTxnTransition."""
@@ -141,6 +152,17 @@ class TxnConfig:
 @dataclass(frozen=True, slots=True)
 class InitResult:
     error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnResult:
+    """EndTxn's answer: the error, the transaction whose markers the shell must now write (in Prepare*), and
+    the producer id and epoch v5+ returns (-1 unless the answer is NONE)."""
+
+    error: ErrorCode
+    preparing: TransactionMetadata | None = None
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
 
@@ -200,6 +222,19 @@ class TransactionCoordinator:
         else:
             md.producer_epoch += 1
 
+    def _fence(self, md: TransactionMetadata, now_ms: int) -> None:
+        """An open transaction is aborted by the coordinator (InitProducerId, timeout): the epoch is bumped so
+        that the producer instance is fenced (PrepareEpochFence); a V2 transaction's abort bumps once more,
+        as each V2 transaction end does (Kafka's prepareAbortOrCommit after prepareFenceProducerEpoch). The
+        producer id stays (the markers must carry the id the batches have), so the epoch may reach 32767,
+        the one Kafka keeps for this; the next InitProducerId then moves to a new id."""
+        md.transition(TxnEvent.FENCE_EPOCH, now_ms)
+        md.last_producer_epoch = md.producer_epoch
+        bump = 2 if md.client_transaction_version >= 2 else 1
+        md.producer_epoch = min(md.producer_epoch + bump, MAX_PRODUCER_EPOCH + 1)
+        md.transition(TxnEvent.ABORT_FENCED, now_ms)
+        self._changed(md)
+
     # --- InitProducerId -----------------------------------------------------------------------
 
     def init_producer_id(self, transactional_id: str, timeout_ms: int, expected_producer_id: int,
@@ -233,10 +268,7 @@ class TransactionCoordinator:
             if expected_epoch != md.producer_epoch:
                 return InitResult(ErrorCode.producer_fenced), None
         if md.state is S.ONGOING:
-            md.transition(TxnEvent.FENCE_EPOCH, now_ms)
-            self._bump_epoch(md)
-            md.transition(TxnEvent.ABORT_FENCED, now_ms)
-            self._changed(md)
+            self._fence(md, now_ms)
             return InitResult(ErrorCode.concurrent_transactions), md
         self._bump_epoch(md)
         md.timeout_ms = timeout_ms
@@ -258,11 +290,14 @@ class TransactionCoordinator:
         return ErrorCode.none
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> ErrorCode:
+                       partitions: Iterable[TopicPartition], now_ms: int, transaction_version: int = 0) -> ErrorCode:
+        """`transaction_version` 2: a partition leader adds them for the client (KIP-890 part 2's implicit add)."""
         error = self.check_add(transactional_id, producer_id, producer_epoch)
         if error != ErrorCode.none:
             return error
         md = self.transactions[transactional_id]
+        if md.client_transaction_version != transaction_version and md.state is not S.ONGOING:
+            md.client_transaction_version = transaction_version
         wanted = set(partitions)
         if md.state is S.ONGOING and wanted <= md.partitions:
             return ErrorCode.none
@@ -302,12 +337,78 @@ class TransactionCoordinator:
             case _:
                 return ErrorCode.invalid_txn_state, None
 
+    def end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int, committed: bool,
+                   now_ms: int) -> EndTxnResult:
+        """EndTxn v5+ (transactions V2, KIP-890 part 2): every transaction end bumps the epoch, returned to the
+        client, and the markers carry the bumped epoch, so a late batch of the ended transaction is fenced.
+
+        Kafka's rules (TransactionCoordinator.endTransaction, TV2): a retry is the request with the epoch
+        just before the bump; an abort is also taken with no open transaction (Empty, Complete*: an epoch
+        bump without markers); in Complete*, a retry of the same outcome answers NONE with the current ids.
+        """
+        md = self.transactions.get(transactional_id)
+        if md is None or md.state is S.DEAD:
+            return EndTxnResult(ErrorCode.invalid_producer_id_mapping)
+        retry_on_overflow = (md.previous_producer_id == producer_id and producer_epoch == MAX_PRODUCER_EPOCH
+                             and md.producer_epoch == 0)
+        retry_on_bump = md.producer_epoch == producer_epoch + 1
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return EndTxnResult(ErrorCode.invalid_producer_id_mapping)
+        match md.state:
+            case S.ONGOING | S.EMPTY:
+                valid_epoch = producer_epoch == md.producer_epoch
+            case S.PREPARE_COMMIT | S.PREPARE_ABORT:
+                valid_epoch = retry_on_bump
+            case _:
+                valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        if not valid_epoch:
+            return EndTxnResult(ErrorCode.producer_fenced)
+        retry = retry_on_bump or retry_on_overflow
+        current = EndTxnResult(ErrorCode.none, None, md.producer_id, md.producer_epoch)
+        match md.state:
+            case S.ONGOING:
+                return self._prepare_v2(md, committed, now_ms)
+            case S.COMPLETE_COMMIT if committed:
+                return current if retry else EndTxnResult(ErrorCode.invalid_txn_state)
+            case S.COMPLETE_ABORT if not committed:
+                return current if retry else self._prepare_v2(md, False, now_ms)
+            case S.COMPLETE_COMMIT | S.EMPTY if not committed and not retry:
+                return self._prepare_v2(md, False, now_ms)
+            case S.PREPARE_COMMIT if committed:
+                return EndTxnResult(ErrorCode.concurrent_transactions)
+            case S.PREPARE_ABORT if not committed:
+                return EndTxnResult(ErrorCode.concurrent_transactions)
+            case _:
+                return EndTxnResult(ErrorCode.invalid_txn_state)
+
+    def _prepare_v2(self, md: TransactionMetadata, committed: bool, now_ms: int) -> EndTxnResult:
+        if md.state is S.ONGOING:
+            md.transition(TxnEvent.END_COMMIT if committed else TxnEvent.END_ABORT, now_ms)
+        else:  # an abort with nothing added: the epoch bump alone, no markers
+            md.partitions = set()
+            md.start_ms = now_ms
+            md.transition(TxnEvent.END_ABORT_EMPTY, now_ms)
+        md.client_transaction_version = 2
+        md.last_producer_epoch = md.producer_epoch
+        if md.producer_epoch >= MAX_PRODUCER_EPOCH:
+            md.next_producer_id = self._generate_producer_id()
+        md.producer_epoch += 1
+        self._changed(md)
+        return EndTxnResult(ErrorCode.none, md, md.producer_id, md.producer_epoch)
+
     def complete(self, transactional_id: str, now_ms: int) -> None:
-        """Every marker of a Prepare* transaction is written: move it to Complete*."""
+        """Every marker of a Prepare* transaction is written: move it to Complete*. A V2 transaction whose
+        epoch overflowed moves to its next producer id, at epoch 0 (Kafka's prepareComplete)."""
         md = self.transactions[transactional_id]
         assert md.pending_markers, md.state
         md.transition(TxnEvent.MARKERS_WRITTEN, now_ms)
         md.partitions = set()
+        if md.next_producer_id != NO_PRODUCER_ID:
+            old = md.producer_id
+            md.previous_producer_id, md.producer_id = old, md.next_producer_id
+            md.next_producer_id = NO_PRODUCER_ID
+            md.producer_epoch = 0
+            self._index(md, old)
         self._changed(md)
 
     # --- timers -------------------------------------------------------------------------------
@@ -317,10 +418,7 @@ class TransactionCoordinator:
         out = []
         for md in self.transactions.values():
             if md.state is S.ONGOING and md.start_ms + md.timeout_ms <= now_ms:
-                md.transition(TxnEvent.FENCE_EPOCH, now_ms)
-                self._bump_epoch(md)
-                md.transition(TxnEvent.ABORT_FENCED, now_ms)
-                self._changed(md)
+                self._fence(md, now_ms)
                 out.append(md)
         return out
 

@@ -17,10 +17,12 @@ import pytest
 from differential import (  # noqa: F401  (register the scenarios)
     compaction,
     config_fidelity,
+    features,
     kip848,
     newer_apis,
     scenarios,
     topic_compression,
+    txn_v2,
 )
 from differential.framework import SCENARIOS, ScenarioSkipped, compare, context, dumps
 from differential.normalize import KNOWN_DIFFERENCES

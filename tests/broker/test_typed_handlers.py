@@ -64,6 +64,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from samsa.kproto.errors import ErrorCode
@@ -116,6 +117,7 @@ TYPED = [
     (alter_user_scram_credentials, "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse"),
     (list_config_resources, "ListConfigResourcesRequest", "ListConfigResourcesResponse"),
     (describe_topic_partitions, "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"),
+    (update_features, "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

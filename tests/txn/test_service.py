@@ -111,8 +111,8 @@ def test_transactional_offsets_survive_a_restart_and_count_only_when_committed(t
     broker = start(tmp_path)  # both transactions are still open after the restart
     assert broker.groups.coordinator.committed_offsets("g") == {}
     assert set(broker.txn.pending_offsets) == {ids["keep"], ids["drop"]}
-    assert broker.txn.end_txn("keep", ids["keep"], 0, True, now_ms()) == ErrorCode.none
-    assert broker.txn.end_txn("drop", ids["drop"], 0, False, now_ms()) == ErrorCode.none
+    assert broker.txn.end_txn("keep", ids["keep"], 0, True, now_ms()).error == ErrorCode.none
+    assert broker.txn.end_txn("drop", ids["drop"], 0, False, now_ms()).error == ErrorCode.none
     assert broker.groups.coordinator.committed_offsets("g")[("src", 0)].offset == 42
     assert broker.groups.coordinator.committed_offsets("g2") == {}
     # A fenced instance cannot add offsets any more.
@@ -147,7 +147,7 @@ def test_a_failed_write_leaves_the_transaction_as_the_log_has_it(tmp_path: Path,
         ErrorCode.coordinator_not_available
     md = txn.coordinator.transactions["tx"]
     assert md.partitions == {("t", 0)} and md.state is TransactionState.ONGOING
-    assert txn.end_txn("tx", r.producer_id, r.producer_epoch, True, now) == ErrorCode.coordinator_not_available
+    assert txn.end_txn("tx", r.producer_id, r.producer_epoch, True, now).error == ErrorCode.coordinator_not_available
     assert md.state is TransactionState.ONGOING  # not a PrepareCommit that no log holds
 
     monkeypatch.setattr(service_module.TxnService, "persist", real_persist)

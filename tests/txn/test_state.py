@@ -31,7 +31,8 @@ def test_state_table_is_kafkas() -> None:
     assert {s.kafka_name for s in S} == {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
                                          "CompleteAbort", "Dead", "PrepareEpochFence"}
     assert VALID_PREVIOUS_STATES[S.COMPLETE_COMMIT] == {S.PREPARE_COMMIT}
-    assert VALID_PREVIOUS_STATES[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
+    assert VALID_PREVIOUS_STATES[S.PREPARE_ABORT] == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                                     S.COMPLETE_ABORT}  # Kafka 4: V2 aborts with nothing added
     assert [int(s) for s in S] == list(range(8))
 
 

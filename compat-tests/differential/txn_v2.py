@@ -1,0 +1,97 @@
+"""Differential scenario of transactions V2 (KIP-890 part 2) on the wire, step by step on Kafka 4.1.2 and on
+Samsa (transaction.version=2, both brokers' default): Produce v12 without AddPartitionsToTxn, TxnOffsetCommit
+v5 without AddOffsetsToTxn, EndTxn v5's bumped epoch and its retries, a late batch of an ended transaction,
+an abort and a commit with nothing added, wrong ids and epochs. Producer ids differ between the brokers:
+epochs are shown relative to InitProducerId's."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from differential.framework import Ctx, err, error_name, scenario
+from samsa.kproto.records import encode_batch
+
+
+@scenario
+def transactions_v2(ctx: Ctx) -> Any:
+    c = ctx.connect()
+    t = ctx.topic()
+    group = ctx.topic("group")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 1))}
+    txn_id = ctx.topic("txn")
+    out["find_coordinator"] = ctx.find_coordinator(c, txn_id, 1)
+    out["find_group_coordinator"] = ctx.find_coordinator(c, group, 0)
+    deadline = time.monotonic() + 30
+    while True:  # the transaction coordinator loads __transaction_state on first use
+        r = c.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
+                           "producer_epoch": -1}, version=5)
+        if err(r) not in ("COORDINATOR_LOAD_IN_PROGRESS(14)", "COORDINATOR_NOT_AVAILABLE(15)",
+                          "NOT_COORDINATOR(16)") or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    out["init_producer_id"] = err(r)
+    pid, base = int(r.producer_id), int(r.producer_epoch)
+
+    def produce(epoch: int, seq: int, value: bytes) -> str:
+        b = encode_batch([(None, value, ())], timestamp_ms=ctx.t0, producer_id=pid, producer_epoch=base + epoch,
+                         base_sequence=seq, is_transactional=True)
+        for _ in range(50):  # a leader still asking the coordinator answers with a retriable error
+            r = c.request(0, {"transactional_id": txn_id, "acks": -1, "timeout": 10000,
+                              "topic_data": [{"name": t, "partition_data": [{"index": 0, "records": b}]}]}, version=12)
+            p = r.responses[0].partition_responses[0]
+            if err(p) not in ("NOT_ENOUGH_REPLICAS(19)", "CONCURRENT_TRANSACTIONS(51)"):
+                return err(p)
+            time.sleep(0.1)
+        return err(p)
+
+    def end(epoch: int, commit: bool, producer_id: int | None = None) -> dict[str, Any]:
+        for _ in range(50):
+            r = c.request(26, {"transactional_id": txn_id, "producer_id": pid if producer_id is None else producer_id,
+                               "producer_epoch": base + epoch, "committed": commit}, version=5)
+            if err(r) != "CONCURRENT_TRANSACTIONS(51)" or epoch < 0:
+                break
+            time.sleep(0.1)
+        same_id = int(r.producer_id) == pid
+        return {"error": err(r), "same_producer_id": same_id if r.producer_id >= 0 else None,
+                "epoch": int(r.producer_epoch) - base if r.producer_epoch >= 0 else None}
+
+    def commit_offset(epoch: int, offset: int) -> list[str]:
+        r = c.request(28, {"transactional_id": txn_id, "group_id": group, "producer_id": pid,
+                           "producer_epoch": base + epoch, "generation_id": -1, "member_id": "",
+                           "group_instance_id": None,
+                           "topics": [{"name": t, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                  "committed_leader_epoch": -1,
+                                                                  "committed_metadata": ""}]}]}, version=5)
+        return [error_name(p.error_code.value) for x in r.topics for p in x.partitions]
+
+    steps: list[Any] = []
+    steps.append({"produce": produce(0, 0, b"a")})
+    steps.append({"txn_offset_commit": commit_offset(0, 1)})
+    steps.append({"commit": end(0, True)})
+    time.sleep(0.5)  # markers may be written after EndTxn is answered
+    steps.append({"commit_retry": end(0, True)})
+    steps.append({"abort_retry_of_a_commit": end(0, False)})
+    steps.append({"late_batch": produce(0, 1, b"late")})
+    steps.append({"next_produce": produce(1, 0, b"b")})
+    steps.append({"abort": end(1, False)})
+    time.sleep(0.5)
+    steps.append({"abort_retry": end(1, False)})
+    steps.append({"commit_nothing": end(2, True)})
+    steps.append({"abort_nothing": end(2, False)})
+    steps.append({"older_epoch": end(1, True)})
+    steps.append({"future_epoch": end(9, True)})
+    steps.append({"other_producer_id": end(3, True, pid + 1000)})
+    out["steps"] = steps
+    time.sleep(0.5)
+    fetched = ctx.fetch(c, t, 0, 0, isolation_level=1)
+    out["last_stable_offset"] = fetched.last_stable_offset
+    out["aborted_transactions"] = len(fetched.aborted_transactions or ())
+    r = c.request(9, {"groups": [{"group_id": group, "topics": [{"name": t, "partition_indexes": [0]}]}]}, version=9)
+    out["committed_offset"] = int(r.groups[0].topics[0].partitions[0].committed_offset)
+    r = c.request(61, {"topics": [{"name": t, "partition_indexes": [0]}]}, version=0)
+    out["marker_epochs"] = [p.producer_epoch - base for x in r.topics for part in x.partitions
+                            for p in part.active_producers]
+    return out
+
+
