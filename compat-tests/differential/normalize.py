@@ -159,6 +159,11 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
          "user without ALTER_CONFIGS on the cluster: Kafka INVALID_REQUEST (ConfigAdminManager.preprocess validates "
          "broker config changes before KafkaApis authorizes them); Samsa CLUSTER_AUTHORIZATION_FAILED (it "
          "authorizes first, then validates). The dynamic config's row (IncrementalAlterConfigs:broker) is compared"),
+        ("bob/idempotent Produce acl-open/*/error_code",
+         "Produce v9 by bob (WRITE on the topic) of an idempotent batch with the producer id InitProducerId gave "
+         "alice: Kafka NONE (any principal may use any producer id); Samsa INVALID_PRODUCER_ID_MAPPING, deliberately "
+         "(the seeds' stricter rule, broker/security/acl_requests.py: a producer id is bound to the principal it "
+         "was issued to, so one user cannot write into, or fence, another's idempotent or transactional stream)"),
     ],
     "describe_configs_broker": [
         ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
