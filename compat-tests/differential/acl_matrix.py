@@ -269,7 +269,7 @@ def cluster_requests() -> dict[str, Request]:
                 {"name": "log.retention.ms", "config_operation": 0, "value": "100000"}]}]}),
         "IncrementalAlterConfigs/broker-static": (44, 1, {"validate_only": True, "resources": [
             {"resource_type": 4, "resource_name": "", "configs": [
-                {"name": "log.retention.hours", "config_operation": 0, "value": "100"}]}]}),
+                {"name": "node.id", "config_operation": 0, "value": "1"}]}]}),
         "DescribeAcls": (29, 3, {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
                                  "principal_filter": None, "host_filter": None, "operation": 1,
                                  "permission_type": 1}),

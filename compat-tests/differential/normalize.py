@@ -154,11 +154,6 @@ ALLOWED_AT: list[tuple[str, str, str]] = [
 # indexes of the (normalised) outcome; fnmatch patterns ("*" matches one or more segments).
 KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
     "acl_matrix": [  # test_acl_matrix.py: outcome keys are "<user>/<API>[:<variant>] [<resource>]"
-        ("*/IncrementalAlterConfigs:broker-static/responses/*/error_code",
-         "IncrementalAlterConfigs v1 of a cluster-wide BROKER config that is not dynamic (log.retention.hours) by a "
-         "user without ALTER_CONFIGS on the cluster: Kafka INVALID_REQUEST (ConfigAdminManager.preprocess validates "
-         "broker config changes before KafkaApis authorizes them); Samsa CLUSTER_AUTHORIZATION_FAILED (it "
-         "authorizes first, then validates). The dynamic config's row (IncrementalAlterConfigs:broker) is compared"),
         ("bob/idempotent Produce acl-open/*/error_code",
          "Produce v9 by bob (WRITE on the topic) of an idempotent batch with the producer id InitProducerId gave "
          "alice: Kafka NONE (any principal may use any producer id); Samsa INVALID_PRODUCER_ID_MAPPING, deliberately "
