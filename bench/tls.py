@@ -1,18 +1,33 @@
-"""TLS's cost on the produce path: confluent-kafka produces 1 KiB records to one broker over its PLAINTEXT,
-SSL and SASL_SSL (SCRAM-SHA-512) listeners in turn, in one run on the same machine; prints records/s, MB/s
-and the broker's CPU seconds per GiB for each, and each secured listener's ratio to PLAINTEXT.
+"""TLS's cost, Samsa vs Apache Kafka 4.1.2 in one run: produce and consume throughput over PLAINTEXT and over SASL_SSL
+(SCRAM-SHA-512), and the SCRAM connection set-up rate over SASL_SSL.
 
-    .venv/bin/python -m bench.tls [--records N]
+Each broker runs alone (Samsa first, then Kafka from compat-tests/oracle_fixture.py, one combined KRaft node) with
+the same certificate (a dev CA made in a temporary directory: a PEM key and chain), the same SASL mechanism and the
+same client settings. Produce: confluent-kafka, 1 KiB records, acks=1 (as bench.broker). Consume: confluent-kafka,
+assigned partitions from the beginning (no group). Set-up: sequential connections, each TCP + TLS handshake +
+ApiVersions + SaslHandshake + SCRAM (4096 iterations), then closed; the client's share of that cost is the same for
+both brokers. Each broker first gets a warm-up (half the records produced and consumed on each listener), not
+measured, so Kafka's JIT is not measured cold. Printed: each figure, each broker's SASL_SSL/PLAINTEXT ratio ("TLS
+share") and Samsa/Kafka ratios; written to bench/results/tls-<UTC>.json (not with --no-write).
+
+    .venv/bin/python -m bench.tls [--records N] [--connections N] [--only samsa|kafka]
+
+Targets (issue): Samsa/Kafka over SASL_SSL >= 1.0, and Samsa's SASL_SSL/PLAINTEXT ratio >= Kafka's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
+import ssl
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +35,102 @@ from bench.broker import create_topic
 from bench.machine import cpu_seconds, describe
 from samsa.broker.client import Connection
 from samsa.broker.launcher import ServeOptions, free_ports, start_serve
-from samsa.broker.security.dev_ca import issue, make_ca
+from samsa.broker.security.client import ClientSecurity
+from samsa.broker.security.dev_ca import IssuedFiles, issue, make_ca
 from samsa.broker.security.scram import ScramMechanism, credential_from_password, salted_password
 
 REPO = Path(__file__).resolve().parents[1]
-PASSWORD = "bench-secret"
+RESULTS = REPO / "bench" / "results"
+USER, PASSWORD = "bench", "bench-secret"
+MECHANISM = ScramMechanism.SCRAM_SHA_512
+ITERATIONS = 4096
+PARTITIONS = 4
+# The warm-up produces and consumes records / WARMUP_DIVISOR on each listener. A tenth was too little: Kafka's
+# first measured listener (PLAINTEXT) came out slower than its SASL_SSL one (tls-20261202T073641.json).
+WARMUP_DIVISOR = 2
+
+
+@dataclass
+class Broker:
+    name: str
+    pid: int
+    plain_port: int
+    sasl_ssl_port: int
+
+
+def tls_settings(files: IssuedFiles) -> dict[str, str]:
+    """The TLS and SASL settings both brokers get (Kafka's names; Samsa reads the same keys)."""
+    return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(files.key_and_chain),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"}
+
+
+@contextlib.contextmanager
+def samsa(directory: Path, files: IssuedFiles) -> Iterator[Broker]:
+    plain, sasl_ssl = free_ports(2)
+    overrides = (f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl_ssl}",
+                 "group.initial.rebalance.delay.ms=0", *(f"{k}={v}" for k, v in tls_settings(files).items()))
+    served = start_serve(ServeOptions(data_dir=directory / "samsa-data", port=plain, log_level="WARNING",
+                                      overrides=overrides), directory / "samsa.log", cwd=REPO)
+    try:
+        served.wait_listening(60)
+        yield Broker("samsa", served.pid, plain, sasl_ssl)
+    finally:
+        served.stop(20)
+
+
+@contextlib.contextmanager
+def kafka(directory: Path, files: IssuedFiles) -> Iterator[Broker]:
+    compat = str(REPO / "compat-tests")
+    if compat not in sys.path:
+        sys.path.insert(0, compat)
+    import oracle_fixture
+
+    with oracle_fixture.kafka_cluster(1, extra_listeners={"SASL_SSL": "SASL_SSL"},
+                                      overrides=dict(tls_settings(files)), workdir=directory) as cluster:
+        node = cluster.nodes[0]
+        yield Broker("kafka", cluster.pids[0], node.port, node.extra_listeners["SASL_SSL"][1])
+
+
+def add_scram_user(port: int) -> None:
+    salt = credential_from_password(MECHANISM, PASSWORD, ITERATIONS).salt
+    with Connection("127.0.0.1", port) as admin:
+        r = admin.request(51, {"deletions": (), "upsertions": [{
+            "name": USER, "mechanism": int(MECHANISM), "iterations": ITERATIONS, "salt": salt,
+            "salted_password": salted_password(MECHANISM, PASSWORD, salt, ITERATIONS)}]})
+        assert all(x.error_code.value == 0 for x in r.results), r
+
+
+def client_tls(ca: Path) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca))
+    context.check_hostname = False  # the certificate names "localhost"; the connections go to 127.0.0.1
+    return context
+
+
+def connect_scram(port: int, ca: Path) -> Connection:
+    security = ClientSecurity("SASL_SSL", client_tls(ca), MECHANISM.mechanism_name, USER, PASSWORD)
+    return Connection("127.0.0.1", port, client_id="bench-tls", security=security)
+
+
+def wait_for_scram(port: int, ca: Path, timeout: float = 60.0) -> None:
+    """Kafka applies a SCRAM credential once its metadata reaches the broker: retry the first login."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connect_scram(port, ca).close()
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def tls_session(port: int, ca: Path) -> dict[str, Any]:
+    """What the handshake negotiated (the same settings must give the same protocol and cipher)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            client_tls(ca).wrap_socket(raw, server_hostname="localhost") as s:
+        return {"protocol": s.version(), "cipher": (s.cipher() or ("",))[0]}
 
 
 def produce(bootstrap: str, topic: str, records: int, size: int, security: dict[str, str]) -> float:
@@ -53,57 +159,121 @@ def produce(bootstrap: str, topic: str, records: int, size: int, security: dict[
     return elapsed
 
 
+def consume(bootstrap: str, topic: str, records: int, security: dict[str, str], timeout: float = 300.0) -> float:
+    """Seconds to read `records` from the beginning of the topic's partitions (assigned, no group)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-tls-{topic}", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 1_048_576, **security})
+    try:
+        seen = 0
+        start = time.perf_counter()
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        while seen < records:
+            if time.perf_counter() - start > timeout:
+                raise RuntimeError(f"consumed {seen} of {records} records in {timeout}s")
+            # (at most what is still missing: the call returns once it has that many, not at its timeout)
+            for m in c.consume(num_messages=min(10_000, records - seen), timeout=1.0):
+                if m.error() is None:
+                    seen += 1
+        return time.perf_counter() - start
+    finally:
+        c.close()
+
+
+def connection_rate(port: int, ca: Path, connections: int) -> float:
+    start = time.perf_counter()
+    for _ in range(connections):
+        connect_scram(port, ca).close()
+    return connections / (time.perf_counter() - start)
+
+
+def measure(broker: Broker, ca: Path, records: int, size: int, connections: int) -> dict[str, Any]:
+    add_scram_user(broker.plain_port)
+    wait_for_scram(broker.sasl_ssl_port, ca)
+    runs = {
+        "PLAINTEXT": (f"127.0.0.1:{broker.plain_port}", {}),
+        "SASL_SSL": (f"localhost:{broker.sasl_ssl_port}", {
+            "security.protocol": "SASL_SSL", "ssl.ca.location": str(ca), "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": USER, "sasl.password": PASSWORD}),
+    }
+    out: dict[str, Any] = {"tls": tls_session(broker.sasl_ssl_port, ca)}
+    gib = records * size / 2**30
+    warmup = max(1, records // WARMUP_DIVISOR)
+    for name, (bootstrap, security) in runs.items():  # warm-up (the JVM's JIT, both brokers' caches): not measured
+        create_topic(f"127.0.0.1:{broker.plain_port}", f"warmup-{name.lower()}", PARTITIONS)
+        produce(bootstrap, f"warmup-{name.lower()}", warmup, size, security)
+        consume(bootstrap, f"warmup-{name.lower()}", warmup, security)
+    for name, (bootstrap, security) in runs.items():
+        topic = f"bench-{name.lower()}"
+        create_topic(f"127.0.0.1:{broker.plain_port}", topic, PARTITIONS)
+        cpu = cpu_seconds(broker.pid)
+        produced = produce(bootstrap, topic, records, size, security)
+        cpu_produce = cpu_seconds(broker.pid) - cpu
+        consumed = consume(bootstrap, topic, records, security)
+        cpu_consume = cpu_seconds(broker.pid) - cpu - cpu_produce
+        out[name] = {"produce_records_per_s": records / produced, "produce_mb_per_s": records * size / produced / 1e6,
+                     "produce_broker_cpu_s_per_gib": cpu_produce / gib,
+                     "consume_records_per_s": records / consumed, "consume_mb_per_s": records * size / consumed / 1e6,
+                     "consume_broker_cpu_s_per_gib": cpu_consume / gib}
+    out["scram_connections_per_s"] = connection_rate(broker.sasl_ssl_port, ca, connections)
+    for what in ("produce", "consume"):
+        out[f"{what}_tls_share"] = (out["SASL_SSL"][f"{what}_records_per_s"]
+                                    / out["PLAINTEXT"][f"{what}_records_per_s"])
+    return out
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    s, k = results["samsa"], results["kafka"]
+    out = {}
+    for what in ("produce", "consume"):
+        for listener in ("PLAINTEXT", "SASL_SSL"):
+            out[f"{what}_{listener}_samsa_over_kafka"] = (s[listener][f"{what}_records_per_s"]
+                                                          / k[listener][f"{what}_records_per_s"])
+        # >= 1.0: TLS costs Samsa no larger a share of its plaintext throughput than it costs Kafka
+        out[f"{what}_tls_share_samsa_over_kafka"] = s[f"{what}_tls_share"] / k[f"{what}_tls_share"]
+    out["scram_connections_samsa_over_kafka"] = s["scram_connections_per_s"] / k["scram_connections_per_s"]
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--only", choices=("samsa", "kafka"))
+    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
+    results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="samsa-bench-tls-") as tmp:
         directory = Path(tmp)
-        make_ca(directory / "tls")
+        ca = make_ca(directory / "tls")
         files = issue(directory / "tls", "broker", "localhost")
-        plain, ssl_port, sasl_ssl = free_ports(3)
-        overrides = (f"listeners=PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl_port},"
-                     f"SASL_SSL://127.0.0.1:{sasl_ssl}", "ssl.keystore.type=PEM",
-                     f"ssl.keystore.location={files.key_and_chain}", "sasl.enabled.mechanisms=SCRAM-SHA-512")
-        served = start_serve(ServeOptions(data_dir=directory / "data", port=plain, log_level="WARNING",
-                                          overrides=overrides), directory / "samsa.log", cwd=REPO)
-        try:
-            served.wait_listening(60)
-            mechanism = ScramMechanism.SCRAM_SHA_512
-            salt = credential_from_password(mechanism, PASSWORD, 4096).salt
-            with Connection("127.0.0.1", plain) as admin:
-                admin.request(51, {"deletions": (), "upsertions": [{
-                    "name": "bench", "mechanism": int(mechanism), "iterations": 4096, "salt": salt,
-                    "salted_password": salted_password(mechanism, PASSWORD, salt, 4096)}]})
-            ca = str(directory / "tls" / "ca.pem")
-            runs = {
-                "PLAINTEXT": (plain, {}),
-                "SSL": (ssl_port, {"security.protocol": "SSL", "ssl.ca.location": ca}),
-                "SASL_SSL": (sasl_ssl, {"security.protocol": "SASL_SSL", "ssl.ca.location": ca,
-                                        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bench",
-                                        "sasl.password": PASSWORD}),
-            }
-            results: dict[str, dict[str, float]] = {}
-            for name, (port, security) in runs.items():
-                bootstrap = f"{'localhost' if security else '127.0.0.1'}:{port}"
-                topic = f"bench-{name.lower()}"
-                create_topic(f"127.0.0.1:{plain}", topic, 4)
-                cpu_before = cpu_seconds(served.pid)
-                elapsed = produce(bootstrap, topic, args.records, args.size, security)
-                cpu = cpu_seconds(served.pid) - cpu_before
-                gib = args.records * args.size / 2**30
-                results[name] = {"records_per_s": args.records / elapsed,
-                                 "mb_per_s": args.records * args.size / elapsed / 1e6,
-                                 "broker_cpu_s_per_gib": cpu / gib}
-        finally:
-            served.stop(20)
-    base = results["PLAINTEXT"]["records_per_s"]
-    print(json.dumps({"machine": describe(), "records": args.records, "record_bytes": args.size,
-                      "results": results}, indent=1))
+        for name, start in (("samsa", samsa), ("kafka", kafka)):
+            if args.only not in (None, name):
+                continue
+            with start(directory, files) as broker:
+                results[name] = measure(broker, ca, args.records, args.size, args.connections)
+    report: dict[str, Any] = {"machine": describe(), "records": args.records, "record_bytes": args.size,
+                              "connections": args.connections, "results": results}
+    if len(results) == 2:
+        report["ratios"] = ratios(results)
+    print(json.dumps(report, indent=1))
     for name, r in results.items():
-        print(f"{name:10s} {r['records_per_s']:>10,.0f} rec/s {r['mb_per_s']:7.1f} MB/s  broker "
-              f"{r['broker_cpu_s_per_gib']:.1f} CPU s/GiB  ratio to PLAINTEXT {r['records_per_s'] / base:.2f}")
+        for listener in ("PLAINTEXT", "SASL_SSL"):
+            x = r[listener]
+            print(f"{name:6s} {listener:10s} produce {x['produce_records_per_s']:>9,.0f} rec/s "
+                  f"{x['produce_mb_per_s']:6.1f} MB/s  consume {x['consume_records_per_s']:>9,.0f} rec/s "
+                  f"{x['consume_mb_per_s']:6.1f} MB/s")
+        print(f"{name:6s} TLS share: produce {r['produce_tls_share']:.2f} consume {r['consume_tls_share']:.2f}; "
+              f"SCRAM set-up {r['scram_connections_per_s']:.1f} conn/s ({r['tls']['protocol']} {r['tls']['cipher']})")
+    for key, value in report.get("ratios", {}).items():
+        print(f"{key:45s} {value:.2f}")
+    if not args.no_write:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        out = RESULTS / f"tls-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+        out.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"written: {out.relative_to(REPO)}")
     return 0
 
 

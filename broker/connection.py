@@ -388,9 +388,13 @@ class KafkaConnection(asyncio.Protocol):
             return
         self._last_active_s = time.monotonic()
         if self._sending or any(type(part) is FileRecords for part in out):
-            if not self._sending:
+            if not self._sending and transport.get_extra_info("ssl_object") is None:
                 # Pause at any buffered byte while a slice goes out: resume_writing then says the buffer
-                # is empty, and the next chunk is read.
+                # is empty, and the next chunk is read. Not over TLS: asyncio's TLS transport counts only
+                # its own buffer, which it hands to the socket's transport at once, and looks at its limits
+                # again only on a write or when that transport had paused it; paused at 0 bytes it would
+                # never resume (a consumer's Fetch stalled). Its default limits bound it: the socket's
+                # transport pauses it past 64 KiB, and then its own buffer holds the next chunk.
                 transport.set_write_buffer_limits(high=0, low=0)
             self._sending.extend(out)
             if timed:

@@ -240,6 +240,8 @@ class KafkaNode:
     controller_port: int
     dir: Path
     proc: subprocess.Popen[bytes] | None = None
+    # extra listeners (``start_kafka(extra_listeners=...)``): listener name -> (security protocol, port)
+    extra_listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def bootstrap(self) -> str:
@@ -302,6 +304,10 @@ class KafkaCluster:
         """Comma-separated bootstrap servers, e.g. ``127.0.0.1:41234`` for one node."""
         return ",".join(n.bootstrap for n in self.nodes)
 
+    def listener_bootstrap(self, listener: str) -> str:
+        """Bootstrap servers of an extra listener (``start_kafka(extra_listeners=...)``) by its name."""
+        return ",".join(f"{HOST}:{n.extra_listeners[listener][1]}" for n in self.nodes)
+
     @property
     def pids(self) -> list[int]:
         return [n.pid for n in self.nodes if n.pid is not None]
@@ -356,6 +362,12 @@ def _node_properties(
         "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
         "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
     }
+    if node.extra_listeners:  # after PLAINTEXT (still the inter-broker listener) and CONTROLLER
+        extra = ",".join(f"{name}://{HOST}:{port}" for name, (_, port) in node.extra_listeners.items())
+        values["listeners"] = f"{values['listeners']},{extra}"
+        values["advertised.listeners"] = f"{values['advertised.listeners']},{extra}"
+        values["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT," + ",".join(
+            f"{name}:{protocol}" for name, (protocol, _) in node.extra_listeners.items())
     if len(all_nodes) == 1:
         # dynamic quorum, formatted with --standalone (as the release quickstart does)
         values["controller.quorum.bootstrap.servers"] = f"{HOST}:{node.controller_port}"
@@ -391,6 +403,7 @@ def start_kafka(
     jvm_opts: Sequence[str] = (),
     attempts: int = 3,
     poll_s: float = 0.1,
+    extra_listeners: dict[str, str] | None = None,
 ) -> KafkaCluster:
     """Start ``nodes`` combined (broker+controller) KRaft nodes on free loopback ports.
 
@@ -399,6 +412,9 @@ def start_kafka(
     are extra server.properties (``None`` deletes a key). Retries with new ports if a port was
     taken between choosing and binding. ``start_timeout`` defaults to 120 s for one node and 180 s
     for more (measured: 8 s / 24 s idle, up to 30 s / 74 s on a loaded 2-core machine).
+    ``extra_listeners`` adds listeners (name -> security protocol, e.g. ``{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}``)
+    on free ports besides PLAINTEXT (still the inter-broker listener) and CONTROLLER; their
+    ``listener.name.<name>.*`` settings go in ``overrides``; ``cluster.listener_bootstrap(name)`` is their address.
     """
     ensure_installed()
     if start_timeout is None:
@@ -406,7 +422,8 @@ def start_kafka(
     last: Exception | None = None
     for _ in range(attempts):
         try:
-            return _start_once(nodes, heap, overrides or {}, start_timeout, workdir, gc_log, jvm_opts, poll_s)
+            return _start_once(nodes, heap, overrides or {}, start_timeout, workdir, gc_log, jvm_opts, poll_s,
+                               extra_listeners or {})
         except _PortRace as e:
             last = e
     raise OracleError(f"could not start Kafka after {attempts} attempts: {last}")
@@ -439,13 +456,17 @@ def _start_once(
     gc_log: bool,
     jvm_opts: Sequence[str],
     poll_s: float,
+    extra_listeners: dict[str, str],
 ) -> KafkaCluster:
     t0 = time.monotonic()
     keep = os.environ.get("SAMSA_KEEP_ORACLE") == "1"
     base = Path(tempfile.mkdtemp(prefix="samsa-oracle-", dir=workdir))
-    ports = free_ports(2 * count)
+    width = 2 + len(extra_listeners)
+    ports = free_ports(width * count)
     nodes = [
-        KafkaNode(i + 1, port=ports[2 * i], controller_port=ports[2 * i + 1], dir=base / f"node{i + 1}")
+        KafkaNode(i + 1, port=ports[width * i], controller_port=ports[width * i + 1], dir=base / f"node{i + 1}",
+                  extra_listeners={name: (protocol, ports[width * i + 2 + j])
+                                   for j, (name, protocol) in enumerate(extra_listeners.items())})
         for i in range(count)
     ]
     cluster = KafkaCluster(nodes=nodes, workdir=base, cluster_id=random_cluster_id(), _keep=keep)

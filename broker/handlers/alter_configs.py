@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
+from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs, validate_broker_config
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
 from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
@@ -132,6 +132,11 @@ def _check_topic(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: di
 def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
     """What the handler refuses itself, else the resource's change for the controller."""
+    if r.resource_type == BROKER:  # ConfigAdminManager.preprocess: a static broker config, before authorizing
+        static = [problem for name, value in changes.items() if value is not None
+                  and (problem := validate_broker_config(name, None)) is not None]
+        if static:
+            return ErrorCode.invalid_request, static[0]
     denied = config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
     if denied is not None:  # ControllerApis.authorizeAlterResource
         return denied

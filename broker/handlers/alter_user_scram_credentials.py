@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.metadata.records import MetadataRecord, RemoveUserScramCredentialRecord
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -39,6 +41,12 @@ Outcome = tuple[ErrorCode, str | None]
 
 async def handle_alter_user_scram_credentials(request: AlterUserScramCredentialsRequest, ctx: RequestContext
                                               ) -> AlterUserScramCredentialsResponse:
+    cls: type[AlterUserScramCredentialsResponse] = response_class(51, ctx.version)
+    denied = cluster_error(ctx, AclOperation.ALTER)  # ControllerApis: ALTER on the cluster
+    if denied:  # Kafka's error response: each user named, sorted, with the error
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        return build(cls, {"throttle_time": 0, "results": [
+            {"user": user, "error_code": denied, "error_message": "Cluster authorization failed."} for user in users]})
     controller = ctx.broker.controller
     controller.require_active()
     existing = controller.image.scram_credentials
@@ -68,7 +76,6 @@ async def handle_alter_user_scram_credentials(request: AlterUserScramCredentials
     records = [r for r in records if _user_of(r) not in refused]
     if records:
         await controller.commit(None, records)
-    cls: type[AlterUserScramCredentialsResponse] = response_class(51, ctx.version)
     return build(cls, {"throttle_time": 0, "results": [
         {"user": user, "error_code": code, "error_message": message} for user, (code, message) in outcomes.items()]})
 

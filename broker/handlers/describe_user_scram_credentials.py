@@ -11,6 +11,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -26,6 +28,13 @@ API = ApiSpec(key=50, min_version=0, max_version=0)
 
 def handle_describe_user_scram_credentials(request: DescribeUserScramCredentialsRequest, ctx: RequestContext
                                            ) -> DescribeUserScramCredentialsResponse:
+    cls: type[DescribeUserScramCredentialsResponse] = response_class(50, ctx.version)
+    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # KafkaApis: DESCRIBE on the cluster
+    if denied:  # Kafka's error response: the error at the top and once per user asked about, names left out
+        message = "Cluster authorization failed."
+        return build(cls, {"throttle_time": 0, "error_code": denied, "error_message": message, "results": [
+            {"user": "", "error_code": denied, "error_message": message, "credential_infos": ()}
+            for _ in request.users or ()]})
     credentials = ctx.broker.image.scram_credentials
     by_user: dict[str, list[dict[str, int]]] = {}
     for (user, mechanism), record in sorted(credentials.items()):
@@ -45,7 +54,6 @@ def handle_describe_user_scram_credentials(request: DescribeUserScramCredentials
                                       f"Attempt to describe a user credential that does not exist: {name}"))
             else:
                 results.append(_found(name, by_user[name]))
-    cls: type[DescribeUserScramCredentialsResponse] = response_class(50, ctx.version)
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": results})
 
 

@@ -71,13 +71,16 @@ def _alter_response(ctx: RequestContext, results: list[TopicResults]) -> AlterPa
 
 def handle_list_partition_reassignments(request: ListPartitionReassignmentsRequest,
                                         ctx: RequestContext) -> ListPartitionReassignmentsResponse:
-    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # ControllerApis: DESCRIBE on the cluster
-    if denied:
-        refused: ListPartitionReassignmentsResponse = error_response(46, ctx.version, request, denied,
-                                                                     "Cluster authorization failed.")
-        return refused
     topics = None if request.topics is None else [(str(t.name), [int(p) for p in t.partition_indexes])
                                                   for t in request.topics]
+    denied = cluster_error(ctx, AclOperation.DESCRIBE)  # ControllerApis: DESCRIBE on the cluster
+    if denied:  # Kafka's error response echoes the topics and partitions asked about, with no replicas
+        cls: type[ListPartitionReassignmentsResponse] = response_class(46, ctx.version)
+        return build(cls, {
+            "throttle_time": 0, "error_code": denied, "error_message": "Cluster authorization failed.", "topics": [
+                {"name": name, "partitions": [{"partition_index": p, "replicas": [], "adding_replicas": [],
+                                               "removing_replicas": []} for p in partitions]}
+                for name, partitions in topics or []]})
     return _list_response(ctx, ctx.broker.controller.reassignments.list_ongoing(topics))
 
 

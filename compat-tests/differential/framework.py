@@ -159,6 +159,18 @@ class Ctx:
         return r.topics[0].partitions[0]
 
 
+def sasl_plain_connection(bootstrap: str, username: str, password: str, *,
+                          client_id: str = "samsa-differential") -> Connection:
+    """A connection to a SASL_PLAINTEXT listener, authenticated with PLAIN (SaslHandshake v1, then
+    SaslAuthenticate) before anything else is sent: every request on it runs as ``User:<username>``."""
+    from samsa.broker.security.client import ClientSecurity
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    security = ClientSecurity(listener="SASL_PLAINTEXT", ssl_context=None, mechanism="PLAIN",
+                              username=username, password=password)
+    return Connection(host, int(port), client_id=client_id, timeout_s=30.0, security=security)
+
+
 @contextmanager
 def context(target: str, bootstrap: str, name: str, t0: int) -> Iterator[Ctx]:
     """Both runs of a scenario get the same ``t0``, so the batches they write are byte-identical."""

@@ -148,6 +148,13 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                            "(KIP-714: interval.ms, match, metrics); Samsa has no client telemetry (INVALID_REQUEST "
                            "'Unsupported resource type 16')"),
     ],
+    "acl_matrix": [  # test_acl_matrix.py: outcome keys are "<user>/<API>[:<variant>] [<resource>]"
+        ("bob/idempotent Produce acl-open/*/error_code",
+         "Produce v9 by bob (WRITE on the topic) of an idempotent batch with the producer id InitProducerId gave "
+         "alice: Kafka NONE (any principal may use any producer id); Samsa INVALID_PRODUCER_ID_MAPPING, deliberately "
+         "(the seeds' stricter rule, broker/security/acl_requests.py: a producer id is bound to the principal it "
+         "was issued to, so one user cannot write into, or fence, another's idempotent or transactional stream)"),
+    ],
     "describe_configs_broker": [
         ("configs/listeners/read_only", "DescribeConfigs v4 BROKER listeners: Kafka read_only false (listeners are "
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "

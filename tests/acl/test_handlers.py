@@ -129,6 +129,12 @@ ROWS = [
         ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),
     Row("ListPartitionReassignments", 46, 0, lambda t: {"timeout": 5000, "topics": None}, top, CLUSTER_DENIED,
         ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
+    Row("DescribeUserScramCredentials", 50, 0, lambda t: {"users": [{"name": "alice"}]},
+        lambda r: [r.error_code, *(x.error_code for x in r.results)], CLUSTER_DENIED,
+        ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
+    Row("AlterUserScramCredentials", 51, 0, lambda t: {"deletions": [{"name": "carol", "mechanism": 2}],
+                                                       "upsertions": []}, each("results"), CLUSTER_DENIED,
+        ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),
     Row("DescribeQuorum", 55, 1, lambda t: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [
         {"partition_index": 0}]}]}, top, CLUSTER_DENIED, ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
     Row("AddPartitionsToTxn", 24, 3, lambda t: {
