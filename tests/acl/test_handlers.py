@@ -115,7 +115,7 @@ ROWS = [
         each("responses"), TOPIC_DENIED, ((Op.ALTER_CONFIGS, TOPIC, EXISTING),), topic=True),
     Row("IncrementalAlterConfigs/broker", 44, 1, lambda t: {"validate_only": True, "resources": [
         {"resource_type": 4, "resource_name": "", "configs": [
-            {"name": "log.retention.hours", "config_operation": 0, "value": "100"}]}]},
+            {"name": "log.retention.ms", "config_operation": 0, "value": "360000000"}]}]},
         each("responses"), CLUSTER_DENIED, ((Op.ALTER_CONFIGS, CLUSTER, CLUSTER_NAME),)),
     Row("DeleteRecords", 21, 2, lambda t: {"timeout": 5000, "topics": [
         {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}]}, topic_partitions("topics"),
