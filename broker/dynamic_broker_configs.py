@@ -38,6 +38,16 @@ def is_dynamic(name: str) -> bool:
     return entry is None or entry.dynamic
 
 
+def static_config(name: str) -> bool:
+    """Kafka's read-only broker configs (and Samsa's own static samsa.* keys): refused as "Cannot update these
+    configs dynamically" before any other check, authorization included (Kafka's ConfigAdminManager)."""
+    kafka = KAFKA_BROKER_CONFIGS.get(name)
+    if kafka is not None:
+        return not kafka.dynamic
+    entry = BROKER_SCHEMA.get(name)
+    return entry is not None and not entry.dynamic
+
+
 def current_value(name: str, layers: tuple[dict[str, str], ...]) -> str | None:
     """`name`'s value in the first layer holding it (most precedent first), else its default."""
     for layer in layers:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from samsa.broker.config import BROKER_SCHEMA, TOPIC_CONFIGS, ConfigType, check_topic_configs
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.controller_types import ConfigChange, TooManyRecordsError
-from samsa.broker.dynamic_broker_configs import is_dynamic
+from samsa.broker.dynamic_broker_configs import static_config
 from samsa.broker.group_configs import GROUP_RESOURCE, check_group_configs
 from samsa.broker.log_cleaner import threads_reconfiguration_error
 from samsa.broker.security.acl import AclOperation
@@ -135,7 +135,7 @@ def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dic
     """What the handler refuses itself, else the resource's change for the controller."""
     if r.resource_type == BROKER:  # ConfigAdminManager.preprocess: a static broker config, before authorizing
         static = [f"Cannot update these configs dynamically: Set({name})" for name, value in changes.items()
-                  if value is not None and not is_dynamic(name)]
+                  if value is not None and static_config(name)]
         if static:
             return ErrorCode.invalid_request, static[0]
     denied = config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)

@@ -37,6 +37,42 @@ def scenario(fn: Callable[[Ctx], Any]) -> Callable[[Ctx], Any]:
     return fn
 
 
+# Kafka answers a config or feature change once its controller committed it; its broker applies the record a
+# moment later (longer under load), so a read right after may show the old state. After such a write, the next
+# read of configs or features is repeated until SETTLED_READS answers in a row agree, on both brokers alike.
+WRITES_THAT_PROPAGATE = frozenset({33, 44, 57})  # AlterConfigs, IncrementalAlterConfigs, UpdateFeatures
+READS_THAT_LAG = frozenset({18, 32})  # ApiVersions (finalized features), DescribeConfigs
+SETTLED_READS = 4
+SETTLE_POLL_S = 0.1
+SETTLE_TIMEOUT_S = 10.0
+
+
+class SettlingConnection(Connection):
+    """A Connection whose config and feature reads after a config or feature write wait for the write to show
+    (see WRITES_THAT_PROPAGATE). `unsettled` is shared by the connections of one scenario run."""
+
+    def __init__(self, *args: Any, unsettled: list[bool], **kwargs: Any) -> None:
+        self._unsettled = unsettled  # before Connection's own ApiVersions
+        super().__init__(*args, **kwargs)
+
+    def request(self, api_key: int, values: Mapping[str, Any], *, version: int | None = None,
+                expect_response: bool = True) -> Any:
+        response = super().request(api_key, values, version=version, expect_response=expect_response)
+        if api_key in WRITES_THAT_PROPAGATE:
+            self._unsettled[0] = True
+        elif api_key in READS_THAT_LAG and self._unsettled[0] and expect_response:
+            answers = [jsonable(response)]
+            deadline = time.monotonic() + SETTLE_TIMEOUT_S
+            while len(answers) < SETTLED_READS or any(a != answers[-1] for a in answers[-SETTLED_READS:]):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(SETTLE_POLL_S)
+                response = super().request(api_key, values, version=version)
+                answers.append(jsonable(response))
+            self._unsettled[0] = False
+        return response
+
+
 class ScenarioSkipped(Exception):
     """Raised by ``ctx.skip``: the scenario does not apply to this broker yet (reason given)."""
 
@@ -48,6 +84,7 @@ class Ctx:
     scenario: str
     t0: int  # base for the timestamps the scenario sets: the same in both runs (see ``context``)
     _conns: list[Connection] = field(default_factory=list)
+    _unsettled: list[bool] = field(default_factory=lambda: [False])  # see SettlingConnection
 
     @property
     def host(self) -> str:
@@ -58,7 +95,8 @@ class Ctx:
         return int(self.bootstrap.split(",")[0].rsplit(":", 1)[1])
 
     def connect(self, client_id: str = "samsa-differential") -> Connection:
-        conn = Connection(self.host, self.port, client_id=client_id, timeout_s=30.0)
+        conn = SettlingConnection(self.host, self.port, client_id=client_id, timeout_s=30.0,
+                                  unsettled=self._unsettled)
         self._conns.append(conn)
         return conn
 

@@ -421,22 +421,12 @@ def topic_config_validation(ctx: Ctx) -> Any:
             version=1)
         return _config_result(r.responses[0])
 
-    def show_once(keys: list[str]) -> Any:
+    def show(keys: list[str]) -> Any:  # after an alter: the connection waits for it to show (framework.py)
         r = c.request(32, {"resources": [{"resource_type": 2, "resource_name": t, "configuration_keys": keys}],
                            "include_synonyms": False, "include_documentation": False}, version=4)
         res = r.results[0]
         return {"error": err(res), "message": res.error_message,
                 "configs": {x.name: [x.value, x.config_source] for x in res.configs}}
-
-    def show(keys: list[str]) -> Any:
-        # Kafka answers an alter once the controller committed it; the broker that describes applies the
-        # metadata a moment later. Read until three reads 0.1 s apart agree (bounded), on both brokers.
-        seen = [show_once(keys)]
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not (len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]):
-            time.sleep(0.1)
-            seen.append(show_once(keys))
-        return seen[-1]
 
     out["incremental_bad"] = [[n, v, incremental([(n, 0, v)], validate_only=True)] for n, v in BAD_TOPIC_CONFIGS]
     out["empty_cleanup_policy"] = incremental([("cleanup.policy", 0, "")])
@@ -650,9 +640,16 @@ def assignment(topic: str, partitions: list[int]) -> bytes:
             + struct.pack(">i", -1))
 
 
-def _describe_group(c: Any, group: str) -> Any:
-    r = c.request(15, {"groups": [group], "include_authorized_operations": False}, version=5)
-    g = r.groups[0]
+def _describe_group(c: Any, group: str, *, known: bool = False) -> Any:
+    """`known`: the group exists by now. Kafka's coordinator answers DescribeGroups from its last committed
+    state, so right after a join it may still say Dead (its write not yet committed): ask again, bounded."""
+    deadline = time.monotonic() + 10
+    while True:
+        r = c.request(15, {"groups": [group], "include_authorized_operations": False}, version=5)
+        g = r.groups[0]
+        if not known or g.group_state != "Dead" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     return {"error": err(g), "state": g.group_state, "protocol_type": g.protocol_type, "protocol": g.protocol_data,
             "members": [{"member_id": m.member_id, "client_id": m.client_id, "group_instance_id": m.group_instance_id,
                          "metadata": jsonable(m.member_metadata), "assignment": jsonable(m.member_assignment)}
@@ -680,7 +677,7 @@ def group_lifecycle(ctx: Ctx) -> Any:
                     "member_id_same": r.member_id == member,
                     "members": [[m.member_id == member, m.group_instance_id, jsonable(m.metadata)] for m in r.members]}
     generation = r.generation_id
-    out["state_after_join"] = _describe_group(c, group)
+    out["state_after_join"] = _describe_group(c, group, known=True)
     sync = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None,
             "protocol_type": "consumer", "protocol_name": "range",
             "assignments": [{"member_id": member, "assignment": assignment(t, [0])}]}

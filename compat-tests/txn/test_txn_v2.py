@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -44,8 +45,16 @@ def set_transaction_version(target: Target, level: int) -> None:
             {"feature": "transaction.version", "max_version_level": level,
              "upgrade_type": UPGRADE if level >= 2 else SAFE_DOWNGRADE}]}, version=1)
         assert r.error_code.value == 0, r
-        features = conn.request(18, {"client_software_name": "t", "client_software_version": "1"}, version=3)
-        assert {f.name: f.max_version_level for f in features.finalized_features}.get("transaction.version") == level
+        # Kafka answers once the controller committed the level; its broker finalizes it a moment later
+        # (under load, later than the next ApiVersions): wait for it, bounded.
+        deadline = time.monotonic() + 15
+        while True:
+            features = conn.request(18, {"client_software_name": "t", "client_software_version": "1"}, version=3)
+            finalized = {f.name: f.max_version_level for f in features.finalized_features}
+            if finalized.get("transaction.version") == level or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert finalized.get("transaction.version") == level, finalized
 
 
 def marker_epochs(target: Target, topic: str) -> list[int]:
