@@ -1,4 +1,4 @@
-"""The log cleaner, Samsa vs Apache Kafka 4.1.2 in one run (issue 16): throughput, memory, a producer's latency.
+"""The log cleaner, Samsa vs Apache Kafka (the oracle) in one run (issue 16): throughput, memory, a producer's latency.
 
 Per broker (`samsa serve` and Kafka from compat-tests/oracle, one node each, the same cleaner settings:
 log.cleaner.backoff.ms=200 so that neither waits 15 s before it looks, everything else default -- one
@@ -16,9 +16,13 @@ cleaner thread, a 128 MiB dedupe buffer, no I/O throttle):
    record's offset.
 
 Figures: the partition's segment bytes on disk before and after (the *.log files, so files renamed
-.deleted are not counted), cleaning time from the roll to the checkpoint (so it includes up to one 200 ms
-backoff on both, polled every 50 ms), throughput = bytes before / time in MB/s, the broker's peak RSS while cleaning vs
-just before, and the concurrent producer's p50 / p99 / max quiet vs cleaning. Written to
+.deleted are not counted); cleaning time as each broker reports it, summed over the topic's cleanings from the
+config switch to the checkpoint (the closed segments may be cleaned before the roll, the rest after it): Samsa's
+"log cleaner: cleaned" INFO line, Kafka's log-cleaner.log from "Beginning cleaning of log" to its stats block
+(log4j timestamps; its printed seconds have one decimal); throughput = bytes before / that time in MB/s (the
+wait from the roll to the checkpoint, backoff and polling included, is kept as roll_to_checkpoint_s); the
+broker's peak RSS while cleaning vs just before, and the concurrent producer's p50 / p99 / max quiet vs
+cleaning (from the config switch to the checkpoint). Written to
 bench/results/cleaner-<UTC>.json (not with --smoke).
 
     .venv/bin/python -m bench.cleaner [--mib 256] [--keys 100000] [--value-bytes 1000] [--no-kafka] [--smoke]
@@ -39,6 +43,7 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -77,6 +82,41 @@ class Broker:
     port: int
     pid: int
     data_dir: Path
+    log_file: Path  # where the broker reports each cleaning (Samsa's broker log, Kafka's log-cleaner.log)
+
+
+# Samsa's one INFO line per cleaning (broker/log_cleaner.py), timed with time.monotonic() from the plan's start
+# to the last swap, ms resolution.
+_SAMSA_REPORT = re.compile(rb"log cleaner: cleaned (\S+)-(\d+) up to offset \d+ .*? in ([0-9.]+) s: "
+                           rb"(\d+) segment\(s\), (\d+) -> (\d+) bytes")
+# Kafka's Cleaner logs "Beginning cleaning of log T-P" as doClean starts and its cleaner thread logs the
+# stats block ("Log cleaner thread N cleaned log T-P ...", "X MB of log processed in Y seconds") as clean()
+# returns, before the checkpoint; Y has one decimal, so the time is taken from the two lines' log4j
+# timestamps (ms), which bracket the same span.
+_KAFKA_LINE = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ", re.M)
+
+
+def reported_cleanings(b: Broker, topic: str) -> list[dict[str, float]]:
+    """Each cleaning of `topic`-0 the broker reported, in order: {"seconds", "bytes_read"?}."""
+    data = b.log_file.read_bytes()
+    if b.name == "samsa":
+        return [{"seconds": float(m.group(3)), "bytes_read": int(m.group(5))}
+                for m in _SAMSA_REPORT.finditer(data) if m.group(1).decode() == topic and m.group(2) == b"0"]
+    out: list[dict[str, float]] = []
+    began: float | None = None
+    starts = list(_KAFKA_LINE.finditer(data))
+    for i, m in enumerate(starts):
+        entry = data[m.end():starts[i + 1].start() if i + 1 < len(starts) else len(data)]
+        at = time.mktime(time.strptime(m.group(1)[:19].decode(), "%Y-%m-%d %H:%M:%S")) + int(m.group(1)[20:]) / 1000
+        if f"Beginning cleaning of log {topic}-0 ".encode() in entry:
+            began = at
+        elif began is not None and f"cleaned log {topic}-0 ".encode() in entry:
+            processed = re.search(rb"([0-9,.]+) MB of log processed in ([0-9,.]+) seconds", entry)
+            out.append({"seconds": round(at - began, 3), "bytes_read": float(processed.group(1).replace(b",", b""))
+                        * 2**20 if processed else 0.0,
+                        "kafka_printed_seconds": float(processed.group(2).replace(b",", b"")) if processed else -1.0})
+            began = None
+    return out
 
 
 @contextmanager
@@ -89,7 +129,7 @@ def samsa_broker() -> Iterator[Broker]:
                               Path(work) / "samsa.log")
         try:
             process.wait_listening(60)
-            yield Broker("samsa", "127.0.0.1", port, process.popen.pid, data)
+            yield Broker("samsa", "127.0.0.1", port, process.popen.pid, data, Path(work) / "samsa.log")
         finally:
             process.stop()
 
@@ -103,7 +143,8 @@ def kafka_broker() -> Iterator[Broker]:
     try:
         host, _, port = cluster.bootstrap.rpartition(":")
         pid = cluster.pids[0]
-        yield Broker("kafka", host, int(port), pid, cluster.nodes[0].data_dir)
+        yield Broker("kafka", host, int(port), pid, cluster.nodes[0].data_dir,
+                     cluster.nodes[0].log_dir / "log-cleaner.log")
     finally:
         cluster.stop()
 
@@ -216,6 +257,7 @@ def run(b: Broker, args: argparse.Namespace) -> dict[str, Any]:
             quiet_end = time.monotonic()
             rss_before = rss_bytes(b.pid)
             before = _segment_bytes(b)
+            switched = time.monotonic()
             _alter(conn, TOPIC, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
                                  "min.compaction.lag.ms": "0", "segment.ms": "1000"})
             time.sleep(1.1)  # past segment.ms: the next append rolls the loaded data out of the active segment
@@ -233,13 +275,18 @@ def run(b: Broker, args: argparse.Namespace) -> dict[str, Any]:
             pinger.stop()
             sampler.stop()
         seconds = clean_end - clean_start
+        reports = reported_cleanings(b, TOPIC)
+        if not reports:
+            raise RuntimeError(f"{b.name}: no cleaning of {TOPIC}-0 reported in {b.log_file}")
+        reported = sum(r["seconds"] for r in reports)
         out["cleaning"] = {
-            "segment_bytes_before": before, "segment_bytes_after": after, "seconds": round(seconds, 3),
-            "mb_per_s": round(before / 1e6 / seconds, 2),
+            "segment_bytes_before": before, "segment_bytes_after": after,
+            "seconds": round(reported, 3), "cleanings": reports, "roll_to_checkpoint_s": round(seconds, 3),
+            "mb_per_s": round(before / 1e6 / reported, 2),
             "rss_before_mib": round(rss_before / 2**20, 1),
-            "peak_rss_cleaning_mib": round(sampler.peak_rss_since(clean_start) / 2**20, 1)}
+            "peak_rss_cleaning_mib": round(sampler.peak_rss_since(switched) / 2**20, 1)}
         out["producer"] = {"quiet": pinger.between(quiet_start, quiet_end),
-                           "cleaning": pinger.between(clean_start, clean_end), "errors": pinger.errors}
+                           "cleaning": pinger.between(switched, clean_end), "errors": pinger.errors}
     return out
 
 
@@ -360,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet-s", type=float, default=10.0, help="producer baseline before the cleaning")
     parser.add_argument("--smoke", action="store_true", help="16 MiB, 10,000 keys, 1 MiB segments, no JSON")
     parser.add_argument("--no-kafka", action="store_true", help="skip the Apache Kafka baseline")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON line at the end")
     parser.add_argument("--off-loop", action="store_true", help="thread vs process, no brokers (see above)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -391,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                                         for n, r in (("samsa", s), ("kafka", k))}}
         print(f"samsa/kafka cleaner throughput {result['samsa_vs_kafka']['throughput_ratio']}; producer p99 "
               f"cleaning/quiet {result['samsa_vs_kafka']['p99_cleaning_over_quiet']}", flush=True)
+    if args.json:
+        print(json.dumps(result), flush=True)
     if not args.smoke:
         RESULTS.mkdir(parents=True, exist_ok=True)
         out = RESULTS / f"cleaner-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
