@@ -64,14 +64,35 @@ def _re2j_error(error: Exception) -> str:
     return _RE2J_ERRORS.get(code, code)
 
 
+def _no_group_configs(_group_id: str) -> Mapping[str, str]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupConfig:
-    """Kafka's group.consumer.* broker settings."""
+    """Kafka's group.consumer.* broker settings, and a group's own configs (the GROUP config resource) that
+    override two of them for that group, as Kafka's GroupConfigManager does."""
 
     session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors (the first is the default)
+    group_configs: Callable[[str], Mapping[str, str]] = _no_group_configs  # a group's own configs, read each time
+
+    def session_timeout_for(self, group_id: str) -> int:
+        """consumer.session.timeout.ms of the group, else the broker's (read at each heartbeat, as Kafka does)."""
+        return _int_or(self.group_configs(group_id).get("consumer.session.timeout.ms"), self.session_timeout_ms)
+
+    def heartbeat_interval_for(self, group_id: str) -> int:
+        """consumer.heartbeat.interval.ms of the group, else the broker's."""
+        return _int_or(self.group_configs(group_id).get("consumer.heartbeat.interval.ms"), self.heartbeat_interval_ms)
+
+
+def _int_or(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:  # the controller validated it (GroupConfig.validate); never taken
+        return default
 
 
 class TopicView(Protocol):
@@ -297,12 +318,12 @@ class ConsumerGroupCoordinator:
                     group.rebalance_deadlines_ms[final.member_id] = (final.member_epoch, now_ms + timeout_ms)
                 else:
                     group.rebalance_deadlines_ms.pop(final.member_id, None)
-        group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_ms
+        group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
                                          and req.owned is not None)
         changed = final.assigned_partitions != member.assigned_partitions
         return HeartbeatResult(ErrorCode.none, None, final.member_id, final.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               self.config.heartbeat_interval_for(group.group_id),
                                final.assigned_partitions if full or changed else None)
 
     def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -542,7 +563,7 @@ class ConsumerGroupCoordinator:
                 continue  # live already (only the partitions this broker just took over were replayed)
             group.subscription_metadata = self._subscription_metadata(group, catalog)
             for member in group.members.values():
-                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_ms
+                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     group.rebalance_deadlines_ms[member.member_id] = (
                         member.member_epoch, now_ms + max(member.rebalance_timeout_ms, 0))

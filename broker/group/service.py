@@ -55,6 +55,7 @@ from samsa.broker.group.records import (
     encode_key,
     partition_for_group,
 )
+from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
     InternalTopic,
@@ -117,6 +118,7 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
         heartbeat_interval_ms=config_int(broker, "group.consumer.heartbeat.interval.ms", 5_000),
         max_size=config_int(broker, "group.consumer.max.size", 2**31 - 1),
         assignors=tuple(_assignor_name(a) for a in assignors),
+        group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}),
     )
 
 
