@@ -26,6 +26,7 @@ import re2  # type: ignore[import-untyped]
 from samsa.broker.group import consumer_group_records as cg_records
 from samsa.broker.group.assignors import ASSIGNORS, MemberSubscription
 from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.consumer_config import ConsumerGroupConfig as ConsumerGroupConfig  # re-exported
 from samsa.broker.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -36,6 +37,7 @@ from samsa.broker.group.consumer_group import (
 )
 from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
 from samsa.broker.group.records import TopicPartitions
+from samsa.broker.observability.rebalance import RebalanceMeter
 from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -62,37 +64,6 @@ def _re2j_error(error: Exception) -> str:
     text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
     code = text.split(": ", 1)[0]
     return _RE2J_ERRORS.get(code, code)
-
-
-def _no_group_configs(_group_id: str) -> Mapping[str, str]:
-    return {}
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    """Kafka's group.consumer.* broker settings, and a group's own configs (the GROUP config resource) that
-    override two of them for that group, as Kafka's GroupConfigManager does."""
-
-    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
-    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
-    max_size: int = 2**31 - 1  # group.consumer.max.size
-    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors (the first is the default)
-    group_configs: Callable[[str], Mapping[str, str]] = _no_group_configs  # a group's own configs, read each time
-
-    def session_timeout_for(self, group_id: str) -> int:
-        """consumer.session.timeout.ms of the group, else the broker's (read at each heartbeat, as Kafka does)."""
-        return _int_or(self.group_configs(group_id).get("consumer.session.timeout.ms"), self.session_timeout_ms)
-
-    def heartbeat_interval_for(self, group_id: str) -> int:
-        """consumer.heartbeat.interval.ms of the group, else the broker's."""
-        return _int_or(self.group_configs(group_id).get("consumer.heartbeat.interval.ms"), self.heartbeat_interval_ms)
-
-
-def _int_or(value: str | None, default: int) -> int:
-    try:
-        return int(value) if value is not None else default
-    except ValueError:  # the controller validated it (GroupConfig.validate); never taken
-        return default
 
 
 class TopicView(Protocol):
@@ -154,6 +125,7 @@ class ConsumerGroupCoordinator:
         self._emit = emit
         self._classic_group_in_use = classic_group_in_use
         self.groups: dict[str, ConsumerGroup] = {}
+        self.rebalances = RebalanceMeter()  # Kafka's consumer-group-rebalance-rate/count
         self._regexes: dict[str, object] = {}
         self._catalog: TopicCatalog | None = None
         # regex -> the topic names it matches in `_resolved_for` (the image's topic map: a new map, new answers).
@@ -301,6 +273,7 @@ class ConsumerGroupCoordinator:
             bump = True
         if bump:
             self._bump_group_epoch(group)
+            self.rebalances.record()  # as Kafka: an epoch bump by a heartbeat (a join or a new subscription)
         if group.group_epoch > group.assignment_epoch:
             self._update_target_assignment(group)
         target = group.target_assignment.get(updated.member_id, {})

@@ -40,7 +40,8 @@ import anyio
 from samsa.broker.group import consumer_offsets
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
-from samsa.broker.group.consumer_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from samsa.broker.group.consumer_config import ConsumerGroupConfig
+from samsa.broker.group.consumer_coordinator import ConsumerGroupCoordinator
 from samsa.broker.group.consumer_group import ConsumerGroup
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
