@@ -1,6 +1,6 @@
 """KIP-848 consumer groups: failover and rebalance times, Samsa vs Apache Kafka, consumer vs classic protocol.
 
-    .venv/bin/python -m bench.kip848 [--reps 3] [--smoke] [--out DIR]
+    .venv/bin/python -m bench.kip848 [--reps 3] [--smoke] [--out DIR] [--client confluent-kafka|java]
 
 Both brokers (one node each, started in turn in the same run) get the same group settings:
 group.consumer.session.timeout.ms=6000, group.consumer.heartbeat.interval.ms=1000 (the broker decides
@@ -9,7 +9,9 @@ group.consumer.min.heartbeat.interval.ms are lowered to allow them) and group.in
 Classic members ask for session.timeout.ms=6000 and heartbeat.interval.ms=1000 themselves, and use
 librdkafka's default eager assignors (range,roundrobin); consumer-protocol members get the broker's
 default server-side assignor (uniform). The members are confluent-kafka processes
-(bench/groups/kip848_member.py); a producer writes a record to every partition every 20 ms throughout.
+(bench/groups/kip848_member.py), or with --client java Java consumers (bench/groups/Kip848Member.java,
+the kafka-clients of compat-tests; classic members use its default assignors, range first: eager); a
+producer writes a record to every partition every 20 ms throughout.
 
 - failover: 3 members over 6 partitions; one is SIGKILLed; the figure is the time from the kill until
   the survivors have polled a record from each of its partitions (the session timeout, 6 s, dominates).
@@ -54,6 +56,9 @@ from samsa_fixture import samsa_broker  # noqa: E402
 from samsa.broker.client import Connection  # noqa: E402
 
 MEMBER = REPO / "bench" / "groups" / "kip848_member.py"
+JAVA_MEMBER = REPO / "bench" / "groups" / "Kip848Member.java"
+JAVA_LIB = REPO / "compat-tests" / "java" / "target" / "lib"
+CLIENTS = ("confluent-kafka", "java")
 SESSION_MS = 6000
 HEARTBEAT_MS = 1000
 PROTOCOLS = ("consumer", "classic")
@@ -87,8 +92,11 @@ class Member:
 
     @classmethod
     def start(cls, name: str, bootstrap: str, topic: str, group: str, protocol: str, workdir: Path) -> Member:
-        proc = subprocess.Popen([sys.executable, str(MEMBER), bootstrap, topic, group, protocol, str(SESSION_MS),
-                                 str(HEARTBEAT_MS)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        tail = [bootstrap, topic, group, protocol, str(SESSION_MS), str(HEARTBEAT_MS)]
+        command = [sys.executable, str(MEMBER), *tail] if JAVA_CLASSES is None else [
+            "java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", f"{JAVA_CLASSES}:{JAVA_LIB}/*", "Kip848Member", *tail]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                 stderr=open(workdir / f"{name}.stderr", "w"), text=True)
         member = cls(name, proc)
         threading.Thread(target=member._read, daemon=True).start()
@@ -132,6 +140,16 @@ class Member:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+
+
+JAVA_CLASSES: Path | None = None  # set by --client java: the compiled Kip848Member
+
+
+def compile_java_member(workdir: Path) -> Path:
+    out = workdir / "classes"
+    subprocess.run(["javac", "-nowarn", "-cp", f"{JAVA_LIB}/*", "-d", str(out), str(JAVA_MEMBER)], check=True,
+                   capture_output=True, timeout=180)
+    return out
 
 
 def consuming_since(members: Sequence[Member], partitions: int, since: float, per_member: int | None = None) -> bool:
@@ -298,7 +316,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="one repetition of failover and join10 only")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--client", choices=CLIENTS, default="confluent-kafka",
+                        help="the members' client: librdkafka (default) or the Java consumer (make compat-deps)")
     args = parser.parse_args(argv)
+    global JAVA_CLASSES
     try:
         ensure_installed()
     except OracleError as e:
@@ -307,20 +328,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     reps, scenarios = (1, ("failover", "join10")) if args.smoke else (args.reps, SCENARIOS)
     load_start = os.getloadavg()[0]
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cpus, python "
-          f"{platform.python_version()}, load {load_start:.1f}; members: confluent-kafka; session {SESSION_MS} ms, "
+          f"{platform.python_version()}, load {load_start:.1f}; members: {args.client}; session {SESSION_MS} ms, "
           f"heartbeat {HEARTBEAT_MS} ms; {reps} rep(s)", flush=True)
     workdir = Path(tempfile.mkdtemp(prefix="samsa-kip848-bench-"))
+    if args.client == "java":
+        if not JAVA_LIB.is_dir():
+            print(f"the Java client is not there ({JAVA_LIB}): make compat-deps", file=sys.stderr)
+            return 2
+        JAVA_CLASSES = compile_java_member(workdir)
     results: dict[str, dict[str, dict[str, list[float]]]] = {}
     for target, broker in brokers():
         with broker() as b:
             results[target] = run(target, b.bootstrap, reps, scenarios, workdir)
     summary = summarize(results, scenarios)
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"kip848-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
+    suffix = "" if args.client == "confluent-kafka" else f"-{args.client}"
+    out = args.out / f"kip848{suffix}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}.json"
     out.write_text(json.dumps({
         "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_1m_start": load_start, "load_1m_end": os.getloadavg()[0]},
-        "members": "confluent-kafka", "session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
+        "members": args.client, "session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": HEARTBEAT_MS,
         "broker_settings": GROUP_SETTINGS, "kafka_only_settings": KAFKA_FLOORS, "runs": results,
         "summary": summary}, indent=2) + "\n")
     print(f"wrote {out}")
