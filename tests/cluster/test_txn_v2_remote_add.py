@@ -1,7 +1,8 @@
 """Transactions V2 across brokers: the first transactional Produce (v12) to a partition whose leader is not
 the transaction coordinator is appended on its first attempt. The leader asks the coordinator to add the
 partition (AddPartitionsToTxn v5, broker/txn/verification.py) and waits for its answer before appending,
-as Kafka's produce path waits on AddPartitionsToTxnManager (KIP-890): no retriable error, no retry."""
+as Kafka's produce path waits on AddPartitionsToTxnManager (KIP-890): no retriable error, no retry. The
+same for TxnOffsetCommit v5's add of the group's __consumer_offsets partition."""
 
 from __future__ import annotations
 
@@ -43,8 +44,24 @@ def test_first_v2_produce_to_a_remote_coordinators_transaction_is_appended_at_on
         answer = r.responses[0].partition_responses[0]
         assert answer.error_code == ErrorCode.none, (partition, answer)
         assert answer.base_offset == 0
+    # TxnOffsetCommit v5 to a group coordinator that is not the transaction's: its offsets partition is
+    # added the same way, on the first attempt too.
+    for _ in range(100):  # a group whose coordinator is another broker
+        group = unique("g")
+        group_coordinator, _ = wait_for("a group coordinator", lambda g=group: _coordinator(cluster, g, 0), 30)
+        if group_coordinator != coordinator:
+            break
+    assert group_coordinator != coordinator
+    with cluster.connect(group_coordinator, 10) as conn:
+        r = conn.request(28, {"transactional_id": transactional_id, "group_id": group, "producer_id": producer_id,
+                              "producer_epoch": epoch, "generation_id": -1, "member_id": "",
+                              "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                                  {"partition_index": remote[0], "committed_offset": 1,
+                                   "committed_leader_epoch": -1, "committed_metadata": ""}]}]}, version=5)
+    assert r.topics[0].partitions[0].error_code == ErrorCode.none, r
     with cluster.connect(coordinator, 10) as conn:
         described = conn.request(65, {"transactional_ids": [transactional_id]}, version=0)
     (state,) = described.transaction_states
     assert state.transaction_state == "Ongoing"
     assert sorted(p for t in state.topics if t.topic == topic for p in t.partitions) == remote
+    assert [t.topic for t in state.topics if t.topic == "__consumer_offsets"] == ["__consumer_offsets"]
