@@ -3,8 +3,10 @@
 Kafka 4.1.2 lets DescribeConfigs and IncrementalAlterConfigs name a group (it need not exist) and lists
 these ten configs for it, each the broker's group.<name> default (DEFAULT_CONFIG) unless the group has its
 own value (GROUP_CONFIG). They tune the consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group
-protocols, which Samsa does not implement: the values are stored in the metadata log, described and
-validated as Kafka does (GroupConfig.validate), and not applied (classic groups ignore them in Kafka too).
+protocols: the values are stored in the metadata log, described and validated as Kafka does
+(GroupConfig.validate). consumer.session.timeout.ms and consumer.heartbeat.interval.ms apply to a consumer
+group's members from their next heartbeat (group.consumer_coordinator.ConsumerGroupConfig); the share and
+streams ones are stored only (Samsa has neither protocol), and classic groups ignore them, as in Kafka.
 """
 
 from __future__ import annotations

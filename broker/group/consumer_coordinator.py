@@ -26,6 +26,7 @@ import re2  # type: ignore[import-untyped]
 from samsa.broker.group import consumer_group_records as cg_records
 from samsa.broker.group.assignors import ASSIGNORS, MemberSubscription
 from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.consumer_config import ConsumerGroupConfig as ConsumerGroupConfig  # re-exported
 from samsa.broker.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -36,6 +37,7 @@ from samsa.broker.group.consumer_group import (
 )
 from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
 from samsa.broker.group.records import TopicPartitions
+from samsa.broker.observability.rebalance import RebalanceMeter
 from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -62,16 +64,6 @@ def _re2j_error(error: Exception) -> str:
     text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
     code = text.split(": ", 1)[0]
     return _RE2J_ERRORS.get(code, code)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    """Kafka's group.consumer.* broker settings."""
-
-    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
-    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
-    max_size: int = 2**31 - 1  # group.consumer.max.size
-    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors (the first is the default)
 
 
 class TopicView(Protocol):
@@ -133,6 +125,7 @@ class ConsumerGroupCoordinator:
         self._emit = emit
         self._classic_group_in_use = classic_group_in_use
         self.groups: dict[str, ConsumerGroup] = {}
+        self.rebalances = RebalanceMeter()  # Kafka's consumer-group-rebalance-rate/count
         self._regexes: dict[str, object] = {}
         self._catalog: TopicCatalog | None = None
         # regex -> the topic names it matches in `_resolved_for` (the image's topic map: a new map, new answers).
@@ -280,6 +273,7 @@ class ConsumerGroupCoordinator:
             bump = True
         if bump:
             self._bump_group_epoch(group)
+            self.rebalances.record()  # as Kafka: an epoch bump by a heartbeat (a join or a new subscription)
         if group.group_epoch > group.assignment_epoch:
             self._update_target_assignment(group)
         target = group.target_assignment.get(updated.member_id, {})
@@ -297,12 +291,12 @@ class ConsumerGroupCoordinator:
                     group.rebalance_deadlines_ms[final.member_id] = (final.member_epoch, now_ms + timeout_ms)
                 else:
                     group.rebalance_deadlines_ms.pop(final.member_id, None)
-        group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_ms
+        group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
                                          and req.owned is not None)
         changed = final.assigned_partitions != member.assigned_partitions
         return HeartbeatResult(ErrorCode.none, None, final.member_id, final.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               self.config.heartbeat_interval_for(group.group_id),
                                final.assigned_partitions if full or changed else None)
 
     def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -542,7 +536,7 @@ class ConsumerGroupCoordinator:
                 continue  # live already (only the partitions this broker just took over were replayed)
             group.subscription_metadata = self._subscription_metadata(group, catalog)
             for member in group.members.values():
-                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_ms
+                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     group.rebalance_deadlines_ms[member.member_id] = (
                         member.member_epoch, now_ms + max(member.rebalance_timeout_ms, 0))

@@ -40,7 +40,8 @@ import anyio
 from samsa.broker.group import consumer_offsets
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
-from samsa.broker.group.consumer_coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from samsa.broker.group.consumer_config import ConsumerGroupConfig
+from samsa.broker.group.consumer_coordinator import ConsumerGroupCoordinator
 from samsa.broker.group.consumer_group import ConsumerGroup
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
 from samsa.broker.group.records import (
@@ -55,6 +56,7 @@ from samsa.broker.group.records import (
     encode_key,
     partition_for_group,
 )
+from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
     InternalTopic,
@@ -117,6 +119,7 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
         heartbeat_interval_ms=config_int(broker, "group.consumer.heartbeat.interval.ms", 5_000),
         max_size=config_int(broker, "group.consumer.max.size", 2**31 - 1),
         assignors=tuple(_assignor_name(a) for a in assignors),
+        group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}),
     )
 
 

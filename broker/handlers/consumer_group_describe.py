@@ -75,4 +75,8 @@ def handle_consumer_group_describe(request: ConsumerGroupDescribeRequest,
                                    ctx: RequestContext) -> ConsumerGroupDescribeResponse:
     cls: type[ConsumerGroupDescribeResponse] = response_class(69, ctx.version)
     include = bool(request.include_authorized_operations)
-    return build(cls, {"groups": [_describe(ctx, g, include) for g in request.group_ids]})
+    described = [_describe(ctx, g, include) for g in request.group_ids]
+    for group in described:
+        if group["error_code"] != ErrorCode.none:  # KafkaApis: only a described group gets its operations
+            group["authorized_operations"] = NO_AUTHORIZED_OPERATIONS
+    return build(cls, {"groups": described})

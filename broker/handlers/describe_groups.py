@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
-from samsa.broker.security.acl import AclOperation, ResourceType
+from samsa.broker.security.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from samsa.broker.security.acl_requests import group_error
 from samsa.broker.security.authorizer import authorized_operations, enabled
 from samsa.broker.wire import build, field
@@ -32,8 +32,10 @@ API = ApiSpec(key=15, min_version=0, max_version=6)
 
 
 NO_AUTHORIZED_OPERATIONS = -(2**31)
-# READ (3), DELETE (6) and DESCRIBE (8): what an authorized user may do to a group.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# Without an authorizer, every operation Kafka supports on a group (AclEntry.supportedOperations(GROUP)):
+# READ 3, DELETE 6, DESCRIBE 8, and since the GROUP config resource DESCRIBE_CONFIGS 10 and ALTER_CONFIGS 11
+# -- 3400, as Kafka 4.1.2 reports.
+GROUP_OPERATIONS = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.GROUP])
 
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str, Any]:
@@ -71,7 +73,6 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str
 
 def handle_describe_groups(request: DescribeGroupsRequest, ctx: RequestContext) -> DescribeGroupsResponse:
     include_ops = bool(field(request, "include_authorized_operations", False))
-    ops = GROUP_OPERATIONS if include_ops else NO_AUTHORIZED_OPERATIONS
     described: list[dict[str, Any]] = []
     seen: set[str] = set()
     for group_id in request.groups:
@@ -80,9 +81,13 @@ def handle_describe_groups(request: DescribeGroupsRequest, ctx: RequestContext) 
             # member's metadata and assignment for a few bytes of request.
             described.append({"group_id": group_id, "error_code": ErrorCode.invalid_request,
                               "error_message": "The group is named more than once in the request." if
-                              ctx.version >= 6 else None, "group_state": "", "authorized_operations": ops})
+                              ctx.version >= 6 else None, "group_state": "",
+                              "authorized_operations": NO_AUTHORIZED_OPERATIONS})
             continue
         seen.add(group_id)
-        described.append(_describe(ctx, group_id, include_ops))
+        group = _describe(ctx, group_id, include_ops)
+        if group["error_code"] != ErrorCode.none:  # KafkaApis: only a described group gets its operations
+            group["authorized_operations"] = NO_AUTHORIZED_OPERATIONS
+        described.append(group)
     cls: type[DescribeGroupsResponse] = response_class(15, ctx.version)
     return build(cls, {"groups": described})

@@ -196,17 +196,27 @@ def _produce_partition(ctx: RequestContext, topic: str, index: int, records: byt
 
 
 async def _produce_partition_off_loop(ctx: RequestContext, topic: str, index: int, records: bytes | None,
-                                      acks: int, transactional_id: str | None) -> PartitionOutcome:
+                                      acks: int, transactional_id: str | None,
+                                      remote_add: bool = False) -> PartitionOutcome:
     """A large batch is validated (decompressed, walked, maybe recompressed) on a worker thread, so the
-    event loop keeps serving other connections; the append itself happens back on the loop."""
+    event loop keeps serving other connections; the append itself happens back on the loop.
+    `remote_add` (transactions V2, another broker coordinating): a transactional batch waits for the
+    coordinator to add its partition before it is appended (Kafka's AddPartitionsToTxnManager callback)."""
     found = _leader(ctx, topic, index, records)
     if isinstance(found, PartitionResult):
         return found
     partition, data = found
     config = _validator_config(ctx, partition)
-    loop = asyncio.get_running_loop()
-    validated = await loop.run_in_executor(_validation_executor(), validate_batch, data, config, ctx.now_ms)
-    # Leadership may have moved while the batch was being validated.
+    if is_large(data):
+        loop = asyncio.get_running_loop()
+        validated = await loop.run_in_executor(_validation_executor(), validate_batch, data, config, ctx.now_ms)
+    else:
+        validated = validate_batch(data, config, ctx.now_ms)
+    if remote_add and transactional_id is not None and isinstance(validated, ValidatedBatch) \
+            and validated.header.is_transactional:
+        h = validated.header
+        await ctx.broker.txn.remote.wait_added(transactional_id, h.producer_id, h.producer_epoch, topic, index)
+    # Leadership may have moved while the batch was being validated or added.
     found = _leader(ctx, topic, index, records)
     if isinstance(found, PartitionResult):
         return found
@@ -282,8 +292,16 @@ def _authorization(request: ProduceRequest, ctx: RequestContext) -> ProduceCheck
         (name, (d.records for d in t.partition_data)) for name, t in named if name is not None))
 
 
+def _remote_add(request: ProduceRequest, ctx: RequestContext) -> bool:
+    """Transactions V2 (Produce v12+) with the transaction coordinated by another broker: the leader asks it
+    to add each partition (broker/txn/verification.py) and waits for the answer."""
+    return (ctx.version >= 12 and request.transactional_id is not None
+            and not ctx.broker.txn.is_local_coordinator(request.transactional_id))
+
+
 def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
-    if any(is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
+    if _remote_add(request, ctx) or any(
+            is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
         return _handle_produce_off_loop(request, ctx)
     acks = request.acks
     results: _Results = []
@@ -307,8 +325,10 @@ def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswe
 
 
 async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext) -> ProduceResponse | None:
-    """handle_produce for a request holding a large batch: partitions in request order, as on the loop."""
+    """handle_produce for a request holding a large batch, or whose transactional batches need another
+    broker's add: partitions in request order, as on the loop."""
     acks = request.acks
+    remote_add = _remote_add(request, ctx)
     results: _Results = []
     auth = _authorization(request, ctx)
     for topic in request.topic_data:
@@ -322,9 +342,9 @@ async def _handle_produce_off_loop(request: ProduceRequest, ctx: RequestContext)
                 result = _result(ErrorCode.unknown_topic_id)
             elif (refused := auth.refusal(name, data.records)) is not None:
                 result = _result(*refused)
-            elif data.records and is_large(data.records):
+            elif data.records and (remote_add or is_large(data.records)):
                 result = await _produce_partition_off_loop(ctx, name, data.index, data.records, acks,
-                                                           request.transactional_id)
+                                                           request.transactional_id, remote_add)
             else:
                 result = _produce_partition(ctx, name, data.index, data.records, acks, request.transactional_id)
             partitions.append((data.index, result))

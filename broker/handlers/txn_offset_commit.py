@@ -19,6 +19,7 @@ from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_requests import group_error, topic_authorization, transactional_id_error
+from samsa.broker.txn.service import OFFSETS_TOPIC
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -50,6 +51,11 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
         # Before the checks below, which then stay in one step of the event loop with the commit.
         past_end = await broker.commit_bounds.past_log_end(
             {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
+        if ctx.version >= 5 and not broker.txn.is_local_coordinator(request.transactional_id):
+            # v5 adds the group's partition to the transaction another broker coordinates: wait for its answer
+            # (Kafka's AddPartitionsToTxnManager) rather than have the client retry.
+            await broker.txn.remote.wait_added(request.transactional_id, request.producer_id,
+                                               request.producer_epoch, OFFSETS_TOPIC, groups.partition_for(group_id))
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from prometheus_client.core import GaugeMetricFamily
 
 from samsa.broker.group.classic_group import Group
+from samsa.broker.group.consumer_group import ConsumerGroupState
 from samsa.broker.group.state import GroupState
 from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.broker.observability.cleaner_metrics import CleanerCollector
@@ -225,6 +226,7 @@ class DiskCollector(SteppedCollector):
         yield from (free, total, reserve)
 
 
+COORDINATOR_METRICS = "kafka_server_group_coordinator_metrics"
 GROUP_STATE_METRICS = {
     GroupState.STABLE: "kafka_coordinator_group_groupmetadatamanager_numgroupsstable",
     GroupState.PREPARING_REBALANCE: "kafka_coordinator_group_groupmetadatamanager_numgroupspreparingrebalance",
@@ -259,8 +261,34 @@ class GroupCollector(SteppedCollector):
         yield _gauge("kafka_coordinator_group_groupmetadatamanager_numoffsets",
                      "Committed offsets held by this broker's groups.", offsets)
         yield from self._broker.groups.coordinator.rebalances.families()
+        yield from self._coordinator_metrics(set(groups))
         if self._options.per_group:
             yield from self._lag(list(groups.items()))
+
+    def _coordinator_metrics(self, classic_ids: set[str]) -> Iterator[Family]:
+        """Kafka's GroupCoordinatorMetrics (kafka.server:type=group-coordinator-metrics): groups by protocol,
+        consumer groups by state, and the rebalance meters of both protocols."""
+        service = self._broker.groups
+        consumer = service.consumer.list_groups()
+        consumer_states = [state for _, state in consumer]
+        classic_groups = len(classic_ids - {group_id for group_id, _ in consumer})  # as ListGroups lists them
+        by_protocol = GaugeMetricFamily(f"{COORDINATOR_METRICS}_group_count", "Groups by rebalance protocol.",
+                                        labels=("protocol",))
+        by_protocol.add_metric(["classic"], classic_groups)
+        by_protocol.add_metric(["consumer"], len(consumer_states))
+        yield by_protocol
+        by_state = GaugeMetricFamily(f"{COORDINATOR_METRICS}_consumer_group_count", "Consumer groups by state.",
+                                     labels=("state",))
+        for state in ConsumerGroupState:
+            by_state.add_metric([state.value], consumer_states.count(state))
+        yield by_state
+        for prefix, meter, what in (("group_completed_rebalance", service.coordinator.rebalances.meter,
+                                     "classic group completed rebalances"),
+                                    ("consumer_group_rebalance", service.consumer.rebalances,
+                                     "consumer group rebalances (group epoch bumps by a heartbeat)")):
+            yield _gauge(f"{COORDINATOR_METRICS}_{prefix}_rate", f"The rate of {what} (per second, last minute).",
+                         meter.rate())
+            yield _gauge(f"{COORDINATOR_METRICS}_{prefix}_count", f"The total number of {what}.", meter.count)
 
     def _lag(self, groups: Iterable[tuple[str, Group]]) -> Iterator[Family | None]:
         current = SeriesFamily("kafka_consumergroup_current_offset", "The group's committed offset.")

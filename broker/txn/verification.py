@@ -2,17 +2,20 @@
 AddPartitionsToTxnManager, KIP-890).
 
 With transactions V2 (Produce v12+) the client no longer adds partitions: the partition leader asks the
-coordinator to (AddPartitionsToTxn v5, verify_only=false) before it appends. Samsa's produce path does not
-wait on another broker: the first batch for a (transaction, epoch, partition) starts the request in the
-background and is answered NOT_ENOUGH_REPLICAS, which every producer retries; the retry finds the
-coordinator's answer (NONE: appended; an error: that error). The answers are kept in a bounded table; a V2
-transaction's next epoch (every V2 transaction ends with a bump) needs a new add. Produce v3-v11 to a
-remote coordinator is not verified (Kafka with transaction.partition.verification.enable=false).
+coordinator to (AddPartitionsToTxn v5, verify_only=false) before it appends. As Kafka's produce path waits
+for that answer, the produce handler awaits `wait_added` (at most REQUEST_TIMEOUT_S) before it appends, so
+the first batch for a (transaction, epoch, partition) is appended on its first attempt; `verify` then finds
+the coordinator's answer (NONE: appended; an error: that error). Without an answer yet (the coordinator is
+unreachable or slow; or a caller that did not wait) the batch is answered NOT_ENOUGH_REPLICAS, which every
+producer retries. The answers are kept in a bounded table; a V2 transaction's next epoch (every V2
+transaction ends with a bump) needs a new add. Produce v3-v11 to a remote coordinator is not verified
+(Kafka with transaction.partition.verification.enable=false).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -57,7 +60,7 @@ class RemoteVerifier:
         self._broker = broker
         self._partition_for = partition_for
         self._answers: OrderedDict[AddKey, ErrorCode] = OrderedDict()
-        self._in_flight: set[AddKey] = set()
+        self._in_flight: dict[AddKey, asyncio.Task[None]] = {}
         self._clients: dict[int, NodeClient] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -83,6 +86,21 @@ class RemoteVerifier:
             self._start(key)
         return None
 
+    async def wait_added(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
+                         partition: int) -> None:
+        """Start adding the partition unless the coordinator's answer is known, and wait for that answer (at
+        most REQUEST_TIMEOUT_S): the append that follows then finds it in `verify`."""
+        key = (transactional_id, producer_id, producer_epoch, topic, partition)
+        if key in self._answers:
+            return
+        if key not in self._in_flight:
+            self._start(key)
+        task = self._in_flight.get(key)
+        if task is not None:
+            with contextlib.suppress(TimeoutError):
+                # shielded: a produce that gives up (its connection closed) leaves the add to finish
+                await asyncio.wait_for(asyncio.shield(task), REQUEST_TIMEOUT_S)
+
     def _remember(self, key: AddKey, error: ErrorCode) -> None:
         self._answers[key] = error
         self._answers.move_to_end(key)
@@ -94,8 +112,8 @@ class RemoteVerifier:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no event loop (a direct call in a test): nothing is added
-        self._in_flight.add(key)
         task = loop.create_task(self._add(key))
+        self._in_flight[key] = task
         self._tasks.add(task)  # held until done: the loop keeps only weak references to tasks
         task.add_done_callback(self._tasks.discard)
 
@@ -137,4 +155,4 @@ class RemoteVerifier:
                         error = ErrorCode(r.partition_error_code)
             self._remember(key, error)
         finally:
-            self._in_flight.discard(key)
+            self._in_flight.pop(key, None)

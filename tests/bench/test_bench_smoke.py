@@ -130,3 +130,30 @@ def test_pytest_fixture_bench_smoke() -> None:
                           text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "session broker ready: median" in done.stdout and "fresh topic: median" in done.stdout
+
+
+@pytest.mark.timeout(600)
+def test_kip848_bench_smoke(tmp_path: Path) -> None:
+    """bench.kip848 --smoke measures failover and a 10th member's join for both protocols on both brokers, and
+    writes them (figures not judged beyond being positive and finite: the machine is shared)."""
+    sys.path.insert(0, str(REPO / "compat-tests"))
+    import oracle_fixture
+
+    try:
+        oracle_fixture.ensure_installed()
+    except oracle_fixture.OracleError as e:
+        pytest.skip(str(e))
+    res = subprocess.run([sys.executable, "-m", "bench.kip848", "--smoke", "--out", str(tmp_path)], cwd=REPO,
+                         capture_output=True, text=True, timeout=560, stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (result,) = tmp_path.glob("kip848-*.json")
+    run = json.loads(result.read_text())
+    for target in ("samsa", "kafka"):
+        for protocol in ("consumer", "classic"):
+            for scenario in ("failover", "join10"):
+                (seconds,) = run["runs"][target][protocol][scenario]
+                assert 0 < seconds < 120, (target, protocol, scenario, seconds)
+    # A SIGKILLed member's partitions cannot move before its session (6 s) expires, on either broker.
+    assert all(run["runs"][t][p]["failover"][0] >= 5.0 for t in ("samsa", "kafka") for p in ("consumer", "classic"))
+    assert set(run["summary"]) == {f"{p}.{s}" for p in ("consumer", "classic") for s in ("failover", "join10")}
+    assert "samsa/kafka" in res.stdout

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.samples import Sample
 
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, JoinRequest
-from samsa.broker.observability.rebalance import DURATION_METRIC, RebalanceMetrics
+from samsa.broker.observability.rebalance import DURATION_METRIC, RebalanceMeter, RebalanceMetrics
 
 
 def req(client: str, member_id: str = "") -> JoinRequest:
@@ -54,3 +54,17 @@ def test_histogram_buckets_are_cumulative_in_seconds() -> None:
     assert samples[(DURATION_METRIC + "_bucket", "+Inf")] == 4
     assert samples[(DURATION_METRIC + "_count", "")] == 4
     assert samples[(DURATION_METRIC + "_sum", "")] == pytest.approx(403.045)
+
+
+def test_meter_rate_is_over_the_last_minute() -> None:
+    now = [1000.0]
+    meter = RebalanceMeter(clock=lambda: now[0])
+    assert (meter.count, meter.rate()) == (0, 0.0)
+    for _ in range(3):
+        meter.record()
+    assert meter.rate() == pytest.approx(3 / 30)  # at least one 30 s window, as Kafka's Rate
+    now[0] += 45
+    meter.record()
+    assert meter.rate() == pytest.approx(4 / 45)
+    now[0] += 30  # the first three are over a minute old
+    assert (meter.count, meter.rate()) == (4, pytest.approx(1 / 60))

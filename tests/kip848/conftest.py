@@ -24,6 +24,7 @@ class Broker:
     data_dir: Path
     port: int
     process: launcher.ServeProcess | None = None
+    extra_overrides: tuple[str, ...] = ()  # after OVERRIDES: the last value of a key wins
 
     @property
     def bootstrap(self) -> str:
@@ -32,7 +33,8 @@ class Broker:
     def start(self) -> None:
         log = self.data_dir.parent / f"samsa-{self.port}.log"
         self.process = launcher.start_serve(
-            launcher.ServeOptions(data_dir=self.data_dir, port=self.port, overrides=OVERRIDES), log, cwd=REPO)
+            launcher.ServeOptions(data_dir=self.data_dir, port=self.port,
+                                    overrides=OVERRIDES + self.extra_overrides), log, cwd=REPO)
         self.process.wait_listening(60.0)
         with self.connect() as conn:  # the internal topic exists once FindCoordinator answers
             for _ in range(200):
