@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -43,7 +44,7 @@ from typing import Protocol, cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
 from samsa.kproto.errors import ProtocolError
-from samsa.kproto.framing import FrameReader
+from samsa.kproto.framing import PREALLOCATE_BYTES, FrameBuffer
 from samsa.storage.file_records import FileRecords
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,17 @@ WRITE_BATCH_BYTES = 256 * 1024
 # A FileRecords slice is read and written this much at a time: a consumer's usual 1 MiB partition
 # fetch in one pread and one write, and at most this much held for a reader that does not read.
 SEND_CHUNK_BYTES = 1024 * 1024
+# Receives go into one buffer shared by the connections of an event loop (kproto.framing.FrameBuffer), as big
+# as uvloop's own read buffer and its TLS transport's largest read.
+RECEIVE_BYTES = 256 * 1024
+_scratch = threading.local()  # a loop runs in one thread: its connections share that thread's buffer
+
+
+def _receive_scratch() -> bytearray:
+    scratch: bytearray | None = getattr(_scratch, "buffer", None)
+    if scratch is None:
+        scratch = _scratch.buffer = bytearray(RECEIVE_BYTES)
+    return scratch
 
 Buffer = bytes | bytearray | memoryview
 Part = Buffer | FileRecords  # what a response's parts can be (encode_response_parts keeps FileRecords by reference)
@@ -77,8 +89,11 @@ class PhaseRecorder(Protocol):
                       ) -> None: ...
 
 
-class KafkaConnection(asyncio.Protocol):
-    """Reads frames, answers them strictly one at a time, pauses reading while a request waits."""
+class KafkaConnection(asyncio.BufferedProtocol):
+    """Reads frames, answers them strictly one at a time, pauses reading while a request waits.
+
+    A BufferedProtocol: the transport receives into our buffers (plain TCP: recv_into; TLS: the SSL object
+    decrypts into them), so a frame costs one copy however many reads or TLS records it spans."""
 
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
@@ -104,7 +119,9 @@ class KafkaConnection(asyncio.Protocol):
         self.authenticated = authenticate_max_frame_bytes is None
         self._unauthenticated_max_frame_bytes = min(authenticate_max_frame_bytes or UNAUTHENTICATED_MAX_FRAME_BYTES,
                                                     UNAUTHENTICATED_MAX_FRAME_BYTES)
-        self._reader = FrameReader(self._unauthenticated_max_frame_bytes)
+        self._reader = FrameBuffer(self._unauthenticated_max_frame_bytes, _receive_scratch())
+        self._reader.preallocate_bytes = 0  # until authenticated: a frame's buffer grows as its bytes arrive
+        self._preallocate = request_queue is None or request_queue.max_bytes <= 0  # not when the pool bounds bytes
         self._transport: asyncio.Transport | None = None
         self._client_host = "unknown"
         self._waiting: asyncio.Future[Response] | None = None  # the request in progress, if it had to wait
@@ -147,11 +164,29 @@ class KafkaConnection(asyncio.Protocol):
         if self._idle_s is not None:
             self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self._last_active_s = time.monotonic()
         self._received_s = time.perf_counter()
-        self._reader.feed(data)
-        self._process()
+        reader = self._reader
+        reader.buffer_updated(nbytes)
+        try:
+            self._process()
+        finally:
+            reader.release()  # what is left of the shared receive buffer moves to ours
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes received as an object (a transport that is not buffered, and tests): as if received into our buffers."""
+        view = memoryview(data)
+        while view and not self._closed:
+            into = self.get_buffer(len(view))
+            n = min(len(into), len(view))
+            into[:n] = view[:n]
+            into.release()
+            view = view[n:]
+            self.buffer_updated(n)
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -256,8 +291,7 @@ class KafkaConnection(asyncio.Protocol):
                 done = time.perf_counter()
                 api_key = payload[0] << 8 | payload[1]  # the header's first field (it was parsed: >= 2 bytes)
             if answer is None or isinstance(answer, (bytes, list)):
-                self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
-                    else self._unauthenticated_max_frame_bytes
+                self._set_frame_limits()
                 if self._reserved_bytes:
                     self._release_queue()
                 if answer is None:
@@ -291,6 +325,15 @@ class KafkaConnection(asyncio.Protocol):
         self._flush(out, timed)
         if self._eof and self._waiting is None and not self._write_paused and not self._sending:
             self.close()
+
+    def _set_frame_limits(self) -> None:
+        reader = self._reader
+        if self.authenticated:
+            reader.max_frame_bytes = self._max_frame_bytes
+            if self._preallocate:
+                reader.preallocate_bytes = PREALLOCATE_BYTES
+        else:
+            reader.max_frame_bytes = self._unauthenticated_max_frame_bytes
 
     def _admit(self, queue: RequestQueue) -> bool:
         """Whether the next frame may be taken: a request slot must be free (queued.max.requests counts
@@ -358,8 +401,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         answer = waiting.result()
-        self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
-                    else self._unauthenticated_max_frame_bytes
+        self._set_frame_limits()
         timed: list[_Timing] | None = None
         if timing is not None and self._phases is not None:
             now = time.perf_counter()
