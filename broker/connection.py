@@ -44,7 +44,7 @@ from typing import Protocol, cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
 from samsa.kproto.errors import ProtocolError
-from samsa.kproto.framing import PREALLOCATE_BYTES, FrameBuffer
+from samsa.kproto.framing import PREALLOCATE_BYTES, FrameBuffer, ReceiveBuffers
 from samsa.storage.file_records import FileRecords
 
 logger = logging.getLogger(__name__)
@@ -61,14 +61,14 @@ SEND_CHUNK_BYTES = 1024 * 1024
 # Receives go into one buffer shared by the connections of an event loop (kproto.framing.FrameBuffer), as big
 # as uvloop's own read buffer and its TLS transport's largest read.
 RECEIVE_BYTES = 256 * 1024
-_scratch = threading.local()  # a loop runs in one thread: its connections share that thread's buffer
+_receive = threading.local()  # a loop runs in one thread: its connections share that thread's buffers
 
 
-def _receive_scratch() -> bytearray:
-    scratch: bytearray | None = getattr(_scratch, "buffer", None)
-    if scratch is None:
-        scratch = _scratch.buffer = bytearray(RECEIVE_BYTES)
-    return scratch
+def _receive_buffers() -> ReceiveBuffers:
+    shared: ReceiveBuffers | None = getattr(_receive, "buffers", None)
+    if shared is None:
+        shared = _receive.buffers = ReceiveBuffers(RECEIVE_BYTES)
+    return shared
 
 Buffer = bytes | bytearray | memoryview
 Part = Buffer | FileRecords  # what a response's parts can be (encode_response_parts keeps FileRecords by reference)
@@ -119,7 +119,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.authenticated = authenticate_max_frame_bytes is None
         self._unauthenticated_max_frame_bytes = min(authenticate_max_frame_bytes or UNAUTHENTICATED_MAX_FRAME_BYTES,
                                                     UNAUTHENTICATED_MAX_FRAME_BYTES)
-        self._reader = FrameBuffer(self._unauthenticated_max_frame_bytes, _receive_scratch())
+        self._reader = FrameBuffer(self._unauthenticated_max_frame_bytes, _receive_buffers())
         self._reader.preallocate_bytes = 0  # until authenticated: a frame's buffer grows as its bytes arrive
         self._preallocate = request_queue is None or request_queue.max_bytes <= 0  # not when the pool bounds bytes
         self._transport: asyncio.Transport | None = None

@@ -6,7 +6,7 @@ import struct
 
 from samsa.kproto.errors import ProtocolError
 
-__all__ = ["SIZE_PREFIX_BYTES", "FrameBuffer", "FrameError", "FrameReader", "frame"]
+__all__ = ["SIZE_PREFIX_BYTES", "FrameBuffer", "FrameError", "FrameReader", "ReceiveBuffers", "frame"]
 
 SIZE_PREFIX_BYTES = 4
 _SIZE = struct.Struct(">i")
@@ -95,32 +95,67 @@ PREALLOCATE_BYTES = 4 * 1024 * 1024
 MIN_OWN_BYTES = 64 * 1024
 
 
+class ReceiveBuffers:
+    """The buffers FrameBuffers of one event loop share: `scratch`, where every receive starts, and a few
+    spare frame buffers, so a stream of large frames reuses memory rather than allocating (and zeroing,
+    and faulting in) a fresh buffer per frame. Callbacks of one loop never run at once, so one set per
+    loop (thread) is enough."""
+
+    __slots__ = ("_spares", "scratch")
+
+    SPARES = 2  # at most this many buffers, each at most PREALLOCATE_BYTES, kept besides the scratch
+
+    def __init__(self, scratch_bytes: int) -> None:
+        self.scratch = bytearray(scratch_bytes)
+        self._spares: list[bytearray] = []
+
+    def take(self, capacity: int) -> bytearray:
+        """A buffer of at least `capacity` bytes (its contents are garbage)."""
+        spares = self._spares
+        for index, spare in enumerate(spares):
+            if len(spare) >= capacity:
+                return spares.pop(index)
+        return bytearray(capacity)
+
+    def give(self, buffer: bytearray) -> None:
+        """`buffer` is no longer used: keep it for another frame if it is one worth keeping."""
+        size = len(buffer)
+        if MIN_OWN_BYTES <= size <= PREALLOCATE_BYTES:
+            spares = self._spares
+            if len(spares) < self.SPARES:
+                spares.append(buffer)
+            elif size > len(spares[0]):
+                spares[0] = buffer
+            spares.sort(key=len)
+
+
 class FrameBuffer:
     """Splits a byte stream into frame payloads, the stream received straight into buffers it hands out
     (asyncio.BufferedProtocol: `get_buffer`, then `buffer_updated(n)`), not fed as bytes objects.
 
-    A receive goes into `scratch`, one buffer shared by every connection of the event loop (as uvloop reads
+    A receive goes into the scratch buffer of `shared`, one buffer shared by every connection of the event loop (as uvloop reads
     into one buffer per loop): whole frames are copied out of it once, by `next_frame`. `release` must be
     called once the caller has taken what it will of a receive: what is left (a partial frame, or frames a
     muted connection does not take yet) moves into the connection's own buffer, sized for the whole frame
     once its size prefix is known (up to PREALLOCATE_BYTES), and the next receives go straight after it.
     So a large frame, e.g. a Produce of 1 MiB decrypted by the TLS transport record by record, is received
     in place: no bytes object per read and no copy per append. The own buffer is dropped as soon as it is
-    empty: an idle connection holds nothing.
+    empty (to `shared`, which keeps a few for the next large frames): an idle connection holds nothing.
 
     A buffer handed out may still be exported (a memoryview of it) when `buffer_updated` runs, so buffers
     are never resized, only replaced or written in place.
     """
 
-    __slots__ = ("_buf", "_end", "_pos", "_scratch", "max_frame_bytes", "preallocate_bytes")
+    __slots__ = ("_buf", "_end", "_pos", "_scratch", "_shared", "max_frame_bytes", "preallocate_bytes")
 
-    def __init__(self, max_frame_bytes: int, scratch: bytearray) -> None:
+    def __init__(self, max_frame_bytes: int, shared: ReceiveBuffers) -> None:
         if max_frame_bytes < 0:
             raise ValueError("max_frame_bytes must be >= 0")
         self.max_frame_bytes = max_frame_bytes
         # How much of a frame's announced size may be allocated before its bytes arrive (0: grow as they do).
         self.preallocate_bytes = PREALLOCATE_BYTES
-        self._scratch = scratch
+        self._shared = shared
+        self._scratch = shared.scratch
         self._buf: bytearray | None = None  # holds the unread bytes _buf[_pos:_end]: the scratch or our own
         self._pos = 0
         self._end = 0
@@ -154,6 +189,8 @@ class FrameBuffer:
             return
         if self._pos == self._end:
             self._buf, self._pos, self._end = None, 0, 0
+            if buf is not self._scratch:
+                self._shared.give(buf)
         elif buf is self._scratch:
             self._own(0)
 
@@ -175,8 +212,10 @@ class FrameBuffer:
             buf[:held] = buf[self._pos:self._end]  # same length: written in place, never resized
             own = buf
         else:
-            own = bytearray(capacity)
+            own = self._shared.take(capacity)
             own[:held] = memoryview(buf)[self._pos:self._end]
+            if buf is not self._scratch:
+                self._shared.give(buf)
         self._buf, self._pos, self._end = own, 0, held
         return own
 
@@ -217,7 +256,8 @@ class FrameBuffer:
         if end == self._end:
             self._pos = self._end = 0
             if buf is not self._scratch:
-                self._buf = None  # an own buffer is dropped once empty
+                self._buf = None  # an own buffer is handed back once empty
+                self._shared.give(buf)
         return payload
 
 
