@@ -175,6 +175,15 @@ class FrameBuffer:
             self.release()
             buf = self._buf
             assert buf is not None
+        size = self._valid_size()
+        if size is not None and self._pos + SIZE_PREFIX_BYTES + size > self._end:
+            # A frame not yet whole: receive up to its end only, so the next frame's bytes never have to be
+            # moved out of this buffer (they start in the scratch buffer once this frame has been taken).
+            whole_end = self._pos + SIZE_PREFIX_BYTES + size
+            if whole_end > len(buf):
+                buf = self._own(0)
+                whole_end = SIZE_PREFIX_BYTES + size
+            return memoryview(buf)[self._end:min(whole_end, len(buf))]
         if self._end == len(buf):
             buf = self._own(len(buf) + 1)
         return memoryview(buf)[self._end:]
