@@ -34,8 +34,10 @@ or written, no request in progress) is closed.
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -82,6 +84,18 @@ Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
 _Timing = tuple[int, float, float, float, float]
 
 
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> type[asyncio.BufferedProtocol]:
+    """The TLS protocol the loop's own servers use (uvloop's, else asyncio's): same constructor."""
+    try:
+        import uvloop.loop
+    except ImportError:  # (uvloop is not installed on every platform)
+        pass
+    else:
+        if isinstance(loop, uvloop.loop.Loop):
+            return cast(type[asyncio.BufferedProtocol], uvloop.loop.SSLProtocol)
+    return asyncio.sslproto.SSLProtocol
+
+
 class PhaseRecorder(Protocol):
     """Where the connection reports each request's phases (observability.request_metrics.RequestMetrics)."""
 
@@ -98,8 +112,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
                  connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT",
-                 request_metrics: PhaseRecorder | None = None, authenticate_max_frame_bytes: int | None = None
-                 ) -> None:
+                 request_metrics: PhaseRecorder | None = None, authenticate_max_frame_bytes: int | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.listener = listener  # the listener's name, as Kafka's socket-server metrics label it
         self.peer = "unknown"  # host:port of the client (the request log names it)
         self._dispatch = dispatch
@@ -135,10 +149,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._received_s = 0.0  # perf_counter() of the last read: a frame in the buffer arrived by then
         self._waiting_timing: tuple[int, float, float, float] | None = None  # key, queue, local, handed back at
         self._sending_timings: list[_Timing] = []  # responses behind a FileRecords slice still going out
+        # A TLS listener's connections are accepted as TCP, counted, then upgraded (see connection_made).
+        self._ssl_context = ssl_context
+        self._handshake: asyncio.Future[None] | None = None  # the TLS handshake's end, while it runs
 
     # --- asyncio.Protocol callbacks ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._handshake is not None:  # a TLS listener's connection: the handshake is done
+            self._handshake = None
+            self._transport = cast(asyncio.Transport, transport)
+            self._last_active_s = time.monotonic()
+            return
         # A stream transport (uvloop's do not subclass asyncio.Transport, so no isinstance check).
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
@@ -161,8 +183,42 @@ class KafkaConnection(asyncio.BufferedProtocol):
             except OSError:
                 pass  # the peer already went away; the connection ends on its own
         self._registry.add(self)
+        loop = asyncio.get_running_loop()
         if self._idle_s is not None:
-            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
+            self._idle_timer = loop.call_later(self._idle_s, self._check_idle)
+        if self._ssl_context is not None:
+            self._start_tls(loop, self._ssl_context)
+
+    def _start_tls(self, loop: asyncio.AbstractEventLoop, context: ssl.SSLContext) -> None:
+        """Put TLS between the socket and us, now, before the loop reads a byte: a TLS listener accepts
+        TCP, so a connection is counted in the quotas from accept, as Kafka counts it (the loop's own TLS
+        server would call us only once the handshake is done). The SSL protocol calls connection_made
+        again with its transport once the handshake is done.
+
+        Kafka bounds a handshake by connections.max.idle.ms (its Selector expires a channel idle that long,
+        handshaking or not), so that is the handshake's timeout here too; with idle connections never
+        closed (-1), asyncio's default (60 s) bounds it."""
+        raw = self._transport
+        assert raw is not None
+        waiter: asyncio.Future[None] = loop.create_future()
+        protocol_class = _ssl_protocol_class(loop)
+        tls = protocol_class(loop, self, context, waiter, server_side=True, call_connection_made=True,
+                             ssl_handshake_timeout=self._idle_s or None)
+        self._handshake = waiter
+        waiter.add_done_callback(self._handshake_ended)
+        raw.set_protocol(tls)
+        tls.connection_made(raw)
+
+    def _handshake_ended(self, waiter: asyncio.Future[None]) -> None:
+        error = None if waiter.cancelled() else waiter.exception()
+        if error is None and not waiter.cancelled():
+            return  # connection_made had the TLS transport
+        if self._handshake is waiter:
+            self._handshake = None
+        if not self._closed:
+            logger.info("closing connection from %s: TLS handshake failed: %s", self._client_host,
+                        error or "cancelled")
+            self.close()
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._reader.get_buffer()
@@ -240,6 +296,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _end(self) -> None:
         """Give back everything the connection holds (once it is closed)."""
         self._registry.discard(self)
+        if self._handshake is not None:
+            self._handshake = None  # (its transport is closed below; the SSL protocol ends it)
         if self._counted and self._quotas is not None:
             self._counted = False
             self._quotas.release(self._client_host)
