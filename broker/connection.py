@@ -84,7 +84,15 @@ Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
 _Timing = tuple[int, float, float, float, float]
 
 
-def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> type[asyncio.BufferedProtocol]:
+class _SSLProtocolClass(Protocol):
+    """The constructor asyncio's and uvloop's SSLProtocol share."""
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, app_protocol: asyncio.BaseProtocol,
+                 sslcontext: ssl.SSLContext, waiter: asyncio.Future[None], *, server_side: bool,
+                 call_connection_made: bool, ssl_handshake_timeout: float | None) -> asyncio.BufferedProtocol: ...
+
+
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> _SSLProtocolClass:
     """The TLS protocol the loop's own servers use (uvloop's, else asyncio's): same constructor."""
     try:
         import uvloop.loop
@@ -92,8 +100,8 @@ def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> type[asyncio.Buffere
         pass
     else:
         if isinstance(loop, uvloop.loop.Loop):
-            return cast(type[asyncio.BufferedProtocol], uvloop.loop.SSLProtocol)
-    return asyncio.sslproto.SSLProtocol
+            return cast(_SSLProtocolClass, uvloop.loop.SSLProtocol)
+    return cast(_SSLProtocolClass, asyncio.sslproto.SSLProtocol)
 
 
 class PhaseRecorder(Protocol):
@@ -234,7 +242,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             reader.release()  # what is left of the shared receive buffer moves to ours
 
     def data_received(self, data: bytes) -> None:
-        """Bytes received as an object (a transport that is not buffered, and tests): as if received into our buffers."""
+        """Bytes received as an object (a transport that is not buffered, and tests): as if received into
+        our buffers."""
         view = memoryview(data)
         while view and not self._closed:
             into = self.get_buffer(len(view))

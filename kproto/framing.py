@@ -133,14 +133,15 @@ class FrameBuffer:
     """Splits a byte stream into frame payloads, the stream received straight into buffers it hands out
     (asyncio.BufferedProtocol: `get_buffer`, then `buffer_updated(n)`), not fed as bytes objects.
 
-    A receive goes into the scratch buffer of `shared`, one buffer shared by every connection of the event loop (as uvloop reads
-    into one buffer per loop): whole frames are copied out of it once, by `next_frame`. `release` must be
-    called once the caller has taken what it will of a receive: what is left (a partial frame, or frames a
-    muted connection does not take yet) moves into the connection's own buffer, sized for the whole frame
-    once its size prefix is known (up to PREALLOCATE_BYTES), and the next receives go straight after it.
-    So a large frame, e.g. a Produce of 1 MiB decrypted by the TLS transport record by record, is received
-    in place: no bytes object per read and no copy per append. The own buffer is dropped as soon as it is
-    empty (to `shared`, which keeps a few for the next large frames): an idle connection holds nothing.
+    A receive goes into the scratch buffer of `shared`, one buffer shared by every connection of the event
+    loop (as uvloop reads into one buffer per loop): whole frames are copied out of it once, by `next_frame`.
+    `release` must be called once the caller has taken what it will of a receive: what is left (a partial
+    frame, or frames a muted connection does not take yet) moves into the connection's own buffer, sized for
+    the whole frame once its size prefix is known (up to `preallocate_bytes`), and the next receives go
+    straight after it, up to the frame's end. So a large frame, e.g. a Produce of 1 MiB decrypted by the TLS
+    transport record by record, is received in place: no bytes object per read and no copy per append. The
+    own buffer is handed back as soon as it is empty (to `shared`, which keeps a few for the next large
+    frames): an idle connection holds nothing.
 
     A buffer handed out may still be exported (a memoryview of it) when `buffer_updated` runs, so buffers
     are never resized, only replaced or written in place.
