@@ -34,7 +34,6 @@ or written, no request in progress) is closed.
 from __future__ import annotations
 
 import asyncio
-import asyncio.sslproto
 import logging
 import socket
 import ssl
@@ -45,6 +44,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
+from samsa.broker.security.tls import server_tls_protocol
 from samsa.kproto.errors import ProtocolError
 from samsa.kproto.framing import PREALLOCATE_BYTES, FrameBuffer, ReceiveBuffers
 from samsa.storage.file_records import FileRecords
@@ -82,26 +82,6 @@ Response = bytes | list[Buffer] | None
 Dispatch = Callable[[bytes, str], Response | Awaitable[Response]]
 # One answered request's phases (api key, then seconds in the request queue, local, remote, response send).
 _Timing = tuple[int, float, float, float, float]
-
-
-class _SSLProtocolClass(Protocol):
-    """The constructor asyncio's and uvloop's SSLProtocol share."""
-
-    def __call__(self, loop: asyncio.AbstractEventLoop, app_protocol: asyncio.BaseProtocol,
-                 sslcontext: ssl.SSLContext, waiter: asyncio.Future[None], *, server_side: bool,
-                 call_connection_made: bool, ssl_handshake_timeout: float | None) -> asyncio.BufferedProtocol: ...
-
-
-def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> _SSLProtocolClass:
-    """The TLS protocol the loop's own servers use (uvloop's, else asyncio's): same constructor."""
-    try:
-        import uvloop.loop
-    except ImportError:  # (uvloop is not installed on every platform)
-        pass
-    else:
-        if isinstance(loop, uvloop.loop.Loop):
-            return cast(_SSLProtocolClass, uvloop.loop.SSLProtocol)
-    return cast(_SSLProtocolClass, asyncio.sslproto.SSLProtocol)
 
 
 class PhaseRecorder(Protocol):
@@ -209,9 +189,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         raw = self._transport
         assert raw is not None
         waiter: asyncio.Future[None] = loop.create_future()
-        protocol_class = _ssl_protocol_class(loop)
-        tls = protocol_class(loop, self, context, waiter, server_side=True, call_connection_made=True,
-                             ssl_handshake_timeout=self._idle_s or None)
+        tls = server_tls_protocol(loop, self, context, waiter, handshake_timeout_s=self._idle_s or None)
         self._handshake = waiter
         waiter.add_done_callback(self._handshake_ended)
         raw.set_protocol(tls)
