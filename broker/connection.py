@@ -171,11 +171,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             except OSError:
                 pass  # the peer already went away; the connection ends on its own
         self._registry.add(self)
-        loop = asyncio.get_running_loop()
         if self._idle_s is not None:
-            self._idle_timer = loop.call_later(self._idle_s, self._check_idle)
+            self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
         if self._ssl_context is not None:
-            self._start_tls(loop, self._ssl_context)
+            self._start_tls(asyncio.get_running_loop(), self._ssl_context)
 
     def _start_tls(self, loop: asyncio.AbstractEventLoop, context: ssl.SSLContext) -> None:
         """Put TLS between the socket and us, now, before the loop reads a byte: a TLS listener accepts
