@@ -25,11 +25,11 @@ the chunks bound memory just as well.
 
 Bounds shared by every connection of a listener (broker/connection_quotas.py): a connection over
 max.connections / max.connections.per.ip / max.connection.creation.rate is closed as soon as it is
-made (on a TLS listener too: it is accepted as TCP, counted, then put through its TLS handshake, as Kafka's
-Acceptor counts a connection before its handshake); a request needs one of queued.max.requests slots (requests read but not yet answered) and its
-frame a reservation from the queued.max.request.bytes pool when that is set, else the connection
-stops reading until one is released; and a connection idle for connections.max.idle.ms (nothing read
-or written, no request in progress) is closed.
+made (on a TLS listener too: it is accepted as TCP, counted, then put through its TLS handshake, as
+Kafka's Acceptor counts a connection before its handshake); a request needs one of queued.max.requests
+slots (requests read but not yet answered) and its frame a reservation from the queued.max.request.bytes
+pool when that is set, else the connection stops reading until one is released; and a connection idle for
+connections.max.idle.ms (nothing read or written, no request in progress) is closed.
 """
 
 from __future__ import annotations
