@@ -25,10 +25,11 @@ the chunks bound memory just as well.
 
 Bounds shared by every connection of a listener (broker/connection_quotas.py): a connection over
 max.connections / max.connections.per.ip / max.connection.creation.rate is closed as soon as it is
-made; a request needs one of queued.max.requests slots (requests read but not yet answered) and its
-frame a reservation from the queued.max.request.bytes pool when that is set, else the connection
-stops reading until one is released; and a connection idle for connections.max.idle.ms (nothing read
-or written, no request in progress) is closed.
+made (on a TLS listener too: it is accepted as TCP, counted, then put through its TLS handshake, as
+Kafka's Acceptor counts a connection before its handshake); a request needs one of queued.max.requests
+slots (requests read but not yet answered) and its frame a reservation from the queued.max.request.bytes
+pool when that is set, else the connection stops reading until one is released; and a connection idle for
+connections.max.idle.ms (nothing read or written, no request in progress) is closed.
 """
 
 from __future__ import annotations
@@ -36,14 +37,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol, cast
 
 from samsa.broker.connection_quotas import ConnectionQuotas, RequestQueue
+from samsa.broker.security.tls import server_tls_protocol
 from samsa.kproto.errors import ProtocolError
-from samsa.kproto.framing import FrameReader
+from samsa.kproto.framing import PREALLOCATE_BYTES, FrameBuffer, ReceiveBuffers
 from samsa.storage.file_records import FileRecords
 
 logger = logging.getLogger(__name__)
@@ -57,6 +61,17 @@ WRITE_BATCH_BYTES = 256 * 1024
 # A FileRecords slice is read and written this much at a time: a consumer's usual 1 MiB partition
 # fetch in one pread and one write, and at most this much held for a reader that does not read.
 SEND_CHUNK_BYTES = 1024 * 1024
+# Receives go into one buffer shared by the connections of an event loop (kproto.framing.FrameBuffer), as big
+# as uvloop's own read buffer and its TLS transport's largest read.
+RECEIVE_BYTES = 256 * 1024
+_receive = threading.local()  # a loop runs in one thread: its connections share that thread's buffers
+
+
+def _receive_buffers() -> ReceiveBuffers:
+    shared: ReceiveBuffers | None = getattr(_receive, "buffers", None)
+    if shared is None:
+        shared = _receive.buffers = ReceiveBuffers(RECEIVE_BYTES)
+    return shared
 
 Buffer = bytes | bytearray | memoryview
 Part = Buffer | FileRecords  # what a response's parts can be (encode_response_parts keeps FileRecords by reference)
@@ -77,14 +92,17 @@ class PhaseRecorder(Protocol):
                       ) -> None: ...
 
 
-class KafkaConnection(asyncio.Protocol):
-    """Reads frames, answers them strictly one at a time, pauses reading while a request waits."""
+class KafkaConnection(asyncio.BufferedProtocol):
+    """Reads frames, answers them strictly one at a time, pauses reading while a request waits.
+
+    A BufferedProtocol: the transport receives into our buffers (plain TCP: recv_into; TLS: the SSL object
+    decrypts into them), so a frame costs one copy however many reads or TLS records it spans."""
 
     def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int, registry: set[KafkaConnection],
                  quotas: ConnectionQuotas | None = None, request_queue: RequestQueue | None = None,
                  connections_max_idle_ms: int | None = None, listener: str = "PLAINTEXT",
-                 request_metrics: PhaseRecorder | None = None, authenticate_max_frame_bytes: int | None = None
-                 ) -> None:
+                 request_metrics: PhaseRecorder | None = None, authenticate_max_frame_bytes: int | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.listener = listener  # the listener's name, as Kafka's socket-server metrics label it
         self.peer = "unknown"  # host:port of the client (the request log names it)
         self._dispatch = dispatch
@@ -104,7 +122,9 @@ class KafkaConnection(asyncio.Protocol):
         self.authenticated = authenticate_max_frame_bytes is None
         self._unauthenticated_max_frame_bytes = min(authenticate_max_frame_bytes or UNAUTHENTICATED_MAX_FRAME_BYTES,
                                                     UNAUTHENTICATED_MAX_FRAME_BYTES)
-        self._reader = FrameReader(self._unauthenticated_max_frame_bytes)
+        self._reader = FrameBuffer(self._unauthenticated_max_frame_bytes, _receive_buffers())
+        self._reader.preallocate_bytes = 0  # until authenticated: a frame's buffer grows as its bytes arrive
+        self._preallocate = request_queue is None or request_queue.max_bytes <= 0  # not when the pool bounds bytes
         self._transport: asyncio.Transport | None = None
         self._client_host = "unknown"
         self._waiting: asyncio.Future[Response] | None = None  # the request in progress, if it had to wait
@@ -118,10 +138,18 @@ class KafkaConnection(asyncio.Protocol):
         self._received_s = 0.0  # perf_counter() of the last read: a frame in the buffer arrived by then
         self._waiting_timing: tuple[int, float, float, float] | None = None  # key, queue, local, handed back at
         self._sending_timings: list[_Timing] = []  # responses behind a FileRecords slice still going out
+        # A TLS listener's connections are accepted as TCP, counted, then upgraded (see connection_made).
+        self._ssl_context = ssl_context
+        self._handshake: asyncio.Future[None] | None = None  # the TLS handshake's end, while it runs
 
     # --- asyncio.Protocol callbacks ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._handshake is not None:  # a TLS listener's connection: the handshake is done
+            self._handshake = None
+            self._transport = cast(asyncio.Transport, transport)
+            self._last_active_s = time.monotonic()
+            return
         # A stream transport (uvloop's do not subclass asyncio.Transport, so no isinstance check).
         self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
@@ -146,12 +174,62 @@ class KafkaConnection(asyncio.Protocol):
         self._registry.add(self)
         if self._idle_s is not None:
             self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
+        if self._ssl_context is not None:
+            self._start_tls(asyncio.get_running_loop(), self._ssl_context)
 
-    def data_received(self, data: bytes) -> None:
+    def _start_tls(self, loop: asyncio.AbstractEventLoop, context: ssl.SSLContext) -> None:
+        """Put TLS between the socket and us, now, before the loop reads a byte: a TLS listener accepts
+        TCP, so a connection is counted in the quotas from accept, as Kafka counts it (the loop's own TLS
+        server would call us only once the handshake is done). The SSL protocol calls connection_made
+        again with its transport once the handshake is done.
+
+        Kafka bounds a handshake by connections.max.idle.ms (its Selector expires a channel idle that long,
+        handshaking or not), so that is the handshake's timeout here too; with idle connections never
+        closed (-1), asyncio's default (60 s) bounds it."""
+        raw = self._transport
+        assert raw is not None
+        waiter: asyncio.Future[None] = loop.create_future()
+        tls = server_tls_protocol(loop, self, context, waiter, handshake_timeout_s=self._idle_s or None)
+        self._handshake = waiter
+        waiter.add_done_callback(self._handshake_ended)
+        raw.set_protocol(tls)
+        tls.connection_made(raw)
+
+    def _handshake_ended(self, waiter: asyncio.Future[None]) -> None:
+        error = None if waiter.cancelled() else waiter.exception()
+        if error is None and not waiter.cancelled():
+            return  # connection_made had the TLS transport
+        if self._handshake is waiter:
+            self._handshake = None
+        if not self._closed:
+            logger.info("closing connection from %s: TLS handshake failed: %s", self._client_host,
+                        error or "cancelled")
+            self.close()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self._last_active_s = time.monotonic()
         self._received_s = time.perf_counter()
-        self._reader.feed(data)
-        self._process()
+        reader = self._reader
+        reader.buffer_updated(nbytes)
+        try:
+            self._process()
+        finally:
+            reader.release()  # what is left of the shared receive buffer moves to ours
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes received as an object (a transport that is not buffered, and tests): as if received into
+        our buffers."""
+        view = memoryview(data)
+        while view and not self._closed:
+            into = self.get_buffer(len(view))
+            n = min(len(into), len(view))
+            into[:n] = view[:n]
+            into.release()
+            view = view[n:]
+            self.buffer_updated(n)
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -205,6 +283,8 @@ class KafkaConnection(asyncio.Protocol):
     def _end(self) -> None:
         """Give back everything the connection holds (once it is closed)."""
         self._registry.discard(self)
+        if self._handshake is not None:
+            self._handshake = None  # (its transport is closed below; the SSL protocol ends it)
         if self._counted and self._quotas is not None:
             self._counted = False
             self._quotas.release(self._client_host)
@@ -256,8 +336,7 @@ class KafkaConnection(asyncio.Protocol):
                 done = time.perf_counter()
                 api_key = payload[0] << 8 | payload[1]  # the header's first field (it was parsed: >= 2 bytes)
             if answer is None or isinstance(answer, (bytes, list)):
-                self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
-                    else self._unauthenticated_max_frame_bytes
+                self._set_frame_limits()
                 if self._reserved_bytes:
                     self._release_queue()
                 if answer is None:
@@ -291,6 +370,15 @@ class KafkaConnection(asyncio.Protocol):
         self._flush(out, timed)
         if self._eof and self._waiting is None and not self._write_paused and not self._sending:
             self.close()
+
+    def _set_frame_limits(self) -> None:
+        reader = self._reader
+        if self.authenticated:
+            reader.max_frame_bytes = self._max_frame_bytes
+            if self._preallocate:
+                reader.preallocate_bytes = PREALLOCATE_BYTES
+        else:
+            reader.max_frame_bytes = self._unauthenticated_max_frame_bytes
 
     def _admit(self, queue: RequestQueue) -> bool:
         """Whether the next frame may be taken: a request slot must be free (queued.max.requests counts
@@ -358,8 +446,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close()
             return
         answer = waiting.result()
-        self._reader.max_frame_bytes = self._max_frame_bytes if self.authenticated \
-                    else self._unauthenticated_max_frame_bytes
+        self._set_frame_limits()
         timed: list[_Timing] | None = None
         if timing is not None and self._phases is not None:
             now = time.perf_counter()

@@ -247,7 +247,8 @@ async def serve(
                 quotas=None if controller_plane else quotas, request_queue=None if controller_plane else request_queue,
                 connections_max_idle_ms=max_idle_ms, listener=listener_name, request_metrics=broker.request_metrics,
                 authenticate_max_frame_bytes=(channel.security.max_receive_bytes if channel is not None
-                                              and channel.authenticator is not None else None))
+                                              and channel.authenticator is not None else None),
+                ssl_context=security.ssl_context if security is not None else None)
             return connection
 
         return make
@@ -269,8 +270,7 @@ async def serve(
         if controller_address is not None:
             controller_server = await loop.create_server(
                 connection_factory(True, controller_security), controller_address[0], controller_address[1],
-                reuse_address=True, backlog=LISTEN_BACKLOG,
-                ssl=controller_security.ssl_context if controller_security is not None else None)
+                reuse_address=True, backlog=LISTEN_BACKLOG)  # (TLS after accept: KafkaConnection._start_tls)
             listeners.append(controller_server)
             logger.info("controller listener %s on port %d", controller_spec.name if controller_spec else "CONTROLLER",
                         _bound_port(controller_server))
@@ -301,8 +301,7 @@ async def serve(
                 spec = security.listener
                 bind_host, bind_port = (host, port) if index == 0 else (spec.host, spec.port)
                 listener = await loop.create_server(connection_factory(False, security), bind_host, bind_port,
-                                                    reuse_address=True, backlog=LISTEN_BACKLOG,
-                                                    ssl=security.ssl_context)
+                                                    reuse_address=True, backlog=LISTEN_BACKLOG)
                 listeners.append(listener)
                 logger.info("listener %s (%s) on %s:%d", spec.name, spec.security_protocol.name, bind_host,
                             _bound_port(listener))

@@ -13,6 +13,8 @@ replacement/[LU] rewrites a DN the pattern matches whole; no matching rule refus
 
 from __future__ import annotations
 
+import asyncio
+import asyncio.sslproto
 import os
 import re
 import ssl
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 from samsa.broker.security.listeners import ListenerConfigError
 
@@ -237,3 +240,33 @@ def ssl_principal(der: bytes | None, rules: tuple[MappingRule, ...]) -> str | No
         if name is not None:
             return f"User:{name}"
     return None
+
+
+class _SSLProtocolClass(Protocol):
+    """The constructor asyncio's and uvloop's SSLProtocol share."""
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, app_protocol: asyncio.BaseProtocol,
+                 sslcontext: ssl.SSLContext, waiter: asyncio.Future[None], *, server_side: bool,
+                 call_connection_made: bool, ssl_handshake_timeout: float | None) -> asyncio.BufferedProtocol: ...
+
+
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> _SSLProtocolClass:
+    """The TLS protocol the loop's own servers use (uvloop's, else asyncio's): same constructor."""
+    try:
+        import uvloop.loop
+    except ImportError:  # (uvloop is not installed on every platform)
+        pass
+    else:
+        if isinstance(loop, uvloop.loop.Loop):
+            return cast(_SSLProtocolClass, uvloop.loop.SSLProtocol)
+    return cast(_SSLProtocolClass, asyncio.sslproto.SSLProtocol)
+
+
+def server_tls_protocol(loop: asyncio.AbstractEventLoop, app_protocol: asyncio.BaseProtocol, context: ssl.SSLContext,
+                        waiter: asyncio.Future[None], *, handshake_timeout_s: float | None) -> asyncio.BufferedProtocol:
+    """The server side of TLS between a connection's socket transport and `app_protocol`, as the loop's own
+    TLS servers make it: the caller sets it as the transport's protocol and calls its connection_made; it
+    calls app_protocol.connection_made with its transport once the handshake is done, and ends `waiter`
+    (with the error if the handshake failed)."""
+    return _ssl_protocol_class(loop)(loop, app_protocol, context, waiter, server_side=True, call_connection_made=True,
+                                     ssl_handshake_timeout=handshake_timeout_s)
