@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from samsa.broker.group import records as r
 from samsa.broker.group.classic_group import GroupRecord
-from samsa.broker.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from samsa.broker.group.consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
 
 GROUP_METADATA = r.CONSUMER_GROUP_METADATA_KEY
 PARTITION_METADATA = r.CONSUMER_GROUP_PARTITION_METADATA_KEY
@@ -38,7 +38,9 @@ def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
     value = r.ConsumerGroupMemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host,
                                                m.subscribed_topic_names, m.subscribed_topic_regex,
-                                               m.rebalance_timeout_ms, m.server_assignor)
+                                               m.rebalance_timeout_ms, m.server_assignor,
+                                               None if m.classic is None
+                                               else (m.classic.session_timeout_ms, m.classic.supported_protocols))
     return GroupRecord(group_id, _key(group_id, MEMBER_METADATA, m.member_id), r.encode_member_metadata_value(value))
 
 
@@ -91,7 +93,8 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
                                     client_id=v.client_id, client_host=v.client_host,
                                     subscribed_topic_names=v.subscribed_topic_names,
                                     subscribed_topic_regex=v.subscribed_topic_regex,
-                                    rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor))
+                                    rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
+                                    classic=None if v.classic is None else ClassicMemberMetadata(*v.classic)))
     elif record_type == CURRENT_ASSIGNMENT:
         c = r.decode_current_member_assignment_value(value)
         try:

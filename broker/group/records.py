@@ -375,6 +375,8 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    # Tag 0, ClassicMemberMetadata: (session timeout, [(protocol name, metadata)]) of a classic member.
+    classic: tuple[int, tuple[tuple[str, bytes], ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +433,33 @@ def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> byt
         _I16.pack(0), _cstr(value.instance_id), _cstr(value.rack_id), _cstr(value.client_id),
         _cstr(value.client_host), _uvarint(len(names) + 1), *(_cstr(n) for n in names),
         _cstr(value.subscribed_topic_regex), _I32.pack(value.rebalance_timeout_ms), _cstr(value.server_assignor),
-        b"\x00"])
+        _classic_tag(value.classic)])
+
+
+def _cbytes(value: bytes) -> bytes:
+    return _uvarint(len(value) + 1) + value
+
+
+def _classic_tag(classic: tuple[int, tuple[tuple[str, bytes], ...]] | None) -> bytes:
+    """The value's tagged fields: none, or tag 0 (ClassicMemberMetadata, itself flexible)."""
+    if classic is None:
+        return b"\x00"
+    session_timeout_ms, protocols = classic
+    body = b"".join([_I32.pack(session_timeout_ms), _uvarint(len(protocols) + 1),
+                     *(_cstr(name) + _cbytes(metadata) + b"\x00" for name, metadata in protocols), b"\x00"])
+    return b"\x01" + _uvarint(0) + _uvarint(len(body)) + body
+
+
+def _read_classic(data: bytes) -> tuple[int, tuple[tuple[str, bytes], ...]]:
+    r = _Reader(data, flexible=True)
+    session_timeout_ms = r.i32()
+    protocols = []
+    for _ in range(r.array_len()):
+        name = r.str()
+        protocols.append((name, r.bytes()))
+        r.skip_tags()
+    r.skip_tags()
+    return session_timeout_ms, tuple(protocols)
 
 
 def encode_target_assignment_member_value(partitions: TopicPartitions) -> bytes:
@@ -474,9 +502,14 @@ def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValu
     regex = r.nstr()
     rebalance_timeout_ms = r.i32()
     assignor = r.nstr()
-    r.skip_tags()
+    classic = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        field_bytes = r._take(size)
+        if tag == 0:
+            classic = _read_classic(field_bytes)
     return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
-                                            rebalance_timeout_ms, assignor)
+                                            rebalance_timeout_ms, assignor, classic)
 
 
 def decode_target_assignment_member_value(data: bytes) -> TopicPartitions:
