@@ -47,6 +47,10 @@ class ClassicLoading:
 
     # --- KIP-848 online migration ---------------------------------------------------------------
 
+    def emit(self, record: GroupRecord) -> None:
+        """Queue a record of the consumer group coordinator: both write to `__consumer_offsets` in one order."""
+        self._records.append(record)
+
     def hand_over(self, group_id: str, now_ms: int) -> Group:
         """The group's members leave the classic coordinator for a consumer group (Kafka's convertToConsumerGroup):
         a member waiting in JoinGroup or SyncGroup is told REBALANCE_IN_PROGRESS and rejoins, the group's record is

@@ -17,13 +17,13 @@ holds only offsets); this module only validates who may commit and fetch them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from samsa.broker.group import consumer_group_records as cg_records
 from samsa.broker.group.assignors import ASSIGNORS, MemberSubscription
 from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.classic_members import ClassicMemberError, ClassicMembers, TopicCatalog
 from samsa.broker.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -47,20 +47,6 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors (the first is the default)
-
-
-class TopicView(Protocol):
-    @property
-    def topic_id(self) -> str: ...
-    @property
-    def partitions(self) -> Mapping[int, object]: ...
-
-
-class TopicCatalog(Protocol):
-    """What the coordinator reads of the metadata image (samsa.broker.metadata.image.MetadataImage is one)."""
-
-    @property
-    def topics_by_name(self) -> Mapping[str, TopicView]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +76,9 @@ class HeartbeatResult:
     assignment: TopicPartitions | None = None
 
 
-class HeartbeatError(Exception):
+class HeartbeatError(ClassicMemberError):
     def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
+        super().__init__(error)
         self.message = message
 
 
@@ -101,7 +86,7 @@ def _invalid(message: str) -> HeartbeatError:
     return HeartbeatError(ErrorCode.invalid_request, message)
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicMembers):
     def __init__(self, config: ConsumerGroupConfig, emit: Callable[[GroupRecord], None],
                  classic_group_in_use: Callable[[str], bool],
                  upgrade: Callable[[str, TopicCatalog, int], ConsumerGroup | None] | None = None,
@@ -162,6 +147,9 @@ class ConsumerGroupCoordinator:
                                  f"{', '.join(self._enabled_assignors())}.")
         if req.subscribed_topic_regex:
             self._compile(req.subscribed_topic_regex)
+
+    def _max_size(self) -> int:
+        return self.config.max_size
 
     def _enabled_assignors(self) -> list[str]:
         return [a for a in self.config.assignors if a in ASSIGNORS]
