@@ -84,6 +84,15 @@ def python_member(bootstrap: str, group: str, topic: str, out: Path,
     return subprocess.Popen([sys.executable, str(WORKER), bootstrap, group, topic, str(out), protocol])
 
 
+FRANZ_MEMBER = HERE.parent / "go" / "bin" / "kip848member"
+
+
+def franz_member(bootstrap: str, group: str, topic: str, out: Path,
+                 protocol: str = "consumer") -> subprocess.Popen[bytes]:
+    """franz-go's member (compat-tests/go/kip848member, built by make compat-deps)."""
+    return subprocess.Popen([str(FRANZ_MEMBER), bootstrap, group, topic, str(out), protocol])
+
+
 _java_classes: Path | None = None
 
 

@@ -9,7 +9,8 @@ consumer-protocol members. Downgrading, the last consumer-protocol member's depa
 a classic group. Every record is consumed exactly once across the roll: each member commits a record
 (synchronously) before counting it, so two owners of a partition at once would count a record twice.
 
-librdkafka (confluent-kafka) and the Java consumer (kafka-clients 4.1.2); Samsa only, as the session timeouts
+librdkafka (confluent-kafka), the Java consumer (kafka-clients 4.1.2) and franz-go (classic: cooperative-sticky;
+consumer: kgo.ServerSideBalancer); Samsa only, as the session timeouts
 these use are below Kafka's floor for the consumer protocol (see conftest.py).
 """
 
@@ -23,9 +24,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from harness848 import (
+    FRANZ_MEMBER,
     PARTITIONS,
     WAIT_S,
     consumed,
+    franz_member,
     java_classes,
     java_member,
     owned,
@@ -107,13 +110,23 @@ def java_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str)
     return java_member(bootstrap, group, topic, out, protocol)
 
 
-STARTERS = {"confluent": python_start, "java": java_start}
+def franz_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str) -> subprocess.Popen[bytes]:
+    return franz_member(bootstrap, group, topic, out, protocol)
+
+
+STARTERS = {"confluent": python_start, "java": java_start, "franz": franz_start}
+
+
+def skip_missing(client: str) -> None:
+    if client == "java" and java_classes() is None:
+        pytest.skip("javac or the kafka-clients jars are missing (make compat-deps)")
+    if client == "franz" and not FRANZ_MEMBER.exists():
+        pytest.skip("the franz-go member is not built (make compat-deps, which needs go)")
 
 
 @pytest.mark.parametrize("client", sorted(STARTERS))
 def test_rolling_upgrade_classic_to_consumer(client: str, samsa_kip848: SamsaProcess, tmp_path: Path) -> None:
-    if client == "java" and java_classes() is None:
-        pytest.skip("javac or the kafka-clients jars are missing (make compat-deps)")
+    skip_missing(client)
     outputs, produced = roll(samsa_kip848, tmp_path, STARTERS[client], f"roll-up-{client}", f"roll-up-{client}",
                              "classic", "consumer")
     exactly_once(outputs, produced)
@@ -121,8 +134,7 @@ def test_rolling_upgrade_classic_to_consumer(client: str, samsa_kip848: SamsaPro
 
 @pytest.mark.parametrize("client", sorted(STARTERS))
 def test_rolling_downgrade_consumer_to_classic(client: str, samsa_kip848: SamsaProcess, tmp_path: Path) -> None:
-    if client == "java" and java_classes() is None:
-        pytest.skip("javac or the kafka-clients jars are missing (make compat-deps)")
+    skip_missing(client)
     outputs, produced = roll(samsa_kip848, tmp_path, STARTERS[client], f"roll-down-{client}",
                              f"roll-down-{client}", "consumer", "classic")
     exactly_once(outputs, produced)
