@@ -254,6 +254,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             if is_new:
                 logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
                             "classic" if updated.uses_classic_protocol else "consumer")
+        self._write_regexes(group, catalog, now_ms)
         metadata = self._subscription_metadata(group, catalog)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -329,6 +330,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
         self._remove_member(group, member_id)
         if self._catalog is not None:
             group.subscription_metadata = self._subscription_metadata(group, self._catalog)
+            self._write_regexes(group, self._catalog, now_ms)
         self._bump_group_epoch(group)
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> None:
@@ -336,6 +338,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
         group.target_assignment.pop(member_id, None)
         for record_type in (cg_records.CURRENT_ASSIGNMENT, cg_records.TARGET_MEMBER, cg_records.MEMBER_METADATA):
             self._emit(cg_records.tombstone(group.group_id, record_type, member_id))
+
+    def _write_regexes(self, group: ConsumerGroup, catalog: TopicCatalog, now_ms: int) -> None:
+        version = int(getattr(catalog, "offset", -1))  # Kafka: the metadata image's last offset
+        for record in cg_records.regular_expressions(group, lambda regex: self._resolve(regex, catalog), version,
+                                                     now_ms):
+            self._emit(record)
 
     def _bump_group_epoch(self, group: ConsumerGroup) -> None:
         group.group_epoch += 1

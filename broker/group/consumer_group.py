@@ -106,6 +106,8 @@ class ConsumerGroup:
         self.partition_epochs: dict[tuple[str, int], int] = {}
         # Subscription metadata the target was computed from: topic name -> (topic id, partitions).
         self.subscription_metadata: dict[str, tuple[str, int]] = {}
+        # Regex subscriptions -> the topics each resolved to when last written (ConsumerGroupRegularExpression).
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
         # Timers: member id -> session deadline; member id -> (epoch, deadline) of a pending revocation.
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}
@@ -172,6 +174,7 @@ class ConsumerGroup:
         other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
         other.static_members, other.partition_epochs = dict(self.static_members), dict(self.partition_epochs)
         other.subscription_metadata = dict(self.subscription_metadata)
+        other.resolved_regexes = dict(self.resolved_regexes)
         other.session_deadlines_ms = dict(self.session_deadlines_ms)
         other.rebalance_deadlines_ms = dict(self.rebalance_deadlines_ms)
         other.join_deadlines_ms, other.sync_deadlines_ms = dict(self.join_deadlines_ms), dict(self.sync_deadlines_ms)

@@ -4,6 +4,7 @@ formats are in records.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from samsa.broker.group import records as r
@@ -16,6 +17,7 @@ MEMBER_METADATA = r.CONSUMER_GROUP_MEMBER_METADATA_KEY
 TARGET_METADATA = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY
 TARGET_MEMBER = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY
 CURRENT_ASSIGNMENT = r.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY
+REGULAR_EXPRESSION = r.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY
 
 
 def _key(group_id: str, record_type: int, member_id: str = "") -> bytes:
@@ -56,6 +58,24 @@ def current_assignment(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
                        r.encode_current_member_assignment_value(value))
 
 
+def regular_expressions(group: ConsumerGroup, resolve: Callable[[str], frozenset[str]], version: int,
+                        now_ms: int) -> list[GroupRecord]:
+    """Kafka 4's ConsumerGroupRegularExpression records for the group's regex subscriptions as they resolve now:
+    one for each regex whose topics changed (or is new), a tombstone for each no member uses any more."""
+    used = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+    records = []
+    for regex in sorted(used):
+        topics = resolve(regex)
+        if group.resolved_regexes.get(regex) != topics:
+            group.resolved_regexes[regex] = topics
+            records.append(GroupRecord(group.group_id, _key(group.group_id, REGULAR_EXPRESSION, regex),
+                                       r.encode_regular_expression_value(tuple(topics), version, now_ms)))
+    for regex in sorted(set(group.resolved_regexes) - used):
+        del group.resolved_regexes[regex]
+        records.append(tombstone(group.group_id, REGULAR_EXPRESSION, regex))
+    return records
+
+
 def _member(group: ConsumerGroup, member_id: str) -> ConsumerGroupMember:
     return group.members.get(member_id) or ConsumerGroupMember(member_id)
 
@@ -74,6 +94,8 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
             group.remove_member(member_id)
         elif record_type == TARGET_MEMBER:
             group.target_assignment.pop(member_id, None)
+        elif record_type == REGULAR_EXPRESSION:
+            group.resolved_regexes.pop(member_id, None)
         elif record_type == CURRENT_ASSIGNMENT and member_id in group.members:
             group.update_member(replace(group.members[member_id], member_epoch=0, previous_member_epoch=0,
                                         state=MemberState.STABLE, assigned_partitions={},
@@ -87,6 +109,8 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
         group.assignment_epoch = r.decode_epoch_value(value)
     elif record_type == TARGET_MEMBER:
         group.target_assignment[member_id] = r.decode_target_assignment_member_value(value)
+    elif record_type == REGULAR_EXPRESSION:
+        group.resolved_regexes[member_id] = frozenset(r.decode_regular_expression_value(value)[0])
     elif record_type == MEMBER_METADATA:
         v = r.decode_member_metadata_value(value)
         group.update_member(replace(_member(group, member_id), instance_id=v.instance_id, rack_id=v.rack_id,

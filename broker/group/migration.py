@@ -105,6 +105,7 @@ def consumer_group_tombstones(group: ConsumerGroup) -> list[GroupRecord]:
             *(cg_records.tombstone(gid, cg_records.TARGET_MEMBER, mid) for mid in group.members),
             cg_records.tombstone(gid, cg_records.TARGET_METADATA),
             *(cg_records.tombstone(gid, cg_records.MEMBER_METADATA, mid) for mid in group.members),
+            *(cg_records.tombstone(gid, cg_records.REGULAR_EXPRESSION, regex) for regex in group.resolved_regexes),
             cg_records.tombstone(gid, cg_records.PARTITION_METADATA),
             cg_records.tombstone(gid, cg_records.GROUP_METADATA)]
 
