@@ -483,8 +483,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
         return group_id in self.groups
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
-                               now_ms: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit (a non-transactional commit)."""
+                               now_ms: int, transactional: bool = False) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit; a transactional one (TxnOffsetCommit) is told of a stale
+        epoch as ILLEGAL_GENERATION, which transactional producers know (OffsetMetadataManager)."""
         group = self.groups[group_id]
         self._fire_timers(group, now_ms)
         if member_epoch < 0 and not group.members:
@@ -492,10 +493,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if api_version < 9 and not member.uses_classic_protocol:
+        if api_version < 9 and not member.uses_classic_protocol and not transactional:
             return ErrorCode.unsupported_version
         if member_epoch == member.member_epoch:
             return ErrorCode.none
+        if transactional:
+            return ErrorCode.illegal_generation
         # Kafka's validateMemberEpoch: a classic member is told of its generation as the classic protocol does.
         return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
 

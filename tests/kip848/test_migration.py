@@ -286,6 +286,10 @@ def test_classic_requests_to_a_consumer_group_are_validated_as_kafka_does() -> N
     assert c.consumer.validate_offset_commit(G, a, 1, 2, 25) == ErrorCode.none
     assert c.consumer.validate_offset_commit(G, a, 0, 8, 25) == ErrorCode.illegal_generation
     assert c.consumer.validate_offset_commit(G, "B", 2, 8, 25) == ErrorCode.unsupported_version
+    # TxnOffsetCommit (Kafka's validateTransactionalOffsetCommit): any version, a stale epoch is ILLEGAL_GENERATION.
+    assert c.consumer.validate_offset_commit(G, "B", 2, 8, 25, transactional=True) == ErrorCode.none
+    assert c.consumer.validate_offset_commit(G, "B", 1, 8, 25, transactional=True) == ErrorCode.illegal_generation
+    assert c.consumer.validate_offset_commit(G, "", -1, 8, 25, transactional=True) == ErrorCode.unknown_member_id
     # LeaveGroup: only classic members; the epoch is bumped once.
     epoch = c.consumer.groups[G].group_epoch
     results = c.consumer.classic_leave(G, [("B", None), (a, None), ("nobody", None)], c.catalog)
