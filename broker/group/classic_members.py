@@ -17,7 +17,7 @@ and sync within it after joining.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
@@ -93,6 +93,7 @@ class ClassicMembers:
     """The classic protocol's requests against a consumer group; ConsumerGroupCoordinator inherits them."""
 
     groups: dict[str, ConsumerGroup]
+    _downgrade: Callable[[ConsumerGroup, str | None, int], bool] | None
 
     # Provided by ConsumerGroupCoordinator.
     def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -133,7 +134,7 @@ class ClassicMembers:
         if subscription is None:
             return JoinResult(ErrorCode.inconsistent_group_protocol, req.member_id)
         try:
-            member = self._joining_member(group, member_id, req.group_instance_id, unknown)
+            member, replaced = self._joining_member(group, member_id, req.group_instance_id, unknown)
         except ClassicMemberError as e:
             return JoinResult(e.error, req.member_id)
         updated = replace(
@@ -150,28 +151,35 @@ class ClassicMembers:
             final = self.update_and_reconcile(group, member, updated, owned, catalog, now_ms)
         except ClassicMemberError as e:  # a HeartbeatError of the reconciliation
             return JoinResult(e.error, req.member_id)
-        group.join_deadlines_ms.pop(member_id, None)
-        group.session_deadlines_ms[member_id] = now_ms + req.session_timeout_ms
-        group.sync_deadlines_ms[member_id] = now_ms + max(req.rebalance_timeout_ms, 0)
+        # Kafka's validateOnlineDowngradeWithReplacedMemberId: this static member took the place of the last
+        # member using the consumer protocol, so the group is all classic now and becomes a classic group.
+        downgraded = (replaced is not None and replaced.classic is None and self._downgrade is not None
+                      and all(m.classic is not None for m in group.members.values())
+                      and self._downgrade(group, None, now_ms))
+        if not downgraded:
+            group.join_deadlines_ms.pop(member_id, None)
+            group.session_deadlines_ms[member_id] = now_ms + req.session_timeout_ms
+            group.sync_deadlines_ms[member_id] = now_ms + max(req.rebalance_timeout_ms, 0)
         assert final.classic is not None
         return JoinResult(ErrorCode.none, member_id, final.member_epoch, CONSUMER_PROTOCOL_TYPE,
                           final.classic.protocol_name, "")
 
     def _joining_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None,
-                        unknown: bool) -> ConsumerGroupMember:
+                        unknown: bool) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
         """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember for a classic member: a static member
-        joining without an id takes its instance's place (whichever protocol the old one used)."""
+        joining without an id takes its instance's place (whichever protocol the old one used). Returns the
+        member and the one it replaced."""
         if instance_id is None:
-            return group.members.get(member_id) or ConsumerGroupMember(member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id), None
         existing = group.static_member(instance_id)
         if not unknown:
             if existing is None:
                 raise ClassicMemberError(ErrorCode.unknown_member_id)
             if existing.member_id != member_id:
                 raise ClassicMemberError(ErrorCode.fenced_instance_id)
-            return existing
+            return existing, None
         if existing is None:
-            return ConsumerGroupMember(member_id)
+            return ConsumerGroupMember(member_id), None
         member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         target = group.target_assignment.get(existing.member_id)
         self._remove_member(group, existing.member_id)
@@ -181,7 +189,7 @@ class ClassicMembers:
             group.target_assignment[member_id] = target
             self._emit_target(group, member_id)
         self._emit_current(group, member)
-        return member
+        return member, existing
 
     # --- SyncGroup, Heartbeat -----------------------------------------------------------------
 

@@ -90,11 +90,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def __init__(self, config: ConsumerGroupConfig, emit: Callable[[GroupRecord], None],
                  classic_group_in_use: Callable[[str], bool],
                  upgrade: Callable[[str, TopicCatalog, int], ConsumerGroup | None] | None = None,
-                 downgrade: Callable[[ConsumerGroup, str, int], bool] | None = None) -> None:
+                 downgrade: Callable[[ConsumerGroup, str | None, int], bool] | None = None) -> None:
         """`upgrade(group id, catalog, now)`: the classic group with members converted to a consumer group for
         a consumer-protocol member joining it, or None when the migration policy or the group refuses it.
         `downgrade(group, leaving member id, now)`: the group converted to a classic one as its last
-        consumer-protocol member goes (True), or not (False). Both are KIP-848's online migration."""
+        consumer-protocol member goes (True), or not (False); leaving member id None: a classic static member has
+        just taken that member's place. Both are KIP-848's online migration."""
         self.config = config
         self._emit = emit
         self._classic_group_in_use = classic_group_in_use

@@ -110,9 +110,12 @@ class GroupCoordinator(ClassicLoading):
 
     def prepare_rebalance(self, group: Group, now_ms: int, reason: str) -> None:
         """Start a rebalance of a group the consumer protocol handed back (KIP-848's online downgrade)."""
+        self.schedule_heartbeats(group, now_ms)
+        self._prepare_rebalance(group, now_ms, reason)
+
+    def schedule_heartbeats(self, group: Group, now_ms: int) -> None:
         for member in group.members.values():
             self._schedule_heartbeat(member, now_ms)
-        self._prepare_rebalance(group, now_ms, reason)
 
     def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None) -> None:
         member.heartbeat_deadline_ms = now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms)

@@ -127,7 +127,7 @@ def validate_online_upgrade(classic: Group, policy: MigrationPolicy, consumer_ma
     return True
 
 
-def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str, catalog: TopicIds,
+def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str | None, catalog: TopicIds,
                                 now_ms: int) -> Group:
     """Kafka's ClassicGroup.fromConsumerGroup: every member but the leaving one, Stable at the group epoch, each
     with its target assignment encoded for the selected protocol."""
@@ -151,15 +151,16 @@ def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str, ca
     return classic
 
 
-def can_downgrade(group: ConsumerGroup, leaving_member_id: str, policy: MigrationPolicy,
+def can_downgrade(group: ConsumerGroup, leaving_member_id: str | None, policy: MigrationPolicy,
                   classic_max_size: int) -> bool:
-    """Kafka's validateOnlineDowngradeWithFencedMember (the caller checked the member is the last one using
-    the consumer protocol and others remain)."""
+    """Kafka's validateOnlineDowngradeWithFencedMember, or (`leaving_member_id` None: a classic static member
+    took the last consumer-protocol member's place) validateOnlineDowngradeWithReplacedMemberId; the caller
+    checked that only classic members remain."""
     if not policy.downgrade_enabled:
         logger.info("cannot downgrade consumer group %s to a classic group: the online downgrade is disabled",
                     group.group_id)
         return False
-    if len(group.members) - 1 > classic_max_size:
+    if len(group.members) - (leaving_member_id is not None) > classic_max_size:
         logger.info("cannot downgrade consumer group %s to a classic group: it has more members than "
                     "group.max.size", group.group_id)
         return False
@@ -197,16 +198,21 @@ def upgrade(classic: GroupCoordinator, consumer: ConsumerGroupCoordinator, group
 
 
 def downgrade(classic: GroupCoordinator, consumer: ConsumerGroupCoordinator, group: ConsumerGroup,
-              leaving_member_id: str, catalog: TopicIds, policy: MigrationPolicy, now_ms: int) -> bool:
+              leaving_member_id: str | None, catalog: TopicIds, policy: MigrationPolicy, now_ms: int) -> bool:
     """The last consumer-protocol member `leaving_member_id` goes and classic members remain: the group becomes
-    a classic group that rebalances (True), or stays a consumer group (False)."""
+    a classic group that rebalances (True), or stays a consumer group (False). `leaving_member_id` None: a
+    classic static member has just replaced the last consumer-protocol member (its records already say so);
+    the group becomes a Stable classic group, the newcomer holding its predecessor's target, no rebalance."""
     if not can_downgrade(group, leaving_member_id, policy, classic.config.max_size):
         return False
     converted = classic_group_from_consumer(group, leaving_member_id, catalog, now_ms)
     emit_all(classic.emit, consumer_group_tombstones(group))
     del consumer.groups[group.group_id]
     classic.take_back(converted)
-    classic.prepare_rebalance(converted, now_ms, f"Downgrade group {group.group_id} from consumer to classic.")
+    if leaving_member_id is None:
+        classic.schedule_heartbeats(converted, now_ms)
+    else:
+        classic.prepare_rebalance(converted, now_ms, f"Downgrade group {group.group_id} from consumer to classic.")
     logger.info("group %s: downgraded from consumer to classic at generation %d with %d members", group.group_id,
                 converted.generation_id, len(converted.members))
     return True

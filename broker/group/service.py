@@ -175,7 +175,7 @@ class GroupService:
     def _upgrade(self, group_id: str, catalog: TopicCatalog, now: int) -> ConsumerGroup | None:
         return migration.upgrade(self.coordinator, self.consumer, group_id, catalog, self.migration_policy, now)
 
-    def _downgrade(self, group: ConsumerGroup, leaving_member_id: str, now: int) -> bool:
+    def _downgrade(self, group: ConsumerGroup, leaving_member_id: str | None, now: int) -> bool:
         return migration.downgrade(self.coordinator, self.consumer, group, leaving_member_id, self.broker.image,
                                    self.migration_policy, now)
 

@@ -319,3 +319,31 @@ def test_a_group_with_a_malformed_subscription_is_not_upgraded() -> None:
                                    c.catalog, 10)
     assert refused.error == ErrorCode.group_id_not_found
     assert G not in c.consumer.groups and len(c.classic.groups[G].members) == 1
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_without_a_rebalance() -> None:
+    c = Cluster()
+    a = c.classic_group_of_one(0)
+    joined = c.consumer.heartbeat(HeartbeatRequest(G, "S", 0, "inst", None, REBALANCE_MS, ("t",), None, None, {}),
+                                  c.catalog, 10)
+    assert joined.error == ErrorCode.none and G in c.consumer.groups
+    target_of_s = c.consumer.groups[G].target_assignment["S"]
+    c.records()
+    meta = subscription(["t"])
+    replacing = JoinRequest(G, "", "inst", "client", "/127.0.0.1", SESSION_MS, REBALANCE_MS, "consumer",
+                            (("range", meta),))
+    result = c.consumer.classic_join(replacing, c.catalog, 20)
+    assert result.error == ErrorCode.none and result.member_id and result.member_id != "S"
+    # The group is a classic group now, Stable: no rebalance; the newcomer holds S's target assignment.
+    assert G not in c.consumer.groups
+    classic = c.classic.groups[G]
+    assert classic.state is GroupState.STABLE and set(classic.members) == {a, result.member_id}
+    assert classic.static_members == {"inst": result.member_id}
+    new = classic.members[result.member_id]
+    assert assigned_partitions(new.assignment) == [("t", sorted(target_of_s[T1]))]
+    assert all(m.heartbeat_deadline_ms == 20 + SESSION_MS for m in classic.members.values())
+    records = c.records()
+    assert decode_key(records[-1].key) == GroupMetadataKey(G) and records[-1].value is not None
+    # The newcomer syncs as any member of a Stable classic group and gets that assignment.
+    synced = c.classic.sync_group(G, classic.generation_id, result.member_id, "inst", "consumer", "range", {}, 21)
+    assert synced.result is not None and synced.result.assignment == new.assignment
