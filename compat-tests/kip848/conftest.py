@@ -1,6 +1,7 @@
 """A Samsa process for the KIP-848 client tests: consumer groups with short sessions and heartbeats, so a
-SIGKILLed member's partitions move within seconds (Kafka's floor, group.consumer.min.session.timeout.ms =
-45 s, would make the same test against the oracle take minutes: these run against Samsa only)."""
+SIGKILLed member's partitions move within seconds; and the Kafka oracle with the same settings (Kafka's floors,
+group.consumer.min.session.timeout.ms = 45 s and group.consumer.min.heartbeat.interval.ms = 5 s, lowered), for
+the scenarios that also run against Kafka."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def samsa_kip848() -> Iterator[SamsaProcess]:
 
 class KafkaBroker:
     """The Kafka oracle with the face the KIP-848 helpers use of a SamsaProcess (bootstrap, check_alive,
-    log_tail), for scenarios that only use graceful leaves (Kafka's consumer session floor is 45 s)."""
+    log_tail), with the same consumer-group session and heartbeat as Samsa's here (Kafka's floors lowered)."""
 
     def __init__(self, cluster: KafkaCluster) -> None:
         self.cluster = cluster
@@ -52,7 +53,11 @@ class KafkaBroker:
 
 @pytest.fixture(scope="module")
 def kafka_kip848() -> Iterator[KafkaBroker]:
-    cluster = start_kafka(overrides={"group.initial.rebalance.delay.ms": "0"})
+    cluster = start_kafka(overrides={
+        "group.initial.rebalance.delay.ms": "0",
+        "group.consumer.min.session.timeout.ms": str(SESSION_MS), "group.consumer.session.timeout.ms": str(SESSION_MS),
+        "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+        "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS)})
     try:
         yield KafkaBroker(cluster)
     finally:
