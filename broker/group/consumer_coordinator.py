@@ -179,7 +179,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
         if joining:
             if existing is None:
                 return group.members.get(req.member_id) or ConsumerGroupMember(req.member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A classic static member may be replaced at once (a rolling upgrade restarts it with the consumer
+            # protocol, and static classic members do not leave); a consumer-protocol one only once it left (-2).
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                 raise HeartbeatError(ErrorCode.unreleased_instance_id,
                                      f"Static member {req.member_id} with instance id {req.instance_id} cannot join "
                                      f"the group because the instance id is owned by {existing.member_id} member.")
@@ -230,7 +232,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             else member.subscribed_topic_names,
             subscribed_topic_regex=req.subscribed_topic_regex if req.subscribed_topic_regex is not None
             else member.subscribed_topic_regex,
-            client_id=req.client_id, client_host=req.client_host)
+            client_id=req.client_id, client_host=req.client_host, classic=None)
         final = self.update_and_reconcile(group, member, updated, req.owned, catalog, now_ms)
         group.session_deadlines_ms[final.member_id] = now_ms + self.session_timeout_ms(final)
         full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from samsa.broker.group import consumer_group_records as cg_records
 from samsa.broker.group.classic_group import Group, GroupRecord, Member
 from samsa.broker.group.classic_members import CONSUMER_PROTOCOL_TYPE, TopicIds, assignment_bytes, topic_ids
+from samsa.broker.group.consumer_coordinator import ConsumerGroupCoordinator, HeartbeatError
 from samsa.broker.group.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
@@ -32,9 +33,9 @@ from samsa.broker.group.consumer_group import (
 )
 from samsa.broker.group.consumer_protocol import assigned_partitions, parse_subscription
 from samsa.broker.group.state import GroupState
+from samsa.kproto.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from samsa.broker.group.consumer_coordinator import ConsumerGroupCoordinator
     from samsa.broker.group.coordinator import GroupCoordinator
 
 logger = logging.getLogger(__name__)
@@ -182,6 +183,10 @@ def upgrade(classic: GroupCoordinator, consumer: ConsumerGroupCoordinator, group
     old = classic.groups[group_id]
     if not validate_online_upgrade(old, policy, consumer.config.max_size):
         return None
+    if len(old.members) >= consumer.config.max_size:
+        # Kafka converts, then finds the group full and drops the conversion with the rest of the request.
+        raise HeartbeatError(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum capacity "
+                             f"of {consumer.config.max_size} members.")
     group = consumer_group_from_classic(old, catalog)
     if group is None:
         logger.warning("cannot upgrade classic group %s to a consumer group: a member's embedded consumer protocol "

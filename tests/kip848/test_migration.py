@@ -347,3 +347,36 @@ def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_w
     # The newcomer syncs as any member of a Stable classic group and gets that assignment.
     synced = c.classic.sync_group(G, classic.generation_id, result.member_id, "inst", "consumer", "range", {}, 21)
     assert synced.result is not None and synced.result.assignment == new.assignment
+
+
+def test_a_consumer_static_member_takes_a_classic_static_members_place_at_once() -> None:
+    """A rolling upgrade with group.instance.id: the classic static member does not leave when it stops; its
+    consumer-protocol successor takes its place at once (Kafka checks UNRELEASED_INSTANCE_ID only between two
+    consumer-protocol members)."""
+    c = Cluster()
+    meta = subscription(["t"])
+    static = JoinRequest(G, "", "inst", "client", "/127.0.0.1", SESSION_MS, REBALANCE_MS, "consumer",
+                         (("range", meta),), require_known_member_id=False)
+    pending = c.classic.join_group(static, 0)
+    c.classic.tick(1)
+    old = pending.result
+    assert old is not None and old.error == ErrorCode.none
+    c.classic.sync_group(G, 1, old.member_id, "inst", "consumer", "range",
+                         {old.member_id: encode_assignment(1, [("t", [0, 1])])}, 2)
+    c.classic.on_assignment_stored(G, old.member_id, 1, ErrorCode.none, 2)
+    joined = c.consumer.heartbeat(HeartbeatRequest(G, "new", 0, "inst", None, REBALANCE_MS, ("t",), None, None, {}),
+                                  c.catalog, 10)
+    assert joined.error == ErrorCode.none and joined.assignment == {T1: frozenset({0, 1})}
+    group = c.consumer.groups[G]
+    assert list(group.members) == ["new"] and group.members["new"].classic is None
+    assert group.static_members == {"inst": "new"}
+
+
+def test_an_upgrade_that_would_overfill_the_group_is_not_made() -> None:
+    c = Cluster()
+    c.consumer.config = ConsumerGroupConfig(session_timeout_ms=SESSION_MS, max_size=1)
+    c.classic_group_of_one(0)
+    refused = c.consumer.heartbeat(HeartbeatRequest(G, "B", 0, None, None, REBALANCE_MS, ("t",), None, None, {}),
+                                   c.catalog, 10)
+    assert refused.error == ErrorCode.group_max_size_reached
+    assert G not in c.consumer.groups and len(c.classic.groups[G].members) == 1
