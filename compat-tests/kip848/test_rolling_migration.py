@@ -39,7 +39,7 @@ from harness848 import (
 )
 from samsa_fixture import SamsaProcess
 
-Starter = Callable[[str, str, str, Path, str], "subprocess.Popen[bytes]"]
+Starter = Callable[[str, str, str, Path, str, str | None], "subprocess.Popen[bytes]"]
 
 
 def group_type(admin: AdminClient, group: str) -> str:
@@ -62,15 +62,17 @@ def wait_covered(outputs: list[Path], samsa: SamsaProcess | KafkaBroker) -> None
 
 
 def roll(samsa: SamsaProcess | KafkaBroker, tmp_path: Path, start: Starter, topic: str, group: str, before: str,
-         after: str) -> tuple[list[Path], set[str]]:
-    """Three `before` members, replaced one at a time by `after` members; every batch produced along the way."""
+         after: str, static: bool = False) -> tuple[list[Path], set[str]]:
+    """Three `before` members, replaced one at a time by `after` members; every batch produced along the way.
+    `static`: each member has a group.instance.id, and its replacement the same one."""
     bootstrap = samsa.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         future.result(30)
     outputs = [tmp_path / f"{before}-{i}.out" for i in range(3)]
     running = list(outputs)
-    workers = [start(bootstrap, group, topic, out, before) for out in outputs]
+    instances = [f"instance-{i}" if static else None for i in range(3)]
+    workers = [start(bootstrap, group, topic, out, before, instances[i]) for i, out in enumerate(outputs)]
     produced: set[str] = set()
     try:
         wait_covered(running, samsa)
@@ -84,7 +86,7 @@ def roll(samsa: SamsaProcess | KafkaBroker, tmp_path: Path, start: Starter, topi
             replacement = tmp_path / f"{after}-{i}.out"
             outputs.append(replacement)
             running[i] = replacement
-            workers.append(start(bootstrap, group, topic, replacement, after))
+            workers.append(start(bootstrap, group, topic, replacement, after, instances[i]))
             wait_covered(running, samsa)
             batch = produce(bootstrap, topic, f"b{i + 1}")
             produced |= batch
@@ -102,15 +104,19 @@ def exactly_once(outputs: list[Path], produced: set[str]) -> None:
     assert [v for v, n in seen.items() if n != 1] == []
 
 
-def python_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str) -> subprocess.Popen[bytes]:
-    return python_member(bootstrap, group, topic, out, protocol)
+def python_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str,
+                 instance: str | None) -> subprocess.Popen[bytes]:
+    return python_member(bootstrap, group, topic, out, protocol, instance)
 
 
-def java_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str) -> subprocess.Popen[bytes]:
-    return java_member(bootstrap, group, topic, out, protocol)
+def java_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str,
+               instance: str | None) -> subprocess.Popen[bytes]:
+    return java_member(bootstrap, group, topic, out, protocol, instance)
 
 
-def franz_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str) -> subprocess.Popen[bytes]:
+def franz_start(bootstrap: str, group: str, topic: str, out: Path, protocol: str,
+                instance: str | None) -> subprocess.Popen[bytes]:
+    assert instance is None, "the franz-go member has no group.instance.id option"
     return franz_member(bootstrap, group, topic, out, protocol)
 
 
@@ -148,4 +154,20 @@ def test_rolling_migration_on_kafka(client: str, before: str, after: str, kafka_
     skip_missing(client)
     name = f"roll-{before}-{after}-{client}-kafka"
     outputs, produced = roll(kafka_kip848, tmp_path, STARTERS[client], name, name, before, after)
+    exactly_once(outputs, produced)
+
+
+@pytest.mark.parametrize("client", ["confluent", "java"])
+@pytest.mark.parametrize(("before", "after"), [("classic", "consumer"), ("consumer", "classic")])
+@pytest.mark.parametrize("target", ["samsa", "kafka"])
+def test_rolling_migration_of_static_members(client: str, before: str, after: str, target: str,
+                                             request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Static members (group.instance.id) restarted with the other protocol and the same instance id: a classic
+    static member does not leave when it stops, and its consumer-protocol successor takes its place at once; a
+    consumer-protocol static member leaves "for now" (epoch -2) and its classic successor takes its place, the
+    last such replacement turning the group back into a classic group without a rebalance."""
+    skip_missing(client)
+    broker: SamsaProcess | KafkaBroker = request.getfixturevalue(f"{target}_kip848")
+    name = f"roll-static-{before}-{after}-{client}-{target}"
+    outputs, produced = roll(broker, tmp_path, STARTERS[client], name, name, before, after, static=True)
     exactly_once(outputs, produced)
