@@ -6,6 +6,7 @@
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
 #   - Kafka Connect 4.1.2 (connect-runtime, connect-json, connect-file via Maven) -> compat-tests/connect/lib
+#   - franz-go (Go module proxy, pinned by compat-tests/go/go.sum) -> compat-tests/go/bin (KIP-848 member)
 COMPAT_DIR := compat-tests
 COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -16,9 +17,9 @@ JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp
 CONNECT_LIB := $(COMPAT_DIR)/connect/lib
 CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-4.1.2
 
-.PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect
+.PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect compat-go
 
-compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect
+compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect compat-go
 
 compat-oracle: $(ORACLE_STAMP)
 
@@ -65,3 +66,13 @@ $(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml
 	mv $(CONNECT_LIB).tmp/connect-file-*.jar $(CONNECT_LIB).tmp/plugins/connect-file/
 	rm -rf $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
 	touch $@
+
+# franz-go's KIP-848 member (compat-tests/kip848/test_franz_consumer_protocol.py), built when Go is installed.
+GO_STAMP := $(COMPAT_DIR)/go/bin/.stamp
+
+compat-go: $(GO_STAMP)
+
+$(GO_STAMP): $(COMPAT_DIR)/go/go.mod $(COMPAT_DIR)/go/go.sum $(wildcard $(COMPAT_DIR)/go/*/*.go)
+	@if command -v go >/dev/null 2>&1; then \
+	  cd $(COMPAT_DIR)/go && go build -o bin/kip848member ./kip848member && touch bin/.stamp; \
+	else echo "go not installed: the franz-go KIP-848 tests will be skipped"; fi

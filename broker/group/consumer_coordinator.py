@@ -17,15 +17,13 @@ holds only offsets); this module only validates who may commit and fetch them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
-
-import re2  # type: ignore[import-untyped]
 
 from samsa.broker.group import consumer_group_records as cg_records
 from samsa.broker.group.assignors import ASSIGNORS, MemberSubscription
 from samsa.broker.group.classic_group import GroupRecord
+from samsa.broker.group.classic_members import ClassicMemberError, ClassicMembers, TopicCatalog
 from samsa.broker.group.consumer_config import ConsumerGroupConfig as ConsumerGroupConfig  # re-exported
 from samsa.broker.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -35,49 +33,13 @@ from samsa.broker.group.consumer_group import (
     ConsumerGroupState,
     MemberState,
 )
+from samsa.broker.group.consumer_regex import InvalidRegexError, RegexCache
 from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
 from samsa.broker.group.records import TopicPartitions
 from samsa.broker.observability.rebalance import RebalanceMeter
 from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
-
-# Internal topics never match a subscription's regex.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-MAX_CACHED_REGEXES = 1024
-
-
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a client's bad regex is its error, answered; not ours to log
-# RE2 (C++) error texts -> RE2/J's, which Kafka's INVALID_REGULAR_EXPRESSION message quotes.
-_RE2J_ERRORS = {
-    "missing )": "missing closing )", "missing ]": "missing closing ]", "unexpected )": "unexpected )",
-    "bad repetition operator": "invalid nested repetition operator", "invalid repetition size": "invalid repeat count",
-    "no argument for repetition operator": "missing argument to repetition operator",
-    "trailing \\": "trailing backslash at end of expression", "invalid named capture group": "invalid named capture",
-    "invalid perl operator": "invalid or unsupported Perl syntax",
-}
-
-
-def _re2j_error(error: Exception) -> str:
-    text = error.args[0] if error.args else ""
-    text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
-    code = text.split(": ", 1)[0]
-    return _RE2J_ERRORS.get(code, code)
-
-
-class TopicView(Protocol):
-    @property
-    def topic_id(self) -> str: ...
-    @property
-    def partitions(self) -> Mapping[int, object]: ...
-
-
-class TopicCatalog(Protocol):
-    """What the coordinator reads of the metadata image (samsa.broker.metadata.image.MetadataImage is one)."""
-
-    @property
-    def topics_by_name(self) -> Mapping[str, TopicView]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +69,9 @@ class HeartbeatResult:
     assignment: TopicPartitions | None = None
 
 
-class HeartbeatError(Exception):
+class HeartbeatError(ClassicMemberError):
     def __init__(self, error: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.error = error
+        super().__init__(error)
         self.message = message
 
 
@@ -118,19 +79,25 @@ def _invalid(message: str) -> HeartbeatError:
     return HeartbeatError(ErrorCode.invalid_request, message)
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(ClassicMembers):
     def __init__(self, config: ConsumerGroupConfig, emit: Callable[[GroupRecord], None],
-                 classic_group_in_use: Callable[[str], bool]) -> None:
+                 classic_group_in_use: Callable[[str], bool],
+                 upgrade: Callable[[str, TopicCatalog, int], ConsumerGroup | None] | None = None,
+                 downgrade: Callable[[ConsumerGroup, str | None, int], bool] | None = None) -> None:
+        """`upgrade(group id, catalog, now)`: the classic group with members converted to a consumer group for
+        a consumer-protocol member joining it, or None when the migration policy or the group refuses it.
+        `downgrade(group, leaving member id, now)`: the group converted to a classic one as its last
+        consumer-protocol member goes (True), or not (False); leaving member id None: a classic static member has
+        just taken that member's place. Both are KIP-848's online migration."""
         self.config = config
         self._emit = emit
         self._classic_group_in_use = classic_group_in_use
+        self._upgrade = upgrade
+        self._downgrade = downgrade
         self.groups: dict[str, ConsumerGroup] = {}
         self.rebalances = RebalanceMeter()  # Kafka's consumer-group-rebalance-rate/count
-        self._regexes: dict[str, object] = {}
+        self._regex = RegexCache()
         self._catalog: TopicCatalog | None = None
-        # regex -> the topic names it matches in `_resolved_for` (the image's topic map: a new map, new answers).
-        self._resolved: dict[str, frozenset[str]] = {}
-        self._resolved_for: object = None
 
     # --- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
@@ -142,7 +109,7 @@ class ConsumerGroupCoordinator:
             if group is not None:
                 self._fire_timers(group, now_ms)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(req)
+                return self._leave(req, now_ms)
             return self._heartbeat(req, catalog, now_ms)
         except HeartbeatError as e:
             return HeartbeatResult(e.error, e.message)
@@ -176,21 +143,17 @@ class ConsumerGroupCoordinator:
         if req.subscribed_topic_regex:
             self._compile(req.subscribed_topic_regex)
 
+    def _max_size(self) -> int:
+        return self.config.max_size
+
     def _enabled_assignors(self) -> list[str]:
         return [a for a in self.config.assignors if a in ASSIGNORS]
 
     def _compile(self, regex: str) -> object:
-        compiled = self._regexes.get(regex)
-        if compiled is None:
-            try:
-                compiled = re2.compile(regex, _RE2_OPTIONS)
-            except re2.error as e:
-                message = f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {_re2j_error(e)}."
-                raise HeartbeatError(ErrorCode.invalid_regular_expression, message) from None
-            if len(self._regexes) >= MAX_CACHED_REGEXES:
-                self._regexes.clear()
-            self._regexes[regex] = compiled
-        return compiled
+        try:
+            return self._regex.compile(regex)
+        except InvalidRegexError as e:
+            raise HeartbeatError(ErrorCode.invalid_regular_expression, str(e)) from None
 
     def _get_member(self, group: ConsumerGroup, req: HeartbeatRequest) -> tuple[ConsumerGroupMember,
                                                                                 ConsumerGroupMember | None]:
@@ -210,7 +173,9 @@ class ConsumerGroupCoordinator:
         if joining:
             if existing is None:
                 return group.members.get(req.member_id) or ConsumerGroupMember(req.member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # A classic static member may be replaced at once (a rolling upgrade restarts it with the consumer
+            # protocol, and static classic members do not leave); a consumer-protocol one only once it left (-2).
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and existing.classic is None:
                 raise HeartbeatError(ErrorCode.unreleased_instance_id,
                                      f"Static member {req.member_id} with instance id {req.instance_id} cannot join "
                                      f"the group because the instance id is owned by {existing.member_id} member.")
@@ -230,8 +195,12 @@ class ConsumerGroupCoordinator:
             if req.member_epoch != 0:
                 raise HeartbeatError(ErrorCode.group_id_not_found, f"Consumer group {req.group_id} not found.")
             if self._classic_group_in_use(req.group_id):
-                raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group")
-            group = ConsumerGroup(req.group_id)
+                upgraded = self._upgrade(req.group_id, catalog, now_ms) if self._upgrade is not None else None
+                if upgraded is None:
+                    raise HeartbeatError(ErrorCode.group_id_not_found, f"Group {req.group_id} is not a consumer group")
+                group = upgraded
+            else:
+                group = ConsumerGroup(req.group_id)
         if len(group.members) >= self.config.max_size and req.member_id not in group.members:
             raise HeartbeatError(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum "
                                  f"capacity of {self.config.max_size} members.")
@@ -257,7 +226,21 @@ class ConsumerGroupCoordinator:
             else member.subscribed_topic_names,
             subscribed_topic_regex=req.subscribed_topic_regex if req.subscribed_topic_regex is not None
             else member.subscribed_topic_regex,
-            client_id=req.client_id, client_host=req.client_host)
+            client_id=req.client_id, client_host=req.client_host, classic=None)
+        final = self.update_and_reconcile(group, member, updated, req.owned, catalog, now_ms)
+        group.session_deadlines_ms[final.member_id] = now_ms + self.session_timeout_ms(group.group_id, final)
+        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                                         and req.owned is not None)
+        changed = final.assigned_partitions != member.assigned_partitions
+        return HeartbeatResult(ErrorCode.none, None, final.member_id, final.member_epoch,
+                               self.config.heartbeat_interval_for(group.group_id),
+                               final.assigned_partitions if full or changed else None)
+
+    def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                             owned: Owned, catalog: TopicCatalog, now_ms: int) -> ConsumerGroupMember:
+        """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): store the member as `updated`, bump the
+        group epoch when its subscription or the subscribed topics changed, recompute the target if it is behind,
+        and move the member towards its target. Returns the member as it is now."""
         is_new = member.member_id not in group.members
         bump = False
         if updated != member or is_new:
@@ -266,7 +249,9 @@ class ConsumerGroupCoordinator:
             bump = (updated.subscribed_topic_names != member.subscribed_topic_names
                     or (updated.subscribed_topic_regex or None) != (member.subscribed_topic_regex or None))
             if is_new:
-                logger.info("group %s: member %s joins with the consumer protocol", group.group_id, updated.member_id)
+                logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
+                            "classic" if updated.uses_classic_protocol else "consumer")
+        self._write_regexes(group, catalog, now_ms)
         metadata = self._subscription_metadata(group, catalog)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -280,26 +265,28 @@ class ConsumerGroupCoordinator:
         final = updated
         if not updated.is_reconciled_to(group.assignment_epoch):
             try:
-                final = reconcile(updated, group.assignment_epoch, target, group.current_partition_epoch, req.owned)
+                final = reconcile(updated, group.assignment_epoch, target, group.current_partition_epoch, owned)
             except FencedMemberError as e:
                 raise HeartbeatError(ErrorCode.fenced_member_epoch, str(e)) from None
             if final != updated:
                 group.update_member(final)
                 self._emit_current(group, final)
-                if final.state is MemberState.UNREVOKED_PARTITIONS:
+                # A classic member has join and sync timers instead (Kafka's maybeReconcile).
+                if final.state is MemberState.UNREVOKED_PARTITIONS and not final.uses_classic_protocol:
                     timeout_ms = max(final.rebalance_timeout_ms, 0)
                     group.rebalance_deadlines_ms[final.member_id] = (final.member_epoch, now_ms + timeout_ms)
                 else:
                     group.rebalance_deadlines_ms.pop(final.member_id, None)
-        group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
-        full = req.member_epoch == 0 or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                                         and req.owned is not None)
-        changed = final.assigned_partitions != member.assigned_partitions
-        return HeartbeatResult(ErrorCode.none, None, final.member_id, final.member_epoch,
-                               self.config.heartbeat_interval_for(group.group_id),
-                               final.assigned_partitions if full or changed else None)
+        return final
 
-    def _leave(self, req: HeartbeatRequest) -> HeartbeatResult:
+    def session_timeout_ms(self, group_id: str, member: ConsumerGroupMember) -> int:
+        """A classic member keeps the session timeout it joined with; the others have the group's own
+        consumer.session.timeout.ms, else the broker's (read at each heartbeat, as Kafka does)."""
+        if member.classic is not None:
+            return member.classic.session_timeout_ms
+        return self.config.session_timeout_for(group_id)
+
+    def _leave(self, req: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
         group = self.groups.get(req.group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.group_id_not_found, f"Consumer group {req.group_id} not found.")
@@ -309,7 +296,7 @@ class ConsumerGroupCoordinator:
                 raise HeartbeatError(ErrorCode.unknown_member_id,
                                      f"Member {req.member_id} is not a member of group {group.group_id}.")
             logger.info("group %s: member %s left", group.group_id, req.member_id)
-            self.fence_member(group, member.member_id)
+            self.fence_member(group, member.member_id, now_ms)
             return HeartbeatResult(ErrorCode.none, None, req.member_id, req.member_epoch)
         member = group.static_member(req.instance_id)
         if member is None:
@@ -328,17 +315,23 @@ class ConsumerGroupCoordinator:
             logger.info("group %s: static member %s (%s) temporarily left", group.group_id, req.member_id,
                         req.instance_id)
             return HeartbeatResult(ErrorCode.none, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self.fence_member(group, member.member_id)
+        self.fence_member(group, member.member_id, now_ms)
         return HeartbeatResult(ErrorCode.none, None, req.member_id, req.member_epoch)
 
     # --- group changes ------------------------------------------------------------------------
 
-    def fence_member(self, group: ConsumerGroup, member_id: str) -> None:
+    def fence_member(self, group: ConsumerGroup, member_id: str, now_ms: int) -> None:
         """Remove a member (it left, or its session or rebalance timeout expired) and bump the group
-        epoch so the others get its partitions."""
+        epoch so the others get its partitions; or, when it was the last member using the consumer protocol,
+        hand the classic members back to a classic group (Kafka's consumerGroupFenceMember)."""
+        if (self._downgrade is not None and len(group.members) > 1
+                and group.all_members_use_classic_protocol_except(member_id)
+                and self._downgrade(group, member_id, now_ms)):
+            return
         self._remove_member(group, member_id)
         if self._catalog is not None:
             group.subscription_metadata = self._subscription_metadata(group, self._catalog)
+            self._write_regexes(group, self._catalog, now_ms)
         self._bump_group_epoch(group)
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> None:
@@ -346,6 +339,12 @@ class ConsumerGroupCoordinator:
         group.target_assignment.pop(member_id, None)
         for record_type in (cg_records.CURRENT_ASSIGNMENT, cg_records.TARGET_MEMBER, cg_records.MEMBER_METADATA):
             self._emit(cg_records.tombstone(group.group_id, record_type, member_id))
+
+    def _write_regexes(self, group: ConsumerGroup, catalog: TopicCatalog, now_ms: int) -> None:
+        version = int(getattr(catalog, "offset", -1))  # Kafka: the metadata image's last offset
+        for record in cg_records.regular_expressions(group, lambda regex: self._resolve(regex, catalog), version,
+                                                     now_ms):
+            self._emit(record)
 
     def _bump_group_epoch(self, group: ConsumerGroup) -> None:
         group.group_epoch += 1
@@ -362,21 +361,10 @@ class ConsumerGroupCoordinator:
         self._emit(cg_records.target_member(group.group_id, member_id, group.target_assignment[member_id]))
 
     def _resolve(self, regex: str, catalog: TopicCatalog) -> frozenset[str]:
-        """The topics a regex subscription matches (whole names, as RE2/J's matches()), cached until the
-        image's topics change: a heartbeat does not scan every topic again."""
-        topics = catalog.topics_by_name
-        if topics is not self._resolved_for:
-            self._resolved.clear()
-            self._resolved_for = topics
-        resolved = self._resolved.get(regex)
-        if resolved is None:
-            pattern = self._compile(regex)
-            resolved = frozenset(n for n in topics if n not in INTERNAL_TOPICS
-                                 and pattern.fullmatch(n) is not None)  # type: ignore[attr-defined]
-            if len(self._resolved) >= MAX_CACHED_REGEXES:
-                self._resolved.clear()
-            self._resolved[regex] = resolved
-        return resolved
+        try:
+            return self._regex.resolve(regex, catalog.topics_by_name)
+        except InvalidRegexError as e:
+            raise HeartbeatError(ErrorCode.invalid_regular_expression, str(e)) from None
 
     def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> dict[str, tuple[str, int]]:
         names: set[str] = set()
@@ -442,7 +430,9 @@ class ConsumerGroupCoordinator:
         for member_id, deadline in list(group.session_deadlines_ms.items()):
             if now_ms >= deadline and member_id in group.members:
                 logger.info("group %s: member %s fenced: its session expired", group.group_id, member_id)
-                self.fence_member(group, member_id)
+                self.fence_member(group, member_id, now_ms)
+                if group.group_id not in self.groups:
+                    return  # downgraded to a classic group
         for member_id, (epoch, deadline) in list(group.rebalance_deadlines_ms.items()):
             member = group.members.get(member_id)
             if now_ms < deadline:
@@ -451,11 +441,26 @@ class ConsumerGroupCoordinator:
             if member is not None and member.member_epoch == epoch and member.state is MemberState.UNREVOKED_PARTITIONS:
                 logger.info("group %s: member %s fenced: it did not revoke its partitions in time", group.group_id,
                             member_id)
-                self.fence_member(group, member_id)
+                self.fence_member(group, member_id, now_ms)
+                if group.group_id not in self.groups:
+                    return
+        for timers, what in ((group.join_deadlines_ms, "rejoin"), (group.sync_deadlines_ms, "sync")):
+            for member_id, deadline in list(timers.items()):
+                if now_ms < deadline:
+                    continue
+                del timers[member_id]
+                if member_id in group.members:
+                    logger.info("group %s: classic member %s fenced: it did not %s within its rebalance timeout",
+                                group.group_id, member_id, what)
+                    self.fence_member(group, member_id, now_ms)
+                    if group.group_id not in self.groups:
+                        return
 
     def next_deadline_ms(self) -> int | None:
         deadlines = [d for g in self.groups.values() for d in g.session_deadlines_ms.values()]
         deadlines += [d for g in self.groups.values() for _, d in g.rebalance_deadlines_ms.values()]
+        deadlines += [d for g in self.groups.values() for t in (g.join_deadlines_ms, g.sync_deadlines_ms)
+                      for d in t.values()]
         return min(deadlines, default=None)
 
     # --- reverting a change the log refused ---------------------------------------------------
@@ -479,8 +484,9 @@ class ConsumerGroupCoordinator:
         return group_id in self.groups
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
-                               now_ms: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit (a non-transactional commit)."""
+                               now_ms: int, transactional: bool = False) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit; a transactional one (TxnOffsetCommit) is told of a stale
+        epoch as ILLEGAL_GENERATION, which transactional producers know (OffsetMetadataManager)."""
         group = self.groups[group_id]
         self._fire_timers(group, now_ms)
         if member_epoch < 0 and not group.members:
@@ -488,9 +494,14 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if api_version < 9:
+        if api_version < 9 and not member.uses_classic_protocol and not transactional:
             return ErrorCode.unsupported_version
-        return ErrorCode.none if member_epoch == member.member_epoch else ErrorCode.stale_member_epoch
+        if member_epoch == member.member_epoch:
+            return ErrorCode.none
+        if transactional:
+            return ErrorCode.illegal_generation
+        # Kafka's validateMemberEpoch: a classic member is told of its generation as the classic protocol does.
+        return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
@@ -536,7 +547,7 @@ class ConsumerGroupCoordinator:
                 continue  # live already (only the partitions this broker just took over were replayed)
             group.subscription_metadata = self._subscription_metadata(group, catalog)
             for member in group.members.values():
-                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
+                group.session_deadlines_ms[member.member_id] = now_ms + self.session_timeout_ms(group.group_id, member)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     group.rebalance_deadlines_ms[member.member_id] = (
                         member.member_epoch, now_ms + max(member.rebalance_timeout_ms, 0))

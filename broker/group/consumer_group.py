@@ -44,6 +44,20 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol in a consumer group joined with (KIP-848's online migration;
+    Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and its JoinGroup
+    protocols (name, ConsumerProtocolSubscription bytes), the first being the one it is answered with."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.supported_protocols[0][0] if self.supported_protocols else ""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
@@ -59,6 +73,11 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set while the member uses the classic protocol
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
@@ -87,9 +106,14 @@ class ConsumerGroup:
         self.partition_epochs: dict[tuple[str, int], int] = {}
         # Subscription metadata the target was computed from: topic name -> (topic id, partitions).
         self.subscription_metadata: dict[str, tuple[str, int]] = {}
+        # Regex subscriptions -> the topics each resolved to when last written (ConsumerGroupRegularExpression).
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
         # Timers: member id -> session deadline; member id -> (epoch, deadline) of a pending revocation.
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}
+        # Classic members: member id -> deadline to rejoin after REBALANCE_IN_PROGRESS, to sync after joining.
+        self.join_deadlines_ms: dict[str, int] = {}
+        self.sync_deadlines_ms: dict[str, int] = {}
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -121,8 +145,9 @@ class ConsumerGroup:
         self._release(old)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
-        self.session_deadlines_ms.pop(member_id, None)
-        self.rebalance_deadlines_ms.pop(member_id, None)
+        for timers in (self.session_deadlines_ms, self.rebalance_deadlines_ms, self.join_deadlines_ms,
+                       self.sync_deadlines_ms):
+            timers.pop(member_id, None)
         return old
 
     def _hold(self, member: ConsumerGroupMember) -> None:
@@ -149,14 +174,46 @@ class ConsumerGroup:
         other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
         other.static_members, other.partition_epochs = dict(self.static_members), dict(self.partition_epochs)
         other.subscription_metadata = dict(self.subscription_metadata)
+        other.resolved_regexes = dict(self.resolved_regexes)
         other.session_deadlines_ms = dict(self.session_deadlines_ms)
         other.rebalance_deadlines_ms = dict(self.rebalance_deadlines_ms)
+        other.join_deadlines_ms, other.sync_deadlines_ms = dict(self.join_deadlines_ms), dict(self.sync_deadlines_ms)
         return other
 
     def is_subscribed_to(self, topic: str) -> bool:
         """Kafka's ConsumerGroup.isSubscribedToTopic: by name or through a member's regex."""
         return topic in self.subscription_metadata or any(topic in m.subscribed_topic_names
                                                            for m in self.members.values())
+
+    def classic_member_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is not None)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """Kafka's ConsumerGroup.allMembersUseClassicProtocolExcept: `member_id` is the last consumer-protocol
+        member."""
+        member = self.members.get(member_id)
+        return (member is not None and member.classic is None
+                and self.classic_member_count() == len(self.members) - 1)
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: the consumer protocol type, and (once the group has
+        members) one of `names` every classic member supports."""
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        classic = [m.classic for m in self.members.values() if m.classic is not None]
+        return any(all(name in {p for p, _ in c.supported_protocols} for c in classic) for name in names)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Kafka's ConsumerGroup.waitingOnUnreleasedPartition: a partition of its target another member holds."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, ps in self.target_assignment.get(member.member_id, {}).items():
+            assigned = member.assigned_partitions.get(topic_id, frozenset())
+            if any(p not in assigned and self.current_partition_epoch(topic_id, p) != -1 for p in ps):
+                return True
+        return False
 
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)

@@ -4,11 +4,12 @@ formats are in records.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from samsa.broker.group import records as r
 from samsa.broker.group.classic_group import GroupRecord
-from samsa.broker.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from samsa.broker.group.consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
 
 GROUP_METADATA = r.CONSUMER_GROUP_METADATA_KEY
 PARTITION_METADATA = r.CONSUMER_GROUP_PARTITION_METADATA_KEY
@@ -16,6 +17,7 @@ MEMBER_METADATA = r.CONSUMER_GROUP_MEMBER_METADATA_KEY
 TARGET_METADATA = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY
 TARGET_MEMBER = r.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY
 CURRENT_ASSIGNMENT = r.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY
+REGULAR_EXPRESSION = r.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY
 
 
 def _key(group_id: str, record_type: int, member_id: str = "") -> bytes:
@@ -38,7 +40,9 @@ def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
     value = r.ConsumerGroupMemberMetadataValue(m.instance_id, m.rack_id, m.client_id, m.client_host,
                                                m.subscribed_topic_names, m.subscribed_topic_regex,
-                                               m.rebalance_timeout_ms, m.server_assignor)
+                                               m.rebalance_timeout_ms, m.server_assignor,
+                                               None if m.classic is None
+                                               else (m.classic.session_timeout_ms, m.classic.supported_protocols))
     return GroupRecord(group_id, _key(group_id, MEMBER_METADATA, m.member_id), r.encode_member_metadata_value(value))
 
 
@@ -52,6 +56,24 @@ def current_assignment(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
                                                         m.assigned_partitions, m.partitions_pending_revocation)
     return GroupRecord(group_id, _key(group_id, CURRENT_ASSIGNMENT, m.member_id),
                        r.encode_current_member_assignment_value(value))
+
+
+def regular_expressions(group: ConsumerGroup, resolve: Callable[[str], frozenset[str]], version: int,
+                        now_ms: int) -> list[GroupRecord]:
+    """Kafka 4's ConsumerGroupRegularExpression records for the group's regex subscriptions as they resolve now:
+    one for each regex whose topics changed (or is new), a tombstone for each no member uses any more."""
+    used = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+    records = []
+    for regex in sorted(used):
+        topics = resolve(regex)
+        if group.resolved_regexes.get(regex) != topics:
+            group.resolved_regexes[regex] = topics
+            records.append(GroupRecord(group.group_id, _key(group.group_id, REGULAR_EXPRESSION, regex),
+                                       r.encode_regular_expression_value(tuple(topics), version, now_ms)))
+    for regex in sorted(set(group.resolved_regexes) - used):
+        del group.resolved_regexes[regex]
+        records.append(tombstone(group.group_id, REGULAR_EXPRESSION, regex))
+    return records
 
 
 def _member(group: ConsumerGroup, member_id: str) -> ConsumerGroupMember:
@@ -72,6 +94,8 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
             group.remove_member(member_id)
         elif record_type == TARGET_MEMBER:
             group.target_assignment.pop(member_id, None)
+        elif record_type == REGULAR_EXPRESSION:
+            group.resolved_regexes.pop(member_id, None)
         elif record_type == CURRENT_ASSIGNMENT and member_id in group.members:
             group.update_member(replace(group.members[member_id], member_epoch=0, previous_member_epoch=0,
                                         state=MemberState.STABLE, assigned_partitions={},
@@ -85,13 +109,16 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
         group.assignment_epoch = r.decode_epoch_value(value)
     elif record_type == TARGET_MEMBER:
         group.target_assignment[member_id] = r.decode_target_assignment_member_value(value)
+    elif record_type == REGULAR_EXPRESSION:
+        group.resolved_regexes[member_id] = frozenset(r.decode_regular_expression_value(value)[0])
     elif record_type == MEMBER_METADATA:
         v = r.decode_member_metadata_value(value)
         group.update_member(replace(_member(group, member_id), instance_id=v.instance_id, rack_id=v.rack_id,
                                     client_id=v.client_id, client_host=v.client_host,
                                     subscribed_topic_names=v.subscribed_topic_names,
                                     subscribed_topic_regex=v.subscribed_topic_regex,
-                                    rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor))
+                                    rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
+                                    classic=None if v.classic is None else ClassicMemberMetadata(*v.classic)))
     elif record_type == CURRENT_ASSIGNMENT:
         c = r.decode_current_member_assignment_value(value)
         try:

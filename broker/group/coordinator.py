@@ -36,8 +36,9 @@ from samsa.broker.group.classic_group import (
     Pending,
     SyncResult,
 )
+from samsa.broker.group.classic_loading import ClassicLoading
 from samsa.broker.group.offsets import OffsetExpiry
-from samsa.broker.group.records import GroupMetadataKey, GroupMetadataValue, OffsetCommitValue, encode_key
+from samsa.broker.group.records import GroupMetadataKey, encode_key
 from samsa.broker.group.state import GroupEvent, GroupState, can_handle
 from samsa.broker.observability.rebalance import RebalanceMetrics
 from samsa.kproto.errors import ErrorCode
@@ -65,7 +66,7 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000  # Kafka's classicGroupNewMemberJoinTimeoutMs
 
 
-class GroupCoordinator:
+class GroupCoordinator(ClassicLoading):
     """All groups of one broker (every `__consumer_offsets` partition it leads; one broker today)."""
 
     def __init__(self, config: GroupConfig, rng: random.Random | None = None) -> None:
@@ -106,6 +107,15 @@ class GroupCoordinator:
 
     def _store_group(self, group: Group, assignment: dict[str, bytes] | None = None) -> None:
         self._records.append(group.metadata_record(assignment))
+
+    def prepare_rebalance(self, group: Group, now_ms: int, reason: str) -> None:
+        """Start a rebalance of a group the consumer protocol handed back (KIP-848's online downgrade)."""
+        self.schedule_heartbeats(group, now_ms)
+        self._prepare_rebalance(group, now_ms, reason)
+
+    def schedule_heartbeats(self, group: Group, now_ms: int) -> None:
+        for member in group.members.values():
+            self._schedule_heartbeat(member, now_ms)
 
     def _schedule_heartbeat(self, member: Member, now_ms: int, timeout_ms: int | None = None) -> None:
         member.heartbeat_deadline_ms = now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms)
@@ -575,26 +585,3 @@ class GroupCoordinator:
         """(group id, protocol type, state) of every live group, optionally only those in `states`."""
         return [(g.group_id, g.protocol_type or "", g.state) for g in self.groups.values()
                 if g.state is not GroupState.DEAD and (not states or g.state in states)]
-
-    # --- loading ------------------------------------------------------------------------------
-
-    def load_offset(self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None,
-                    now_ms: int) -> None:
-        """Replay one offset commit record (None: tombstone) from `__consumer_offsets`."""
-        if value is not None:
-            offset_manager.replay_offset(self._get_or_create(group_id, now_ms), (topic, partition), value)
-        elif group_id in self.groups:
-            self.groups[group_id].offsets.pop((topic, partition), None)
-
-    def load_group(self, group_id: str, value: GroupMetadataValue | None, now_ms: int) -> None:
-        """Replay one group metadata record (None: tombstone, the group was deleted)."""
-        if value is None:
-            self.groups.pop(group_id, None)
-            return
-        self._get_or_create(group_id, now_ms).replay(value, now_ms)
-
-    def finish_loading(self, now_ms: int) -> None:
-        """After replay: groups that hold nothing any more are dropped, like Kafka's loader does."""
-        for group in list(self.groups.values()):
-            if group.state is GroupState.EMPTY and not group.offsets and group.generation_id == 0:
-                del self.groups[group.group_id]

@@ -252,7 +252,7 @@ def decode_key(data: bytes) -> Key | ConsumerGroupKey | None:
                        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY):
         return ConsumerGroupKey(record_type, r.str())
     if record_type in (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-                       CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY):
+                       CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_KEY):
         return ConsumerGroupKey(record_type, r.str(), r.str())
     return None
 
@@ -350,6 +350,9 @@ CONSUMER_GROUP_MEMBER_METADATA_KEY = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = 8
+# 16  ConsumerGroupRegularExpressionKey  group, regex  -> [topic name], version int64 (the metadata image's
+#                                                         offset), timestamp int64 (Kafka 4.0+)
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = 16
 
 # topic id (str of a UUID) -> partitions
 TopicPartitions = dict[str, frozenset[int]]
@@ -358,7 +361,7 @@ TopicPartitions = dict[str, frozenset[int]]
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupKey:
     """Any of the consumer group record keys: `record_type` says which; `member_id` is "" for the
-    group-level ones (3, 4, 6)."""
+    group-level ones (3, 4, 6), and the regular expression for 16."""
 
     record_type: int
     group_id: str
@@ -375,6 +378,8 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    # Tag 0, ClassicMemberMetadata: (session timeout, [(protocol name, metadata)]) of a classic member.
+    classic: tuple[int, tuple[tuple[str, bytes], ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,7 +421,8 @@ def _ctopics(topics: TopicPartitions) -> bytes:
 def encode_consumer_group_key(key: ConsumerGroupKey) -> bytes:
     member = _str(key.member_id) if key.record_type in (CONSUMER_GROUP_MEMBER_METADATA_KEY,
                                                         CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-                                                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY) else b""
+                                                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+                                                        CONSUMER_GROUP_REGULAR_EXPRESSION_KEY) else b""
     return _I16.pack(key.record_type) + _str(key.group_id) + member
 
 
@@ -431,7 +437,48 @@ def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> byt
         _I16.pack(0), _cstr(value.instance_id), _cstr(value.rack_id), _cstr(value.client_id),
         _cstr(value.client_host), _uvarint(len(names) + 1), *(_cstr(n) for n in names),
         _cstr(value.subscribed_topic_regex), _I32.pack(value.rebalance_timeout_ms), _cstr(value.server_assignor),
-        b"\x00"])
+        _classic_tag(value.classic)])
+
+
+def _cbytes(value: bytes) -> bytes:
+    return _uvarint(len(value) + 1) + value
+
+
+def _classic_tag(classic: tuple[int, tuple[tuple[str, bytes], ...]] | None) -> bytes:
+    """The value's tagged fields: none, or tag 0 (ClassicMemberMetadata, itself flexible)."""
+    if classic is None:
+        return b"\x00"
+    session_timeout_ms, protocols = classic
+    body = b"".join([_I32.pack(session_timeout_ms), _uvarint(len(protocols) + 1),
+                     *(_cstr(name) + _cbytes(metadata) + b"\x00" for name, metadata in protocols), b"\x00"])
+    return b"\x01" + _uvarint(0) + _uvarint(len(body)) + body
+
+
+def _read_classic(data: bytes) -> tuple[int, tuple[tuple[str, bytes], ...]]:
+    r = _Reader(data, flexible=True)
+    session_timeout_ms = r.i32()
+    protocols = []
+    for _ in range(r.array_len()):
+        name = r.str()
+        protocols.append((name, r.bytes()))
+        r.skip_tags()
+    r.skip_tags()
+    return session_timeout_ms, tuple(protocols)
+
+
+def encode_regular_expression_value(topics: tuple[str, ...], version: int, timestamp_ms: int) -> bytes:
+    """ConsumerGroupRegularExpressionValue: the topics a regex resolved to (sorted, as Kafka writes them)."""
+    names = sorted(topics)
+    return b"".join([_I16.pack(0), _uvarint(len(names) + 1), *(_cstr(n) for n in names), _I64.pack(version),
+                     _I64.pack(timestamp_ms), b"\x00"])
+
+
+def decode_regular_expression_value(data: bytes) -> tuple[tuple[str, ...], int, int]:
+    r = _flexible(data)
+    topics = tuple(r.str() for _ in range(r.array_len()))
+    version, timestamp_ms = r.i64(), r.i64()
+    r.skip_tags()
+    return topics, version, timestamp_ms
 
 
 def encode_target_assignment_member_value(partitions: TopicPartitions) -> bytes:
@@ -474,9 +521,14 @@ def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValu
     regex = r.nstr()
     rebalance_timeout_ms = r.i32()
     assignor = r.nstr()
-    r.skip_tags()
+    classic = None
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        field_bytes = r._take(size)
+        if tag == 0:
+            classic = _read_classic(field_bytes)
     return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
-                                            rebalance_timeout_ms, assignor)
+                                            rebalance_timeout_ms, assignor, classic)
 
 
 def decode_target_assignment_member_value(data: bytes) -> TopicPartitions:

@@ -37,13 +37,15 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from samsa.broker.group import consumer_offsets
+from samsa.broker.group import consumer_offsets, migration
 from samsa.broker.group import offsets as offset_manager
 from samsa.broker.group.batches import encode_batch
+from samsa.broker.group.classic_members import TopicCatalog
 from samsa.broker.group.consumer_config import ConsumerGroupConfig
 from samsa.broker.group.consumer_coordinator import ConsumerGroupCoordinator
 from samsa.broker.group.consumer_group import ConsumerGroup
 from samsa.broker.group.coordinator import GroupConfig, GroupCoordinator, GroupRecord, OffsetAndMetadata, Pending
+from samsa.broker.group.migration import MigrationPolicy
 from samsa.broker.group.records import (
     ConsumerGroupKey,
     CorruptRecordError,
@@ -123,6 +125,13 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
     )
 
 
+def _config_str(broker: GroupBroker, key: str, default: str) -> str:
+    try:
+        return broker.config.get(key)
+    except KeyError:
+        return default
+
+
 def _assignor_name(value: str) -> str:
     """An assignor's name; Kafka's config also takes its class (org.apache...UniformAssignor: uniform)."""
     name = value.strip().rsplit(".", 1)[-1]
@@ -143,9 +152,10 @@ class GroupService:
         self.broker = broker
         self.coordinator = GroupCoordinator(group_config(broker))
         # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
-        self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker),
-                                                 lambda record: self.coordinator._records.append(record),
-                                                 self._classic_group_in_use)
+        self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker), self.coordinator.emit,
+                                                 self._classic_group_in_use, self._upgrade, self._downgrade)
+        self.migration_policy = MigrationPolicy.parse(_config_str(broker, "group.consumer.migration.policy",
+                                                                  MigrationPolicy.BIDIRECTIONAL.value))
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
         segment_bytes = config_int(broker, "offsets.topic.segment.bytes", INTERNAL_SEGMENT_BYTES)
         self.topic = InternalTopic(broker, OFFSETS_TOPIC, self.num_partitions, "offsets.topic.replication.factor",
@@ -164,6 +174,13 @@ class GroupService:
         self._soon: asyncio.TimerHandle | None = None
         self._soon_ms = 0
         self.load()
+
+    def _upgrade(self, group_id: str, catalog: TopicCatalog, now: int) -> ConsumerGroup | None:
+        return migration.upgrade(self.coordinator, self.consumer, group_id, catalog, self.migration_policy, now)
+
+    def _downgrade(self, group: ConsumerGroup, leaving_member_id: str | None, now: int) -> bool:
+        return migration.downgrade(self.coordinator, self.consumer, group, leaving_member_id, self.broker.image,
+                                   self.migration_policy, now)
 
     def _classic_group_in_use(self, group_id: str) -> bool:
         """A classic group with members (or mid-rebalance) keeps its id from the consumer protocol; an
@@ -204,20 +221,31 @@ class GroupService:
     def consumer_snapshot(self, group_id: str) -> Snapshot:
         """A KIP-848 group as it is now, put back if the records of the change about to be made cannot be
         appended (`persist_replicated(before)`)."""
-        return Snapshot([], (self.consumer.snapshot(group_id),))
+        return Snapshot([offset_manager.snapshot(self.coordinator.groups, group_id, membership=True)],
+                        (self.consumer.snapshot(group_id),))
 
-    def classic_join_error(self, group_id: str, now: int) -> ErrorCode:
-        """A classic JoinGroup to a KIP-848 group's id: an empty consumer group turns into a classic one (its
-        records are tombstoned, its offsets stay), as Kafka converts it; one with members refuses the join
-        (INCONSISTENT_GROUP_PROTOCOL) -- Kafka would take the classic member into the consumer group (KIP-848's
-        online migration), which Samsa does not do yet, and two groups under one id would share partitions."""
+    def classic_join_to_consumer_group(self, group_id: str, now: int) -> bool:
+        """Whether a classic JoinGroup goes to the KIP-848 group of that id (it has members: the joining member
+        becomes a classic member of it, KIP-848's online migration). An empty consumer group turns into a
+        classic one instead (its records are tombstoned, its offsets stay), as Kafka converts it."""
         if not self.consumer.is_consumer_group(group_id):
-            return ErrorCode.none
+            return False
         self.consumer.fire_timers(group_id, now)
-        if self.consumer.groups[group_id].members:
-            return ErrorCode.inconsistent_group_protocol
-        self.consumer.delete_group(group_id)
-        return ErrorCode.none
+        self.persist()
+        if self.consumer.has_members(group_id):
+            return True
+        if self.consumer.is_consumer_group(group_id):
+            self.consumer.delete_group(group_id)
+        return False
+
+    def classic_request_to_consumer_group(self, group_id: str, now: int) -> bool:
+        """Whether a SyncGroup, Heartbeat or LeaveGroup goes to the KIP-848 group of that id (after its timers,
+        which may have turned it back into a classic group)."""
+        if not self.consumer.is_consumer_group(group_id):
+            return False
+        self.consumer.fire_timers(group_id, now)
+        self.persist()
+        return self.consumer.is_consumer_group(group_id)
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        now: int) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 API = ApiSpec(key=69, min_version=0, max_version=1)
 CONSUMER_MEMBER_TYPE = 1
+CLASSIC_MEMBER_TYPE = 0  # a classic member of a consumer group (KIP-848's online migration)
 
 
 def _assignment(ctx: RequestContext, partitions: TopicPartitions) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> d
         "subscribed_topic_names": sorted(m.subscribed_topic_names), "subscribed_topic_regex": m.subscribed_topic_regex,
         "assignment": _assignment(ctx, m.assigned_partitions),
         "target_assignment": _assignment(ctx, group.target_assignment.get(m.member_id, {})),
-        "member_type": CONSUMER_MEMBER_TYPE,
+        "member_type": CLASSIC_MEMBER_TYPE if m.uses_classic_protocol else CONSUMER_MEMBER_TYPE,
     } for m in group.members.values()]
     return {"group_id": group_id, "error_code": ErrorCode.none, "group_state": group.state.value,
             "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,

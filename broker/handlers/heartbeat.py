@@ -31,8 +31,12 @@ def handle_heartbeat(request: HeartbeatRequest, ctx: RequestContext) -> Heartbea
     error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     if error == ErrorCode.none:
         group_instance_id: str | None = field(request, "group_instance_id")  # v3+
-        error = groups.coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
-                                             group_instance_id, ctx.now_ms)
+        if groups.classic_request_to_consumer_group(request.group_id, ctx.now_ms):  # KIP-848 online migration
+            error = groups.consumer.classic_heartbeat(request.group_id, request.generation_id, request.member_id,
+                                                      group_instance_id, ctx.now_ms)
+        else:
+            error = groups.coordinator.heartbeat(request.group_id, request.generation_id, request.member_id,
+                                                 group_instance_id, ctx.now_ms)
         groups.persist()
     cls: type[HeartbeatResponse] = response_class(12, ctx.version)
     return build(cls, {"error_code": error})

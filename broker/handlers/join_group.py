@@ -59,9 +59,6 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
     if error != ErrorCode.none:
         # Kafka's JoinGroupRequest.getErrorResponse answers an authorization failure with no member id.
         return _response(ctx, JoinResult(error, "" if error == ErrorCode.group_authorization_failed else member_id))
-    error = groups.classic_join_error(group_id, ctx.now_ms)  # the id of a KIP-848 consumer group
-    if error != ErrorCode.none:
-        return _response(ctx, JoinResult(error, member_id))
     session_timeout_ms = ms(request.session_timeout)
     rebalance_timeout_ms = ms(field(request, "rebalance_timeout"), session_timeout_ms)
     join = JoinRequest(
@@ -78,6 +75,14 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
         supports_skip_assignment=ctx.version >= 9,
         reason=field(request, "reason"),
     )
+    if groups.classic_join_to_consumer_group(group_id, ctx.now_ms):
+        # KIP-848's online migration: a classic member of a consumer group, answered at once.
+        consumer_before = groups.consumer_snapshot(group_id)
+        result = groups.consumer.classic_join(join, ctx.broker.image, ctx.now_ms)
+        persisted = await groups.persist_replicated(consumer_before)
+        if persisted != ErrorCode.none and result.error == ErrorCode.none:
+            result = JoinResult(persisted, member_id)
+        return _response(ctx, result)
     # Only a static member replacing another in a Stable group writes a record here (Kafka's
     # classicGroupJoinExistingStaticMember). Its write is the request's: not written, the replacement is
     # reverted (the old member id is the instance's again) and the client is answered the error with no

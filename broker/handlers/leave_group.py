@@ -36,7 +36,14 @@ async def handle_leave_group(request: LeaveGroupRequest, ctx: RequestContext) ->
         members = [(field(request, "member_id"), None)]
     error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     results: list[tuple[str, str | None, ErrorCode]] = []
-    if error == ErrorCode.none:
+    if error == ErrorCode.none and groups.classic_request_to_consumer_group(request.group_id, ctx.now_ms):
+        # Classic members of a KIP-848 consumer group (online migration).
+        consumer_before = groups.consumer_snapshot(request.group_id)
+        results = groups.consumer.classic_leave(request.group_id, members, ctx.broker.image)
+        persisted = await groups.persist_replicated(consumer_before)
+        if persisted != ErrorCode.none:
+            error, results = persisted, []
+    elif error == ErrorCode.none:
         # The group's last members leaving write its Empty record. That write is the request's: not
         # written, the members are put back and the client is answered the error alone (Kafka 4's
         # CoordinatorRuntime fails the whole write and answers the normalized error, no member results);

@@ -44,6 +44,10 @@ async def handle_sync_group(request: SyncGroupRequest, ctx: RequestContext) -> S
     error = group_error(ctx, AclOperation.READ, request.group_id) or groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return _response(ctx, SyncResult(error))
+    if groups.classic_request_to_consumer_group(request.group_id, ctx.now_ms):
+        return _response(ctx, groups.consumer.classic_sync(
+            request.group_id, request.generation_id, request.member_id, field(request, "group_instance_id"),
+            field(request, "protocol_type"), field(request, "protocol_name"), ctx.broker.image, ctx.now_ms))
     assignments = {a.member_id: bytes(a.assignment) for a in request.assignments}
     pending = groups.coordinator.sync_group(
         request.group_id, request.generation_id, request.member_id, field(request, "group_instance_id"),

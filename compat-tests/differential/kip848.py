@@ -4,11 +4,13 @@ group's ConsumerGroupDescribe, and what the other group APIs say of such a group
 
 from __future__ import annotations
 
+import struct
 import uuid
 from typing import Any
 
 from differential.framework import Ctx, err, scenario
 from samsa.broker.client import Connection
+from samsa.broker.group.consumer_protocol import assigned_partitions
 
 
 class Members:
@@ -131,4 +133,116 @@ def consumer_group_heartbeat_errors(ctx: Ctx) -> Any:
     out["static rejoins"] = m.join("static-2", [topic], instance="inst")
     out["describe after rejoin"] = m.describe()
     out["delete non-empty"] = err(c.request(42, {"groups_names": [group]}, version=2).results[0])
+    return out
+
+
+def _subscription(topic: str, owned: list[int]) -> bytes:
+    """ConsumerProtocolSubscription v1 of `topic`, owning `owned` of it."""
+    name = topic.encode()
+    out = struct.pack(">hih", 1, 1, len(name)) + name + struct.pack(">i", -1)
+    if not owned:
+        return out + struct.pack(">i", 0)
+    return out + struct.pack(">ih", 1, len(name)) + name + struct.pack(">i", len(owned)) + b"".join(
+        struct.pack(">i", p) for p in owned)
+
+
+class ClassicMember:
+    """One classic consumer (JoinGroup v5, SyncGroup v5, Heartbeat v4) whose member id the coordinator picks;
+    answers show it as "A" so the two brokers' ids compare."""
+
+    def __init__(self, conn: Connection, group: str, topic: str) -> None:
+        self.conn, self.group, self.topic = conn, group, topic
+        self.member_id = ""
+
+    def label(self, member_id: str) -> str:
+        return "A" if member_id and member_id == self.member_id else ("" if not member_id else "other")
+
+    def join(self, owned: list[int]) -> dict[str, Any]:
+        r = self.conn.request(11, {"group_id": self.group, "session_timeout": 30000, "rebalance_timeout": 30000,
+                                   "member_id": self.member_id, "group_instance_id": None,
+                                   "protocol_type": "consumer", "reason": None,
+                                   "protocols": [{"name": "range", "metadata": _subscription(self.topic, owned)}]},
+                            version=7)
+        if r.member_id:
+            self.member_id = r.member_id
+        return {"error": err(r), "generation": r.generation_id, "protocol_type": r.protocol_type,
+                "protocol_name": r.protocol_name, "leader": self.label(r.leader), "member": self.label(r.member_id),
+                "members": len(r.members)}
+
+    def sync(self, generation: int, assign: list[int] | None = None) -> dict[str, Any]:
+        assignments = []
+        if assign is not None:
+            name = self.topic.encode()
+            data = (struct.pack(">hih", 1, 1, len(name)) + name + struct.pack(">i", len(assign))
+                    + b"".join(struct.pack(">i", p) for p in assign) + struct.pack(">i", -1))
+            assignments = [{"member_id": self.member_id, "assignment": data}]
+        r = self.conn.request(14, {"group_id": self.group, "generation_id": generation, "member_id": self.member_id,
+                                   "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+                                   "assignments": assignments}, version=5)
+        parts = assigned_partitions(bytes(r.assignment)) or []
+        return {"error": err(r), "protocol_name": r.protocol_name,
+                "assignment": sorted(p for _, ps in parts for p in ps)}
+
+    def heartbeat(self, generation: int) -> str:
+        return err(self.conn.request(12, {"group_id": self.group, "generation_id": generation,
+                                          "member_id": self.member_id, "group_instance_id": None}, version=4))
+
+
+@scenario
+def consumer_group_online_upgrade(ctx: Ctx) -> Any:
+    """KIP-848's online migration: a classic member, then a consumer-protocol member joins (the group is
+    upgraded); the classic member hands a partition over by rejoining; the consumer member leaves (downgrade)."""
+    c = ctx.connect()
+    group = ctx.topic("g")
+    ctx.find_coordinator(c, group, 0)
+    topic = ctx.topic()
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, topic, 2))}
+    m = Members(ctx, c, group, [topic])
+    a = ClassicMember(c, group, topic)
+    steps: list[tuple[str, Any]] = []
+
+    def group_type() -> Any:
+        listed = c.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
+        return [(g.protocol_type, g.group_state, g.group_type) for g in listed if g.group_id == group]
+
+    steps.append(("a asks for an id", a.join([])))
+    first = a.join([])
+    steps.append(("a joins", first))
+    steps.append(("a syncs as leader", a.sync(first["generation"], [0, 1])))
+    steps.append(("a heartbeats", a.heartbeat(first["generation"])))
+    steps.append(("classic group", group_type()))
+    b = m.join("member-b", [topic])
+    steps.append(("b joins: upgrade", b))
+    steps.append(("consumer group", group_type()))
+    described = m.describe()
+    described["members"] = [(a.label(mid), *rest) if mid != "member-b" else (mid, *rest)
+                            for mid, *rest in described["members"]]
+    steps.append(("describe mixed", described))
+    steps.append(("a told to rejoin", a.heartbeat(first["generation"])))
+    steps.append(("a sync before rejoining", a.sync(first["generation"])))
+    rejoined = a.join([0, 1])
+    steps.append(("a rejoins owning both", rejoined))
+    synced = a.sync(rejoined["generation"])
+    steps.append(("a syncs", synced))
+    steps.append(("a heartbeats while revoking", a.heartbeat(rejoined["generation"])))
+    steps.append(("b before a revoked", m.heartbeat("member-b", b["member_epoch"], owned=[])))
+    again = a.join(synced["assignment"])
+    steps.append(("a rejoins after revoking", again))
+    steps.append(("a syncs at the new epoch", a.sync(again["generation"])))
+    steps.append(("a stable", a.heartbeat(again["generation"])))
+    steps.append(("b gets its partition", m.heartbeat("member-b", b["member_epoch"], owned=[])))
+    steps.append(("a stale generation", a.heartbeat(again["generation"] - 1)))
+    commit = {"group_id": group, "generation_id_or_member_epoch": again["generation"], "member_id": a.member_id,
+              "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                  {"partition_index": synced["assignment"][0], "committed_offset": 0, "committed_leader_epoch": -1,
+                   "committed_metadata": ""}]}]}
+    steps.append(("a commits v8", err(c.request(8, commit, version=8).topics[0].partitions[0])))
+    steps.append(("a commits old generation", err(c.request(8, {**commit, "generation_id_or_member_epoch": 1},
+                                                            version=8).topics[0].partitions[0])))
+    steps.append(("b leaves: downgrade", m.heartbeat("member-b", -1)))
+    steps.append(("classic again", group_type()))
+    steps.append(("a told to rejoin after downgrade", a.heartbeat(again["generation"])))
+    last = a.join(synced["assignment"])
+    steps.append(("a rejoins the classic group", last))
+    out["steps"] = steps
     return out

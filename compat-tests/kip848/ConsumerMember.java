@@ -1,5 +1,7 @@
 // A Java (kafka-clients 4.1.2) consumer with group.protocol=consumer (KIP-848), run by the KIP-848 tests.
-// Usage: java -cp CLASSES:compat-tests/java/target/lib/* ConsumerMember BOOTSTRAP GROUP TOPIC OUT_PATH
+// Usage: java -cp CLASSES:compat-tests/java/target/lib/* ConsumerMember BOOTSTRAP GROUP TOPIC OUT_PATH [PROTOCOL
+// [GROUP_INSTANCE_ID]]
+// (PROTOCOL: consumer, the default, or classic: the online-migration tests roll members from one to the other).
 // Writes the same lines as consumer_worker.py: "assign P...", "revoke P...", "record P OFFSET VALUE" once the
 // record's offset is committed (a failed commit reads the record again), "closed" after close() (which
 // leaves the group). SIGTERM closes; SIGKILL leaves it to the session timeout.
@@ -47,7 +49,8 @@ public class ConsumerMember {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, args.length > 4 ? args[4] : "consumer");
+        if (args.length > 5) p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[5]);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "java-kip848");

@@ -1,6 +1,7 @@
 """A Samsa process for the KIP-848 client tests: consumer groups with short sessions and heartbeats, so a
-SIGKILLed member's partitions move within seconds (Kafka's floor, group.consumer.min.session.timeout.ms =
-45 s, would make the same test against the oracle take minutes: these run against Samsa only)."""
+SIGKILLed member's partitions move within seconds; and the Kafka oracle with the same settings (Kafka's floors,
+group.consumer.min.session.timeout.ms = 45 s and group.consumer.min.heartbeat.interval.ms = 5 s, lowered), for
+the scenarios that also run against Kafka."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from oracle_fixture import KafkaCluster, start_kafka
 from samsa_fixture import SamsaProcess, start_samsa
 
 SESSION_MS = 3000
@@ -29,3 +31,34 @@ def samsa_kip848() -> Iterator[SamsaProcess]:
         yield s
     finally:
         s.stop()
+
+
+class KafkaBroker:
+    """The Kafka oracle with the face the KIP-848 helpers use of a SamsaProcess (bootstrap, check_alive,
+    log_tail), with the same consumer-group session and heartbeat as Samsa's here (Kafka's floors lowered)."""
+
+    def __init__(self, cluster: KafkaCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def check_alive(self) -> None:
+        self.cluster.check_alive()
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(n.log_tail(lines) for n in self.cluster.nodes)
+
+
+@pytest.fixture(scope="module")
+def kafka_kip848() -> Iterator[KafkaBroker]:
+    cluster = start_kafka(overrides={
+        "group.initial.rebalance.delay.ms": "0",
+        "group.consumer.min.session.timeout.ms": str(SESSION_MS), "group.consumer.session.timeout.ms": str(SESSION_MS),
+        "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+        "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS)})
+    try:
+        yield KafkaBroker(cluster)
+    finally:
+        cluster.stop()

@@ -1,10 +1,11 @@
-"""A confluent-kafka consumer with group.protocol=consumer, run as a child process by the KIP-848 tests.
+"""A confluent-kafka consumer (group.protocol=consumer by default), run as a child process by the KIP-848 tests.
 
-argv: bootstrap group topic out_path. Each record is committed (synchronously) before it is written to
-out_path as "topic partition offset value"; assignment changes are written as "assign ..."/"revoke ...".
-A record whose commit fails (STALE_MEMBER_EPOCH while an epoch bump is in flight, as with Kafka) is
-read again. SIGTERM closes the consumer (it leaves the group, member epoch -1); SIGKILL leaves it to
-the session timeout.
+argv: bootstrap group topic out_path [group_protocol: consumer (default) or classic] [group.instance.id]. Each
+record is
+committed (synchronously) before it is written to out_path as "topic partition offset value"; assignment
+changes are written as "assign ..."/"revoke ...". A record whose commit fails (STALE_MEMBER_EPOCH while an
+epoch bump is in flight, as with Kafka) is read again. SIGTERM closes the consumer (it leaves the group,
+member epoch -1); SIGKILL leaves it to the session timeout.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ RUN_S = 240.0
 
 def main() -> None:
     bootstrap, group, topic, out_path = sys.argv[1:5]
+    protocol = sys.argv[5] if len(sys.argv) > 5 else "consumer"
+    instance = sys.argv[6] if len(sys.argv) > 6 else None
     stop = False
 
     def on_term(_signum: int, _frame: object) -> None:
@@ -39,9 +42,11 @@ def main() -> None:
     debug = logging.getLogger("rdkafka")
     debug.addHandler(logging.FileHandler(out_path + ".debug"))
     debug.setLevel(logging.DEBUG)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "debug": "cgrp"},
-                        logger=debug)
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+              "enable.auto.commit": False, "auto.offset.reset": "earliest", "debug": "cgrp"}
+    if instance:
+        config["group.instance.id"] = instance
+    consumer = Consumer(config, logger=debug)
     consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
     deadline = time.monotonic() + RUN_S
     while not stop and time.monotonic() < deadline:

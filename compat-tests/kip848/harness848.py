@@ -79,8 +79,19 @@ def wait_consumed(outputs: list[Path], values: set[str], samsa: SamsaProcess) ->
     raise AssertionError(f"{len(missing)} records never consumed, e.g. {missing[:5]}\n{logs}\n{samsa.log_tail()}")
 
 
-def python_member(bootstrap: str, group: str, topic: str, out: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, str(WORKER), bootstrap, group, topic, str(out)])
+def python_member(bootstrap: str, group: str, topic: str, out: Path, protocol: str = "consumer",
+                  instance: str | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(WORKER), bootstrap, group, topic, str(out), protocol,
+                             *([instance] if instance else [])])
+
+
+FRANZ_MEMBER = HERE.parent / "go" / "bin" / "kip848member"
+
+
+def franz_member(bootstrap: str, group: str, topic: str, out: Path,
+                 protocol: str = "consumer") -> subprocess.Popen[bytes]:
+    """franz-go's member (compat-tests/go/kip848member, built by make compat-deps)."""
+    return subprocess.Popen([str(FRANZ_MEMBER), bootstrap, group, topic, str(out), protocol])
 
 
 _java_classes: Path | None = None
@@ -99,11 +110,13 @@ def java_classes() -> Path | None:
     return _java_classes
 
 
-def java_member(bootstrap: str, group: str, topic: str, out: Path) -> subprocess.Popen[bytes]:
+def java_member(bootstrap: str, group: str, topic: str, out: Path, protocol: str = "consumer",
+                instance: str | None = None) -> subprocess.Popen[bytes]:
     classes = java_classes()
     assert classes is not None
     return subprocess.Popen(["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{JAVA_LIB}/*",
-                             "ConsumerMember", bootstrap, group, topic, str(out)])
+                             "ConsumerMember", bootstrap, group, topic, str(out), protocol,
+                             *([instance] if instance else [])])
 
 
 def stop_all(members: list[subprocess.Popen[bytes]]) -> None:

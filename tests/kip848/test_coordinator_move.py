@@ -97,3 +97,59 @@ def test_the_group_moves_with_its_coordinator(cluster: Cluster) -> None:
         (m.member_id, m.member_epoch, m.assignment) for m in before.members)
     again = heartbeat(cluster, new, group, "m-b", b2.member_epoch, None, owned_of(b2))
     assert again.error_code == ErrorCode.none and again.member_epoch == b2.member_epoch
+
+
+@pytest.mark.timeout(240)
+def test_a_mixed_group_moves_with_its_coordinator(cluster: Cluster) -> None:
+    """KIP-848's online migration across a coordinator move: a classic group upgraded by a consumer-protocol member
+    is replayed by the next coordinator with its classic member still classic (ClassicMemberMetadata)."""
+    import struct
+
+    from samsa.broker.group.consumer_protocol import encode_assignment
+
+    topic, group = unique("t"), unique("g")
+    with cluster.connect(1, 30) as conn:
+        r = conn.request(19, {"topics": [{"name": topic, "num_partitions": 2, "replication_factor": 3}],
+                              "timeout": 30000})
+        assert r.topics[0].error_code.value == 0
+    coordinator = wait_for("a coordinator", lambda: coordinator_of(cluster, 1, group), 60)[0]
+    name = topic.encode()
+    subscription = struct.pack(">hih", 1, 1, len(name)) + name + struct.pack(">ii", -1, 0)
+
+    def classic(node: int, api: int, body: dict[str, Any], version: int) -> Any:
+        with cluster.connect(node, 30) as conn:
+            return conn.request(api, {"group_id": group, **body}, version=version)
+
+    join = {"session_timeout": 30000, "rebalance_timeout": 30000, "member_id": "", "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": subscription}]}
+    first = classic(coordinator, 11, join, 3)
+    assert first.error_code == ErrorCode.none and first.leader == first.member_id
+    a = first.member_id
+    synced = classic(coordinator, 14, {"generation_id": 1, "member_id": a, "assignments": [
+        {"member_id": a, "assignment": encode_assignment(1, [(topic, [0, 1])])}]}, 3)
+    assert synced.error_code == ErrorCode.none
+    b = heartbeat(cluster, coordinator, group, "m-b", 0, [topic], [])
+    assert b.error_code == ErrorCode.none and b.member_epoch == 2  # the group was upgraded
+    hb = {"generation_id": 1, "member_id": a}
+    assert classic(coordinator, 12, hb, 3).error_code == ErrorCode.rebalance_in_progress
+    before = describe(cluster, coordinator, group)
+
+    cluster.kill(coordinator)
+    survivor = next(n for n in cluster.node_ids if n != coordinator)
+    new = wait_for("a new coordinator", lambda: ((n := coordinator_of(cluster, survivor, group)) is not None
+                   and n != coordinator and n) or None, 60)[0]
+
+    def described() -> Any:
+        d = describe(cluster, new, group)
+        return d if d.error_code == ErrorCode.none else None
+
+    after = wait_for("the group on its new coordinator", described, 60)[0]
+    assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+    assert sorted((m.member_id, m.member_epoch, m.member_type) for m in after.members) == sorted(
+        [(a, 1, 0), ("m-b", 2, 1)])
+    # The classic member goes on as one: told to rejoin at its generation; rejoining owning nothing (an eager
+    # consumer revokes everything first) it moves straight to the group's epoch.
+    assert classic(new, 12, hb, 3).error_code == ErrorCode.rebalance_in_progress
+    rejoined = classic(new, 11, {**join, "member_id": a}, 3)
+    assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (ErrorCode.none, 2, "")
+    assert classic(new, 14, {"generation_id": 2, "member_id": a, "assignments": []}, 3).error_code == ErrorCode.none

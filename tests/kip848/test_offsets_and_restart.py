@@ -97,13 +97,16 @@ def classic_join(conn: Connection) -> Any:
                              "protocols": [{"name": "range", "metadata": sub}]}, version=3)
 
 
-def test_classic_and_consumer_protocols_share_a_group_id_one_at_a_time(broker: Broker) -> None:
+def test_classic_and_consumer_protocols_share_a_group_id(broker: Broker) -> None:
     broker.create_topic("t", 2)
     with broker.connect() as conn:
         a = join(conn, "m-a", ["t"])
         assert commit(conn, "m-a", a.member_epoch, offset=4) == 0
-        # A classic member may not join while consumer-protocol members hold the partitions.
-        assert classic_join(conn).error_code.value == 23  # INCONSISTENT_GROUP_PROTOCOL
+        # A classic member joins the consumer group as one of its members (KIP-848's online migration): answered
+        # at once, its epoch as the generation and no leader, so it syncs as a follower.
+        c = classic_join(conn)
+        assert c.error_code.value == 0 and c.generation_id >= a.member_epoch and c.leader == "" and c.member_id
+        assert classic_leave(conn, c.member_id) == 0
         assert heartbeat(conn, "m-a", -1).error_code.value == 0
         # Empty, the group turns classic, and keeps its offsets.
         joined = classic_join(conn)
@@ -111,8 +114,11 @@ def test_classic_and_consumer_protocols_share_a_group_id_one_at_a_time(broker: B
         listed = conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
         assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "classic")]
         assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
-        # And a consumer-protocol member cannot take a classic group that has members.
-        assert join(conn, "m-b", ["t"]).error_code.value == 69  # GROUP_ID_NOT_FOUND
+        # A consumer-protocol member joining the classic group that has members upgrades it.
+        assert join(conn, "m-b", ["t"]).error_code.value == 0
+        listed = conn.request(16, {"states_filter": [], "types_filter": []}, version=5).groups
+        assert [(g.group_id, g.group_type) for g in listed] == [(GROUP, "consumer")]
+        assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
 
 
 def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
@@ -130,3 +136,10 @@ def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
         rows = {(r["topic"], r["partition"]): r for r in described["partitions"]}
         assert set(rows) == {("t", 0), ("t", 1)} and rows[("t", 0)]["consumer_id"] == "m-a"
         assert rows[("t", 0)]["current_offset"] == 3
+
+
+def classic_leave(conn: Connection, member_id: str) -> int:
+    r = conn.request(13, {"group_id": GROUP, "members": [{"member_id": member_id, "group_instance_id": None}]},
+                     version=3)
+    assert r.error_code.value == 0
+    return int(r.members[0].error_code.value)
