@@ -510,7 +510,7 @@ def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
 def validate_broker_config(name: str, value: str | None) -> str | None:
     """None if broker config `name` may be set to `value` at run time, else an error message."""
     if name not in DYNAMIC_BROKER_CONFIGS:
-        return f"Cannot update these configs dynamically: Set({name})"
+        return f"Cannot update these configs dynamically: [{name}]"
     if value is None:
         return None
     entry = BROKER_SCHEMA[name]

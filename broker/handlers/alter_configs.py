@@ -134,7 +134,7 @@ def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dic
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
     """What the handler refuses itself, else the resource's change for the controller."""
     if r.resource_type == BROKER:  # ConfigAdminManager.preprocess: a static broker config, before authorizing
-        static = [f"Cannot update these configs dynamically: Set({name})" for name, value in changes.items()
+        static = [f"Cannot update these configs dynamically: [{name}]" for name, value in changes.items()
                   if value is not None and static_config(name)]
         if static:
             return ErrorCode.invalid_request, static[0]

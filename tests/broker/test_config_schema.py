@@ -174,7 +174,7 @@ def test_static_check_sorts_errors_and_warnings() -> None:
 
 def test_dynamic_broker_configs_are_validated_by_the_schema() -> None:
     assert validate_broker_config("num.partitions", "2") == (
-        "Cannot update these configs dynamically: Set(num.partitions)")
+        "Cannot update these configs dynamically: [num.partitions]")
     assert validate_broker_config("log.retention.ms", "x") == (
         "Invalid value x for configuration log.retention.ms: Not a number of type LONG")
     assert validate_broker_config("log.cleanup.policy", "") is None
