@@ -265,19 +265,22 @@ def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str]
 
 def _group_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synonyms: bool,
                    docs: bool) -> tuple[ConfigEntry, ...]:
-    """A group's ten configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default;
-    the one synonym Kafka lists is the entry itself."""
+    """A group's configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default; the
+    synonyms Kafka lists are the group's own value, then the broker config behind the default."""
     own = ctx.broker.image.configs.get((GROUP_RESOURCE, name), {})
     out: list[ConfigEntry] = []
     for config_name, d in GROUP_CONFIGS.items():
         if keys is not None and config_name not in keys:
             continue
+        default = group_default(config_name, ctx.broker.config.overrides)
+        chain = [Synonym(d.broker_key, default, ConfigSource.DEFAULT_CONFIG)]
         if config_name in own:
             value, source = own[config_name], ConfigSource.GROUP_CONFIG
+            chain.insert(0, Synonym(config_name, value, source))
         else:
-            value, source = group_default(config_name, ctx.broker.config.overrides), ConfigSource.DEFAULT_CONFIG
+            value, source = default, ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(config_name, value, False, source, False,
-                               (Synonym(config_name, value, source),) if synonyms else (), d.type,
+                               tuple(chain) if synonyms else (), d.type,
                                None if not docs else f"the group's {config_name}"))
     return tuple(out)
 

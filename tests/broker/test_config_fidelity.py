@@ -57,7 +57,11 @@ def test_group_config_resource() -> None:
 
     assert check_group_configs({"consumer.session.timeout.ms": "50000"}, {}) is None
     assert check_group_configs({"consumer.session.timeout.ms": "1000"}, {}) == (
-        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+        "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")  # Kafka 4.4's words
+    assert check_group_configs({"streams.num.standby.replicas": "3"}, {}) == (
+        "streams.num.standby.replicas must be less than or equal to 2")
+    assert check_group_configs({"share.delivery.count.limit": "11"}, {}) == (
+        "share.delivery.count.limit must be in the range 2 to 10 inclusive.")
     # A broker that widens the bound accepts more; without the broker's configs only values are checked.
     assert check_group_configs({"consumer.session.timeout.ms": "1000"},
                                {"group.consumer.min.session.timeout.ms": "1000"}) is None
@@ -69,9 +73,10 @@ def test_group_config_resource() -> None:
 
 def test_group_configs_over_the_wire(conn: Connection) -> None:
     defaults = _group_configs(conn, "g1")
-    assert len(defaults) == 10 and defaults["consumer.session.timeout.ms"] == ("45000", 5)
+    assert len(defaults) == 21 and defaults["consumer.session.timeout.ms"] == ("45000", 5)  # as Kafka 4.4.0
+    assert defaults["streams.assignor.name"] == ("sticky", 5)
     assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "70000")]) == (
-        40, "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms")
+        40, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")
     assert _alter_group(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == (
         42, "Default group resources are not allowed.")
     assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "50000")]) == (0, None)
