@@ -180,7 +180,7 @@ def run_kafka_tool(
     """Run a Kafka main class (what ``oracle/kafka-run.sh <main class> args`` does).
 
     Examples of main classes: ``org.apache.kafka.tools.TopicCommand`` (kafka-topics),
-    ``org.apache.kafka.tools.GetOffsetShell`` (kafka-get-offsets), ``kafka.tools.DumpLogSegments``,
+    ``org.apache.kafka.tools.GetOffsetShell`` (kafka-get-offsets), ``org.apache.kafka.tools.DumpLogSegments``,
     ``org.apache.kafka.tools.ProducerPerformance`` -- see the table in ``oracle/NOTES.md``.
     stdout holds the tool's output; its logging (WARN and above) goes to stderr. Text mode.
     With ``check`` a non-zero exit raises ``OracleError`` with both streams. ``lib_dir`` runs the class

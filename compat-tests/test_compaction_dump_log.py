@@ -31,7 +31,7 @@ from samsa.kproto.records import decode_batches
 
 pytestmark = pytest.mark.samsa
 
-DUMP_LOG = "kafka.tools.DumpLogSegments"
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*? isControl: (true|false) "
                    r"deleteHorizonMs: (\S+) position: (\d+) .*? isvalid: (true|false)$")
 RECORD = re.compile(r"^\| offset: (\d+) CreateTime: \d+ keySize: (-?\d+) valueSize: (-?\d+) sequence: -?\d+ "
