@@ -8,22 +8,24 @@
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients via Maven) -> compat-tests/java/target
 #   - Kafka Connect (connect-runtime, connect-json via Maven; the connect-file plugin) -> compat-tests/connect/lib
+#     (at CONNECT_VERSION, below)
 COMPAT_DIR := compat-tests
 COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KAFKA_VERSION_FILE := $(COMPAT_DIR)/KAFKA_VERSION
 KAFKA_VERSION := $(strip $(file < $(KAFKA_VERSION_FILE)))
-# connect-file (FileStreamSource/Sink, a plugin of the Connect test) at the newest version Maven Central serves
-# here: 4.4.0's is not served, and a plugin built for an older Connect runs in a newer worker, as deployed plugins
-# do. Set it to $(KAFKA_VERSION) when that version's connect-file is served.
-CONNECT_FILE_VERSION := 4.3.1
+# Kafka Connect's version for test_kafka_connect.py (a client of the broker under test): the reference's, but the
+# FileStream plugin the test runs (connect-file) is served here only up to 4.3.1, and 4.3.1's plugin does not load in a
+# 4.4 worker (kafka-clients 4.4 moved AppInfoParser to common.utils.internals). So Connect is 4.3.1, worker and
+# plugin; set this to $(KAFKA_VERSION) once connect-file $(KAFKA_VERSION) is served.
+CONNECT_VERSION := 4.3.1
 FETCH_KAFKA_JARS := $(COMPAT_DIR)/fetch-kafka-jars.sh
 ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
 ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-$(KAFKA_VERSION)
 NODE_STAMP := $(COMPAT_DIR)/node/node_modules/.stamp
 JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp-kafka-$(KAFKA_VERSION)
 CONNECT_LIB := $(COMPAT_DIR)/connect/lib
-CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-$(KAFKA_VERSION)-file-$(CONNECT_FILE_VERSION)
+CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-$(CONNECT_VERSION)
 
 .PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect
 
@@ -71,8 +73,8 @@ compat-connect: $(CONNECT_STAMP)
 # as a deployed connector is, while the runtime's classpath is lib/* alone.
 $(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml $(KAFKA_VERSION_FILE) $(FETCH_KAFKA_JARS)
 	rm -rf $(CONNECT_LIB).tmp
-	$(FETCH_KAFKA_JARS) $(COMPAT_DIR)/connect $(CONNECT_LIB).tmp
-	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy -Dkafka.version=$(KAFKA_VERSION) \
-	  -Dartifact=org.apache.kafka:connect-file:$(CONNECT_FILE_VERSION) -DoutputDirectory=lib.tmp/plugins/connect-file
+	$(FETCH_KAFKA_JARS) $(COMPAT_DIR)/connect $(CONNECT_LIB).tmp $(CONNECT_VERSION)
+	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy -Dkafka.version=$(CONNECT_VERSION) \
+	  -Dartifact=org.apache.kafka:connect-file:$(CONNECT_VERSION) -DoutputDirectory=lib.tmp/plugins/connect-file
 	rm -rf $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
 	touch $@

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# fetch-kafka-jars.sh POM_DIR OUT_DIR: the jars of POM_DIR/pom.xml at the reference Kafka version into OUT_DIR,
-# from Maven Central. The version is compat-tests/KAFKA_VERSION, the one line an
+# fetch-kafka-jars.sh POM_DIR OUT_DIR [VERSION]: the jars of POM_DIR/pom.xml at the reference Kafka version (or
+# VERSION) into OUT_DIR, from Maven Central. The version is compat-tests/KAFKA_VERSION, the one line an
 # upgrade changes: the poms take it as -Dkafka.version and pin nothing else (Kafka's published POMs name the
 # versions its release build ships, checked against its LICENSE-binary in oracle/NOTES.md).
 #
@@ -8,9 +8,9 @@
 # Kafka names (and Connect's POMs name no Log4j2 at all). So log4j-api, log4j-core and log4j-slf4j-impl are
 # copied at the Log4j2 version kafka-server's POM names, the one the distribution ships.
 set -euo pipefail
-[ $# -eq 2 ] || { echo "usage: $0 POM_DIR OUT_DIR" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 POM_DIR OUT_DIR [VERSION]" >&2; exit 2; }
 here="$(cd "$(dirname "$0")" && pwd)"
-version="$(tr -d '[:space:]' < "$here/KAFKA_VERSION")"
+version="${3:-$(tr -d '[:space:]' < "$here/KAFKA_VERSION")}"
 out="$(realpath -m "$2")"  # Maven takes a relative outputDirectory from the pom's folder
 mvn=(mvn -q -B -f "$1/pom.xml" -Dkafka.version="$version")
 "${mvn[@]}" dependency:copy-dependencies -DoutputDirectory="$out"
