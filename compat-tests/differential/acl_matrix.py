@@ -190,7 +190,7 @@ def topic_requests(t: str) -> dict[str, Request]:
         "AlterPartitionReassignments": (45, 0, {"timeout": 5000, "topics": [
             {"name": t, "partitions": [{"partition_index": 0, "replicas": None}]}]}),
         "ListPartitionReassignments": (46, 0, {"timeout": 5000, "topics": [{"name": t, "partition_indexes": [0]}]}),
-        "DescribeLogDirs": (35, 4, {"topics": [{"topic": t, "partitions": [0]}]}),
+        "DescribeLogDirs": (35, 5, {"topics": [{"topic": t, "partitions": [0]}]}),
         "CreateTopics": (19, 7, {"timeout": 5000, "validate_only": True, "topics": [
             {"name": t.replace("acl-", "acl-new-"), "num_partitions": 1, "replication_factor": 1,
              "assignments": [], "configs": []}]}),
@@ -260,7 +260,7 @@ def cluster_requests() -> dict[str, Request]:
         "ListGroups": (16, 4, {"states_filter": []}),
         "ListTransactions": (66, 0, {"state_filters": [], "producer_id_filters": []}),
         "DescribeCluster": (60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1}),
-        "DescribeLogDirs/all": (35, 4, {"topics": None}),
+        "DescribeLogDirs/all": (35, 5, {"topics": None}),
         "ListPartitionReassignments/all": (46, 0, {"timeout": 5000, "topics": None}),
         "DescribeConfigs/broker": (32, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
             {"resource_type": 4, "resource_name": "1", "configuration_keys": ["log.retention.hours"]}]}),

@@ -42,12 +42,12 @@ def on_disk(data_dir: os.PathLike[str], topic: str, partition: int) -> int:
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory) if f.endswith(".log"))
 
 
-def test_advertised_v1_to_v4(samsa: Any) -> None:
+def test_advertised_v1_to_v5(samsa: Any) -> None:
     with samsa.connect() as conn:
-        assert conn.versions[35] == (1, 4)
+        assert conn.versions[35] == (1, 5)  # as Kafka 4.4.0
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_sizes_match_the_segment_files_and_the_filter_applies(samsa: Any, version: int) -> None:
     topic = f"dirs-v{version}"
     with samsa.connect() as conn:
@@ -70,6 +70,8 @@ def test_sizes_match_the_segment_files_and_the_filter_applies(samsa: Any, versio
             assert 0 < result.usable_bytes <= result.total_bytes
         else:
             assert not hasattr(result, "total_bytes")  # not in the schema before v4
+        if version >= 5:
+            assert result.is_cordoned is False  # Samsa does not cordon its log directory (cordoned.log.dirs)
 
 
 def test_no_topics_requested_gives_an_empty_dir(samsa: Any) -> None:

@@ -224,6 +224,12 @@ def test_list_offsets_by_time(conn: Connection) -> None:
     assert lookup(-3).offset == 4
     assert lookup(-3).timestamp == base + 4000
     assert lookup(base, version=1).offset == 0
+    # No remote tier: latest tiered (-5) and, from v11, earliest pending upload (-6) answer offset -1; -6 before
+    # v11 and unknown negatives are UNSUPPORTED_VERSION (Kafka 4.4.0's answers)
+    assert (lookup(-5, version=10).error_code.value, lookup(-5, version=10).offset) == (0, -1)
+    assert (lookup(-6, version=11).error_code.value, lookup(-6, version=11).offset) == (0, -1)
+    assert lookup(-6, version=10).error_code.value == 35
+    assert lookup(-7, version=11).error_code.value == 35
 
 
 def test_create_topics_errors(conn: Connection) -> None:
