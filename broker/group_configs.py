@@ -2,9 +2,10 @@
 
 Kafka 4.4.0 lets DescribeConfigs and IncrementalAlterConfigs name a group (it need not exist) and lists
 these 21 configs for it, each the broker config's default (DEFAULT_CONFIG, most often group.<name>; the
-synonym Kafka lists) unless the group has its own value (GROUP_CONFIG). They tune the consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group
-protocols, which Samsa does not implement: the values are stored in the metadata log, described and
-validated as Kafka does (GroupConfig.validate), and not applied (classic groups ignore them in Kafka too).
+synonym Kafka lists) unless the group has its own value (GROUP_CONFIG). They tune the consumer (KIP-848),
+share (KIP-932) and streams (KIP-1071) group protocols, which Samsa does not implement: the values are
+stored in the metadata log, described and validated as Kafka does (GroupConfig.validate), and not applied
+(classic groups ignore them in Kafka too).
 """
 
 from __future__ import annotations

@@ -263,7 +263,8 @@ def list_offsets_by_timestamp(ctx: Ctx) -> Any:
     # A later batch with an older timestamp (offset 8).
     ctx.produce(c, t, 0, ctx.batch([(None, b"8", ())], ts=base + 3500))
     queries = {"latest": -1, "earliest": -2, "max_timestamp": -3, "earliest_local": -4, "latest_tiered": -5,
-               "earliest_pending_upload": -6, "unknown_negative": -7, "before_all": ctx.t0 + base - 1, "exact_first": ctx.t0 + base, "exact_2": ctx.t0 + base + 2000,
+               "earliest_pending_upload": -6, "unknown_negative": -7,
+               "before_all": ctx.t0 + base - 1, "exact_first": ctx.t0 + base, "exact_2": ctx.t0 + base + 2000,
                "between_2_3": ctx.t0 + base + 2500, "between_4_5": ctx.t0 + base + 4500,
                "inside_batch": ctx.t0 + base + 5500, "at_max": ctx.t0 + base + 50_000,
                "after_all": ctx.t0 + base + 50_001, "now_plus_hour": ctx.t0 + HOUR}
