@@ -1,4 +1,4 @@
-"""Which broker configs AlterConfigs / IncrementalAlterConfigs may change at run time, as Kafka 4.1.2 decides.
+"""Which broker configs AlterConfigs / IncrementalAlterConfigs may change at run time, as the reference Kafka decides.
 
 Kafka's list (broker.kafka_broker_configs: read-only false in its DescribeConfigs) decides for its own keys;
 Samsa's schema for samsa.* keys. A key neither knows is accepted, as Kafka accepts custom configs. Some of

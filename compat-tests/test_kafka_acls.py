@@ -1,4 +1,4 @@
-"""kafka-acls.sh (Kafka 4.1.2's org.apache.kafka.tools.AclCommand) against a live Samsa with the ACL authorizer on:
+"""kafka-acls.sh (org.apache.kafka.tools.AclCommand, the reference's) against a live Samsa with the ACL authorizer on:
 adding, listing and removing ACLs, as an operator runs it, and the Java producer refused by one. Every step
 checks what the tool prints.
 

@@ -1,4 +1,4 @@
-"""Kafka's own command-line tools (4.1.2, from the oracle's jars) against Samsa, as a user runs them.
+"""Kafka's own command-line tools (from the oracle's jars) against Samsa, as a user runs them.
 
 kafka-topics, kafka-configs, kafka-console-producer/-consumer, kafka-get-offsets, kafka-delete-records
 and kafka-dump-log (reading Samsa's segment files directly: same on-disk format). Every test checks what

@@ -1,4 +1,4 @@
-"""Kafka's own tools and Java client (4.1.2 jars) against a secured Samsa: SCRAM users made with
+"""Kafka's own tools and Java client (the reference version's jars) against a secured Samsa: SCRAM users made with
 kafka-configs, then the console producer and consumer over SASL_SSL (SCRAM-SHA-512, PEM trust store) and
 over SSL with a client certificate, configured exactly as for Apache Kafka."""
 

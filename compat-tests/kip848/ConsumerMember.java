@@ -1,4 +1,4 @@
-// A Java (kafka-clients 4.1.2) consumer with group.protocol=consumer (KIP-848), run by the KIP-848 tests.
+// A Java (kafka-clients at the reference version) consumer with group.protocol=consumer (KIP-848), run by the KIP-848 tests.
 // Usage: java -cp CLASSES:compat-tests/java/target/lib/* ConsumerMember BOOTSTRAP GROUP TOPIC OUT_PATH
 // Writes the same lines as consumer_worker.py: "assign P...", "revoke P...", "record P OFFSET VALUE" once the
 // record's offset is committed (a failed commit reads the record again), "closed" after close() (which

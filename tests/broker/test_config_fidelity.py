@@ -1,4 +1,4 @@
-"""DescribeConfigs answers with Kafka's codes and messages (compared with Kafka 4.1.2's in
+"""DescribeConfigs answers with Kafka's codes and messages (compared with the reference Kafka's in
 compat-tests/differential/config_fidelity.py)."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_a_new_cluster_has_kafkas_cluster_wide_min_insync_replicas(conn: Connect
 
 
 def test_dynamic_broker_config_rules() -> None:
-    """Kafka 4.1.2's rules (broker.dynamic_broker_configs): its dynamic keys, per-broker-only keys, security
+    """the reference Kafka's rules (broker.dynamic_broker_configs): its dynamic keys, per-broker-only keys, security
     keys per listener, custom keys, thread counts by at most half or double."""
     from samsa.broker.dynamic_broker_configs import check_dynamic_broker_config as check
 

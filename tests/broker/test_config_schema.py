@@ -1,4 +1,4 @@
-"""The typed config schema: parsing as Kafka's ConfigDef reads strings, Kafka 4.1.2's topic config messages,
+"""The typed config schema: parsing as Kafka's ConfigDef reads strings, the reference Kafka's topic config messages,
 the broker table, the parsed view of BrokerConfig, and the start-up check."""
 
 from __future__ import annotations
