@@ -282,6 +282,7 @@ def cluster_requests() -> dict[str, Request]:
         # (users: null would show a Kafka 4.1.2 bug: a denied request with null users gets no answer at all,
         # DescribeUserScramCredentialsRequest.getErrorResponse throws a NullPointerException)
         "DescribeUserScramCredentials": (50, 0, {"users": [{"name": "alice"}, {"name": "bob"}]}),
+        "DescribeClientQuotas": (48, 1, {"components": [], "strict": False}),
         "AlterUserScramCredentials": (51, 0, {"deletions": [{"name": "carol", "mechanism": 2}], "upsertions": []}),
         "DeleteTopics": (20, 6, {"timeout": 5000, "topics": [{"name": t, "topic_id": ZERO}
                                                              for t in (SECRET, MISSING[0], DOOMED)]}),

@@ -37,8 +37,8 @@ _STREAMS = ("streams groups (KIP-1071), opt-in: Kafka Streams 4.4 still defaults
             "which Samsa serves")
 _TOKENS = ("delegation tokens (KIP-48) are not offered: a client authenticates with SASL (PLAIN, SCRAM, OAUTHBEARER) "
            "or mTLS; tokens need a token store, renewal and expiry, and SCRAM-over-token logins")
-_QUOTAS = ("client quotas (KIP-546) are not offered: Samsa throttles no client (throttle_time is always 0), so a "
-           "quota it stored would promise limits it does not apply")
+_QUOTAS = ("client quotas (KIP-546) are not stored: Samsa throttles no client (throttle_time is always 0), so a "
+           "quota it accepted would promise limits it does not apply; DescribeClientQuotas answers that there are none")
 _VOTERS = ("dynamic quorum membership (KIP-853): a Samsa cluster's voters are fixed when it is formed "
            "(controller.quorum.voters)")
 _NO_SCHEMA = "has no schema in kio 0.6.5, Samsa's protocol library (Kafka's JSON schemas as Python types)"
@@ -56,7 +56,7 @@ NOTES = {
     34: "moves a replica between one broker's log directories (JBOD, KIP-113): a Samsa broker has a single log "
         "directory, so there is no other to move to",
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
-    48: _QUOTAS, 49: _QUOTAS,
+    49: _QUOTAS,
     64: "removes a permanently gone broker's registration (kafka-cluster unregister): not offered yet; Samsa's "
         "controller keeps a stopped broker registered (fenced) and writes no removal record",
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,

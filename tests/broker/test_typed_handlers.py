@@ -31,6 +31,7 @@ from samsa.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -118,6 +119,7 @@ TYPED = [
     (list_config_resources, "ListConfigResourcesRequest", "ListConfigResourcesResponse"),
     (describe_topic_partitions, "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"),
     (update_features, "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
+    (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
