@@ -185,6 +185,8 @@ def topic_requests(t: str) -> dict[str, Request]:
         "DeleteRecords": (21, 2, {"timeout": 5000, "topics": [
             {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}]}),
         "DescribeProducers": (61, 0, {"topics": [{"name": t, "partition_indexes": [0]}]}),
+        "AlterReplicaLogDirs": (34, 2, {"dirs": [{"path": "/no/such/dir", "topics": [
+            {"name": t, "partitions": [0]}]}]}),
         "ElectLeaders": (43, 2, {"election_type": 0, "timeout": 5000, "topic_partitions": [
             {"topic": t, "partitions": [0]}]}),
         "AlterPartitionReassignments": (45, 0, {"timeout": 5000, "topics": [

@@ -53,8 +53,6 @@ NOTES = {
     27: "v2 (KIP-1228: the transaction version on each marker) not yet; Samsa's coordinators send v1 to each other",
     28: f"v6 (KIP-1319: topic ids instead of names) {_NO_SCHEMA}; producers commit with v5",
     42: f"v3 (Kafka 4.4: an error message per group) {_NO_SCHEMA}; the admin client deletes with v2",
-    34: "moves a replica between one broker's log directories (JBOD, KIP-113): a Samsa broker has a single log "
-        "directory, so there is no other to move to",
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
     49: _QUOTAS,
     64: "removes a permanently gone broker's registration (kafka-cluster unregister): not offered yet; Samsa's "

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from differential import (  # noqa: F401  (register the scenarios)
-    client_quotas,
+    admin_apis,
     compaction,
     config_fidelity,
     features,

@@ -137,6 +137,9 @@ ROWS = [
     Row("DescribeUserScramCredentials", 50, 0, lambda t: {"users": [{"name": "alice"}]},
         lambda r: [r.error_code, *(x.error_code for x in r.results)], CLUSTER_DENIED,
         ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
+    Row("AlterReplicaLogDirs", 34, 2, lambda t: {"dirs": [{"path": "/x", "topics": [
+        {"name": EXISTING, "partitions": [0]}]}]}, lambda r: [p.error_code for x in r.results for p in x.partitions],
+        CLUSTER_DENIED, ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),
     Row("DescribeClientQuotas", 48, 1, lambda t: {"components": [], "strict": False}, top, CLUSTER_DENIED,
         ((Op.DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME),)),
     Row("AlterUserScramCredentials", 51, 0, lambda t: {"deletions": [{"name": "carol", "mechanism": 2}],

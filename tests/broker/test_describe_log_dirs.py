@@ -79,3 +79,19 @@ def test_no_topics_requested_gives_an_empty_dir(samsa: Any) -> None:
         create_topic(conn, "dirs-empty", 1)
         (result,) = describe(conn, 4, []).results
         assert result.error_code.value == 0 and list(result.topics) == []
+
+
+def test_alter_replica_log_dirs_with_one_directory(samsa: Any) -> None:
+    """AlterReplicaLogDirs (KIP-113): the one log directory is a no-op NONE, any other path LOG_DIR_NOT_FOUND, an
+    unknown partition UNKNOWN_TOPIC_OR_PARTITION (the differential scenario alter_replica_log_dirs: as Kafka 4.4.0)."""
+    topic = "dirs-alter"
+    with samsa.connect() as conn:
+        create_topic(conn, topic, 1)
+        log_dir = os.path.abspath(samsa.data_dir)
+        for version in (1, 2):
+            r = conn.request(34, {"dirs": [
+                {"path": log_dir, "topics": [{"name": topic, "partitions": [0, 5]}]},
+                {"path": "/elsewhere", "topics": [{"name": "other", "partitions": [0]}]}]}, version=version)
+            got = {(x.topic_name, p.partition_index): p.error_code.value for x in r.results for p in x.partitions}
+            assert got == {(topic, 0): 0, (topic, 5): 3, ("other", 0): 57}
+        assert sizes(describe(conn, 4, None))[(topic, 0)] == 0  # nothing moved, nothing lost
