@@ -28,7 +28,7 @@ run: compile
 	$(VENV)/bin/samsa serve --data-dir ./samsa-data --listen 127.0.0.1:9092
 
 # compat.mk (owned by compat-tests/) defines compat-deps: kcat, kafkajs, the Java client and the
-# Kafka 4.1.2 jars from Maven Central.
+# reference Kafka's jars from Maven Central (its version: compat-tests/KAFKA_VERSION).
 include compat-tests/compat.mk
 
 # Kafka 4.2.1's ProducerPerformance (warm-up records, KIP-1052) for bench/compare's fixed-rate runs.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-SCENARIOS = ["bench.broker", "bench.compare"]  # bench.compare: side by side with Apache Kafka 4.1.2
+SCENARIOS = ["bench.broker", "bench.compare"]  # bench.compare: side by side with the reference Apache Kafka
 OPTIONAL = ["bench.storage"]
 
 

@@ -1,4 +1,4 @@
-"""The log cleaner, Samsa vs Apache Kafka (the oracle) in one run (issue 16): throughput, memory, a producer's latency.
+"""The log cleaner, Samsa vs the reference Apache Kafka in one run (issue 16): throughput, memory, a producer's latency.
 
 Per broker (`samsa serve` and Kafka from compat-tests/oracle, one node each, the same cleaner settings:
 log.cleaner.backoff.ms=200 so that neither waits 15 s before it looks, everything else default -- one

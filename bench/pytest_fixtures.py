@@ -1,7 +1,7 @@
 """The pytest plugin's set-up cost: a session broker ready to serve, and a fresh topic per test.
 
 Targets (issue 21): a session broker ready in < 0.5 s, a fresh topic in < 20 ms. The baseline in the same
-run is Apache Kafka 4.1.2 from compat-tests/oracle (a JVM broker is what a test suite otherwise starts,
+run is the reference Apache Kafka from compat-tests/oracle (a JVM broker is what a test suite otherwise starts,
 e.g. through testcontainers: its start and its CreateTopics, measured the same way).
 
     .venv/bin/python -m bench.pytest_fixtures [--starts 5] [--topics 50] [--no-kafka]

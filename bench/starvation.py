@@ -1,6 +1,6 @@
 """Another client's latency while one connection sends worst-case valid produce batches, Samsa vs Kafka (issue 15).
 
-Per broker (`samsa serve` and Apache Kafka 4.1.2 from compat-tests/oracle, defaults, one node) and per case:
+Per broker (`samsa serve` and the reference Apache Kafka from compat-tests/oracle, defaults, one node) and per case:
 client A sends worst-case batches back to back (Produce acks=1, one in flight) to a 1-partition topic for
 --seconds; client B meanwhile loops a Metadata request and a small acks=1 produce to another topic, 10 ms
 apart, timing each round trip. Cases: `idle` (no load, the baseline), `zstd-1M-empty` (one valid zstd batch

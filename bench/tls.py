@@ -1,4 +1,4 @@
-"""TLS's cost, Samsa vs Apache Kafka 4.1.2 in one run: produce and consume throughput over PLAINTEXT and over SASL_SSL
+"""TLS's cost, Samsa vs the reference Kafka in one run: produce and consume throughput over PLAINTEXT and over SASL_SSL
 (SCRAM-SHA-512), and the SCRAM connection set-up rate over SASL_SSL.
 
 Each broker runs alone (Samsa first, then Kafka from compat-tests/oracle_fixture.py, one combined KRaft node) with

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from samsa.broker.security.client import ClientSecurity
 
 _SIZE = struct.Struct(">i")
-# Versions past these name topics by id in ways the tools don't fill in (Produce v13: topic_id).
-CLIENT_MAX_VERSIONS = {0: 12}
+# Versions past these name topics by id in ways the tools don't fill in (Produce v13, OffsetCommit and OffsetFetch
+# v10, which Kafka 4.4 advertises: topic_id).
+CLIENT_MAX_VERSIONS = {0: 12, 8: 9, 9: 9}
 
 
 class KafkaClientError(Exception):

@@ -128,8 +128,6 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "log.cleaner.backoff.ms": K(LONG, "15000", "sleep when no log needs cleaning", at_least(0), dynamic=True),
     "log.segment.delete.delay.ms": K(LONG, "60000", "file.delete.delay.ms's default"),
     "log.preallocate": K(BOOLEAN, "false", "preallocate's default", implemented=False),
-    "log.local.retention.ms": K(LONG, "-2", "local.retention.ms's default", implemented=False),
-    "log.local.retention.bytes": K(LONG, "-2", "local.retention.bytes's default", implemented=False),
     "compression.type": K(STRING, "producer", "compression.type's default"),
     "compression.gzip.level": K(INT, "-1", "compression.gzip.level's default"),
     "compression.lz4.level": K(INT, "9", "compression.lz4.level's default", implemented=False),
@@ -275,8 +273,11 @@ def _entry(name: str, raw: BrokerKey | tuple[ConfigType, str]) -> BrokerKey:
     return entry
 
 
-# The broker schema, every entry in its full form.
-BROKER_SCHEMA: Mapping[str, BrokerKey] = {name: _entry(name, raw) for name, raw in BROKER_DEFAULTS.items()}
+# The broker schema, every entry in its full form. A topic config's broker key that BROKER_DEFAULTS does not declare
+# only carries that config's default (log.local.retention.*, log.remote.copy.lag.*, max.decompressed.message.bytes).
+BROKER_SCHEMA: Mapping[str, BrokerKey] = {name: _entry(name, raw) for name, raw in BROKER_DEFAULTS.items()} | {
+    key: _entry(key, K(d.type, d.default, f"{d.name}'s default")) for key, d in _TOPIC_BY_BROKER_KEY.items()
+    if key not in BROKER_DEFAULTS}
 
 # Broker configs that AlterConfigs / IncrementalAlterConfigs may change at run time (per broker or as
 # the cluster-wide default), like Kafka's DynamicLogConfig: the broker keys behind topic configs.
@@ -510,7 +511,7 @@ def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
 def validate_broker_config(name: str, value: str | None) -> str | None:
     """None if broker config `name` may be set to `value` at run time, else an error message."""
     if name not in DYNAMIC_BROKER_CONFIGS:
-        return f"Cannot update these configs dynamically: Set({name})"
+        return f"Cannot update these configs dynamically: [{name}]"
     if value is None:
         return None
     entry = BROKER_SCHEMA[name]

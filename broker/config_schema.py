@@ -52,8 +52,8 @@ class ConfigSource(IntEnum):
 class ConfigError(ValueError):
     """A value Kafka's ConfigDef refuses; str() is Kafka's ConfigException message."""
 
-    def __init__(self, name: str, value: object, reason: str) -> None:
-        super().__init__(f"Invalid value {value} for configuration {name}: {reason}")
+    def __init__(self, name: str, value: object, reason: str, *, message: str | None = None) -> None:
+        super().__init__(message or f"Invalid value {value} for configuration {name}: {reason}")
         self.name = name
         self.value = value
         self.reason = reason
@@ -147,7 +147,8 @@ def between(minimum: float, maximum: float) -> Range:
 
 
 class OneOf:
-    """ConfigDef.ValidString (case-sensitive, as Kafka's) or, on a LIST, ValidList: every item one of."""
+    """ConfigDef.ValidString (case-sensitive, as Kafka's) or, on a LIST, ValidList.in: no empty item (as "compact,"
+    gives: Kafka 4.4's own message), every item one of. Duplicates pass, as in Kafka 4.4.0."""
 
     __slots__ = ("allowed",)
 
@@ -156,6 +157,8 @@ class OneOf:
 
     def check(self, name: str, value: ConfigValue) -> None:
         for item in value if isinstance(value, tuple) else (str(value),):
+            if item == "" and isinstance(value, tuple):
+                raise ConfigError(name, item, "", message=f"Configuration '{name}' values must not be empty.")
             if item not in self.allowed:
                 raise ConfigError(name, item, f"String must be one of: {', '.join(self.allowed)}")
 
@@ -313,6 +316,9 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
            "the codec batches are stored with; producer keeps the producer's"),
         _t("delete.retention.ms", LONG, "86400000", "log.cleaner.delete.retention.ms", at_least(0),
            "how long tombstones of a compacted topic are kept"),
+        # Kafka 4.4 (KIP-1191): a share group's dead-letter topic may be this one. Samsa has no share groups.
+        _t("errors.deadletterqueue.group.enable", BOOLEAN, "false", None, None,
+           "let a share group use this topic as its dead-letter queue", implemented=False),
         _t("file.delete.delay.ms", LONG, "60000", "log.segment.delete.delay.ms", at_least(0),
            "how long a deleted segment's files wait before removal"),
         _t("flush.messages", LONG, str(LONG_MAX), "log.flush.interval.messages", at_least(1),
@@ -333,6 +339,9 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
            "the local share of retention.ms with a remote tier (-2: retention.ms)", implemented=False),
         _t("max.compaction.lag.ms", LONG, str(LONG_MAX), "log.cleaner.max.compaction.lag.ms", at_least(1),
            "the longest a record stays ineligible for compaction"),
+        _t("max.decompressed.message.bytes", INT, "2147483639", "max.decompressed.message.bytes",
+           between(1, 2147483639), "the largest a batch may decompress to (accepted, not enforced)",
+           implemented=False),
         _t("max.message.bytes", INT, "1048588", "message.max.bytes", at_least(0),
            "the largest record batch the topic accepts"),
         _t("message.timestamp.after.max.ms", LONG, "3600000", "log.message.timestamp.after.max.ms", at_least(0),
@@ -348,6 +357,10 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = {
         _t("min.insync.replicas", INT, "1", "min.insync.replicas", at_least(1),
            "the in-sync replicas an acks=all write needs"),
         _t("preallocate", BOOLEAN, "false", "log.preallocate", None, "preallocate segment files", implemented=False),
+        _t("remote.copy.lag.bytes", LONG, "-1", "log.remote.copy.lag.bytes", at_least(-1),
+           "how far the remote tier's copy may lag, in bytes (Kafka 4.4)", implemented=False),
+        _t("remote.copy.lag.ms", LONG, "0", "log.remote.copy.lag.ms", at_least(-1),
+           "how far the remote tier's copy may lag, in milliseconds (Kafka 4.4)", implemented=False),
         _t("remote.log.copy.disable", BOOLEAN, "false", None, None,
            "stop copying segments to the remote tier", implemented=False),
         _t("remote.log.delete.on.disable", BOOLEAN, "false", None, None,

@@ -1,4 +1,4 @@
-"""Which broker configs AlterConfigs / IncrementalAlterConfigs may change at run time, as Kafka 4.1.2 decides.
+"""Which broker configs AlterConfigs / IncrementalAlterConfigs may change at run time, as the reference Kafka decides.
 
 Kafka's list (broker.kafka_broker_configs: read-only false in its DescribeConfigs) decides for its own keys;
 Samsa's schema for samsa.* keys. A key neither knows is accepted, as Kafka accepts custom configs. Some of
@@ -69,14 +69,14 @@ def check_dynamic_broker_config(name: str, value: str | None, *, cluster_default
     # Kafka's DynamicBrokerConfig.validateConfigs order: not dynamic, security without a listener prefix, per
     # broker only (Samsa's own read-only listeners come last: Kafka would take them).
     if kafka is not None and not kafka.dynamic:
-        return f"Cannot update these configs dynamically: Set({name})"
+        return f"Cannot update these configs dynamically: [{name}]"
     if name in PER_LISTENER_SECURITY:
         return ("These security configs can be dynamically updated only per-listener using the listener prefix: "
-                f"HashSet({name})")
+                f"[{name}]")
     if kafka is not None and kafka.per_broker_only and cluster_default:
-        return f"Cannot update these configs at default cluster level, broker id must be specified: Set({name})"
+        return f"Cannot update these configs at default cluster level, broker id must be specified: [{name}]"
     if not is_dynamic(name):
-        return f"Cannot update these configs dynamically: Set({name})"
+        return f"Cannot update these configs dynamically: [{name}]"
     if value is None:
         return None
     entry = BROKER_SCHEMA.get(name)

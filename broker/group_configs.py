@@ -1,12 +1,13 @@
 """Group configs (the GROUP config resource, type 32, KIP-848/932/1071): their schema, defaults and checks.
 
-Kafka 4.1.2 lets DescribeConfigs and IncrementalAlterConfigs name a group (it need not exist) and lists
-these ten configs for it, each the broker's group.<name> default (DEFAULT_CONFIG) unless the group has its
-own value (GROUP_CONFIG). They tune the consumer (KIP-848), share (KIP-932) and streams (KIP-1071) group
-protocols: the values are stored in the metadata log, described and validated as Kafka does
-(GroupConfig.validate). consumer.session.timeout.ms and consumer.heartbeat.interval.ms apply to a consumer
-group's members from their next heartbeat (group.consumer_coordinator.ConsumerGroupConfig); the share and
-streams ones are stored only (Samsa has neither protocol), and classic groups ignore them, as in Kafka.
+Kafka 4.4.0 lets DescribeConfigs and IncrementalAlterConfigs name a group (it need not exist) and lists
+these 21 configs for it, each the broker config's default (DEFAULT_CONFIG, most often group.<name>; the
+synonym Kafka lists) unless the group has its own value (GROUP_CONFIG). They tune the consumer (KIP-848),
+share (KIP-932) and streams (KIP-1071) group protocols: the values are stored in the metadata log, described
+and validated as Kafka does (GroupConfig.validate). consumer.session.timeout.ms and
+consumer.heartbeat.interval.ms apply to a consumer group's members from their next heartbeat
+(group.consumer_config.ConsumerGroupConfig); the others are stored only (Samsa has no share or streams
+groups), and classic groups ignore them, as in Kafka.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ class ShareAutoOffsetReset:
 
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
-    """One group config: its type, Kafka's default, its ConfigDef validator, and the broker configs that
-    bound it (min, max: names and Kafka's defaults), checked after every value parsed."""
+    """One group config: its type, Kafka's default, its ConfigDef validator, the broker configs that
+    bound it (min, max: names and Kafka's defaults), checked after every value parsed, and the broker config
+    that gives its default (group.<name> unless named)."""
 
     name: str
     type: ConfigType
@@ -52,17 +54,25 @@ class GroupConfigDef:
     validator: Validator | None
     minimum: tuple[str, int] | None = None
     maximum: tuple[str, int] | None = None
+    broker_default: str | None = None
+
+    @property
+    def broker_key(self) -> str:
+        return self.broker_default or f"group.{self.name}"
 
 
-INT, STRING = ConfigType.INT, ConfigType.STRING
+INT, STRING, BOOLEAN, LIST = ConfigType.INT, ConfigType.STRING, ConfigType.BOOLEAN, ConfigType.LIST
 
-# In the order GroupConfig.validate checks the bounds.
+# In the order GroupConfig.validate checks the bounds (Kafka 4.4.0's list).
 GROUP_CONFIGS: Mapping[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("consumer.heartbeat.interval.ms", INT, "5000", at_least(1),
                    ("group.consumer.min.heartbeat.interval.ms", 5000),
                    ("group.consumer.max.heartbeat.interval.ms", 15000)),
     GroupConfigDef("consumer.session.timeout.ms", INT, "45000", at_least(1),
                    ("group.consumer.min.session.timeout.ms", 45000), ("group.consumer.max.session.timeout.ms", 60000)),
+    GroupConfigDef("consumer.assignment.interval.ms", INT, "1000", at_least(0),
+                   ("group.consumer.min.assignment.interval.ms", 0),
+                   ("group.consumer.max.assignment.interval.ms", 15000)),
     GroupConfigDef("share.heartbeat.interval.ms", INT, "5000", at_least(1),
                    ("group.share.min.heartbeat.interval.ms", 5000), ("group.share.max.heartbeat.interval.ms", 15000)),
     GroupConfigDef("share.session.timeout.ms", INT, "45000", at_least(1),
@@ -70,8 +80,19 @@ GROUP_CONFIGS: Mapping[str, GroupConfigDef] = {d.name: d for d in (
     GroupConfigDef("share.record.lock.duration.ms", INT, "30000", at_least(1000),
                    ("group.share.min.record.lock.duration.ms", 15000),
                    ("group.share.max.record.lock.duration.ms", 60000)),
-    GroupConfigDef("share.auto.offset.reset", STRING, "latest", ShareAutoOffsetReset()),
-    GroupConfigDef("share.isolation.level", STRING, "read_uncommitted", one_of("read_committed", "read_uncommitted")),
+    GroupConfigDef("share.delivery.count.limit", INT, "5", at_least(2),
+                   ("group.share.min.delivery.count.limit", 2), ("group.share.max.delivery.count.limit", 10)),
+    GroupConfigDef("share.partition.max.record.locks", INT, "2000", at_least(100),
+                   ("group.share.min.partition.max.record.locks", 100),
+                   ("group.share.max.partition.max.record.locks", 4000)),
+    GroupConfigDef("share.assignment.interval.ms", INT, "1000", at_least(0),
+                   ("group.share.min.assignment.interval.ms", 0), ("group.share.max.assignment.interval.ms", 15000)),
+    GroupConfigDef("share.auto.offset.reset", STRING, "latest", ShareAutoOffsetReset(),
+                   broker_default="share.auto.offset.reset"),
+    GroupConfigDef("share.isolation.level", STRING, "read_uncommitted", one_of("read_committed", "read_uncommitted"),
+                   broker_default="share.isolation.level"),
+    GroupConfigDef("share.renew.acknowledge.enable", BOOLEAN, "true", None,
+                   broker_default="share.renew.acknowledge.enable"),
     GroupConfigDef("streams.heartbeat.interval.ms", INT, "5000", at_least(1),
                    ("group.streams.min.heartbeat.interval.ms", 5000),
                    ("group.streams.max.heartbeat.interval.ms", 15000)),
@@ -79,12 +100,23 @@ GROUP_CONFIGS: Mapping[str, GroupConfigDef] = {d.name: d for d in (
                    ("group.streams.min.session.timeout.ms", 45000), ("group.streams.max.session.timeout.ms", 60000)),
     GroupConfigDef("streams.num.standby.replicas", INT, "0", at_least(0), None,
                    ("group.streams.max.standby.replicas", 2)),
+    GroupConfigDef("streams.assignment.interval.ms", INT, "1000", at_least(0),
+                   ("group.streams.min.assignment.interval.ms", 0),
+                   ("group.streams.max.assignment.interval.ms", 15000)),
+    GroupConfigDef("streams.initial.rebalance.delay.ms", INT, "3000", at_least(0)),
+    GroupConfigDef("streams.assignor.name", STRING, "sticky", None, broker_default="group.streams.assignors"),
+    GroupConfigDef("streams.rack.aware.assignment.tags", LIST, "", None),
+    # KIP-1191: a share group's dead-letter queue.
+    GroupConfigDef("errors.deadletterqueue.copy.record.enable", BOOLEAN, "false", None,
+                   broker_default="errors.deadletterqueue.copy.record.enable"),
+    GroupConfigDef("errors.deadletterqueue.topic.name", STRING, "", None,
+                   broker_default="errors.deadletterqueue.topic.name"),
 )}
 
 
 def group_default(name: str, broker_overrides: Mapping[str, str]) -> str:
-    """A group config's value for a group without its own: the broker's group.<name> (Kafka's defaults)."""
-    return broker_overrides.get(f"group.{name}", GROUP_CONFIGS[name].default)
+    """A group config's value for a group without its own: the broker config behind it (Kafka's defaults)."""
+    return broker_overrides.get(GROUP_CONFIGS[name].broker_key, GROUP_CONFIGS[name].default)
 
 
 def _bound(bound: tuple[str, int], broker_overrides: Mapping[str, str]) -> int:
@@ -116,8 +148,13 @@ def check_group_configs(configs: Mapping[str, str | None], broker_overrides: Map
         number = parsed.get(name)
         if not isinstance(number, int):
             continue
-        if d.minimum is not None and number < _bound(d.minimum, broker_overrides):
-            return f"{name} must be greater than or equal to {d.minimum[0]}"
-        if d.maximum is not None and number > _bound(d.maximum, broker_overrides):
-            return f"{name} must be less than or equal to {d.maximum[0]}"
+        low = _bound(d.minimum, broker_overrides) if d.minimum is not None else None
+        high = _bound(d.maximum, broker_overrides) if d.maximum is not None else None
+        if low is not None and high is not None:
+            if not low <= number <= high:
+                return f"{name} must be in the range {low} to {high} inclusive."
+        elif low is not None and number < low:
+            return f"{name} must be greater than or equal to {low}"
+        elif high is not None and number > high:
+            return f"{name} must be less than or equal to {high}"
     return None

@@ -1,21 +1,32 @@
 # Installs what compat tests need (included by the top-level Makefile; run from the repo root).
+# The reference Kafka's version is compat-tests/KAFKA_VERSION, the one line an upgrade changes: the poms take it
+# as -Dkafka.version, oracle_fixture.py reads it, and the stamps below name it.
 # Every target is idempotent and returns at once when its stamp is newer than its inputs:
-#   - Apache Kafka 4.1.2 jars from Maven Central -> compat-tests/oracle/lib  (the reference broker)
+#   - the reference Apache Kafka's jars from Maven Central -> compat-tests/oracle/lib
 #   - kcat (Debian package), only if `kcat` is not on PATH
 #   - prometheus (Debian package), only if `prometheus` is not on PATH (compat-tests/test_metrics.py)
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
-#   - the Java client scenario (kafka-clients 4.1.2 via Maven) -> compat-tests/java/target
-#   - Kafka Connect 4.1.2 (connect-runtime, connect-json, connect-file via Maven) -> compat-tests/connect/lib
+#   - the Java client scenario (kafka-clients via Maven) -> compat-tests/java/target
+#   - Kafka Connect (connect-runtime, connect-json via Maven; the connect-file plugin) -> compat-tests/connect/lib
+#     (at CONNECT_VERSION, below)
 #   - franz-go (Go module proxy, pinned by compat-tests/go/go.sum) -> compat-tests/go/bin (KIP-848 member)
 COMPAT_DIR := compat-tests
 COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+KAFKA_VERSION_FILE := $(COMPAT_DIR)/KAFKA_VERSION
+KAFKA_VERSION := $(strip $(file < $(KAFKA_VERSION_FILE)))
+# Kafka Connect's version for test_kafka_connect.py (a client of the broker under test): the reference's, but the
+# FileStream plugin the test runs (connect-file) is served here only up to 4.3.1, and 4.3.1's plugin does not load in a
+# 4.4 worker (kafka-clients 4.4 moved AppInfoParser to common.utils.internals). So Connect is 4.3.1, worker and
+# plugin; set this to $(KAFKA_VERSION) once connect-file $(KAFKA_VERSION) is served.
+CONNECT_VERSION := 4.3.1
+FETCH_KAFKA_JARS := $(COMPAT_DIR)/fetch-kafka-jars.sh
 ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
-ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-4.1.2
+ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-$(KAFKA_VERSION)
 NODE_STAMP := $(COMPAT_DIR)/node/node_modules/.stamp
-JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp
+JAVA_STAMP := $(COMPAT_DIR)/java/target/.stamp-kafka-$(KAFKA_VERSION)
 CONNECT_LIB := $(COMPAT_DIR)/connect/lib
-CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-4.1.2
+CONNECT_STAMP := $(CONNECT_LIB)/.stamp-connect-$(CONNECT_VERSION)
 
 .PHONY: compat-deps compat-oracle compat-kcat compat-prometheus compat-node compat-java compat-connect compat-go
 
@@ -24,9 +35,9 @@ compat-deps: compat-oracle compat-kcat compat-prometheus compat-node compat-java
 compat-oracle: $(ORACLE_STAMP)
 
 # Downloaded into lib.tmp and renamed, so an interrupted download never looks complete.
-$(ORACLE_STAMP): $(COMPAT_DIR)/oracle/pom.xml
+$(ORACLE_STAMP): $(COMPAT_DIR)/oracle/pom.xml $(KAFKA_VERSION_FILE) $(FETCH_KAFKA_JARS)
 	rm -rf $(ORACLE_LIB).tmp
-	cd $(COMPAT_DIR)/oracle && $(COMPAT_MVN) dependency:copy-dependencies -DoutputDirectory=lib.tmp
+	$(FETCH_KAFKA_JARS) $(COMPAT_DIR)/oracle $(ORACLE_LIB).tmp
 	rm -rf $(ORACLE_LIB) && mv $(ORACLE_LIB).tmp $(ORACLE_LIB)
 	touch $@
 
@@ -49,8 +60,10 @@ $(NODE_STAMP): $(COMPAT_DIR)/node/package.json $(COMPAT_DIR)/node/package-lock.j
 
 compat-java: $(JAVA_STAMP)
 
-$(JAVA_STAMP): $(COMPAT_DIR)/java/pom.xml $(wildcard $(COMPAT_DIR)/java/src/main/java/*.java)
-	cd $(COMPAT_DIR)/java && $(COMPAT_MVN) package dependency:copy-dependencies \
+# target/lib is emptied first: copy-dependencies adds, so an upgrade would leave the old kafka-clients beside the new.
+$(JAVA_STAMP): $(COMPAT_DIR)/java/pom.xml $(KAFKA_VERSION_FILE) $(wildcard $(COMPAT_DIR)/java/src/main/java/*.java)
+	rm -rf $(COMPAT_DIR)/java/target/lib
+	cd $(COMPAT_DIR)/java && $(COMPAT_MVN) package dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
 	  -DincludeScope=runtime -DoutputDirectory=target/lib
 	touch $@
 
@@ -59,11 +72,11 @@ compat-connect: $(CONNECT_STAMP)
 # Downloaded into lib.tmp and renamed, so an interrupted download never looks complete. connect-file
 # goes to lib/plugins/connect-file: the worker loads it through plugin.path (its own class loader),
 # as a deployed connector is, while the runtime's classpath is lib/* alone.
-$(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml
+$(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml $(KAFKA_VERSION_FILE) $(FETCH_KAFKA_JARS)
 	rm -rf $(CONNECT_LIB).tmp
-	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy-dependencies -DoutputDirectory=lib.tmp
-	mkdir -p $(CONNECT_LIB).tmp/plugins/connect-file
-	mv $(CONNECT_LIB).tmp/connect-file-*.jar $(CONNECT_LIB).tmp/plugins/connect-file/
+	$(FETCH_KAFKA_JARS) $(COMPAT_DIR)/connect $(CONNECT_LIB).tmp $(CONNECT_VERSION)
+	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy -Dkafka.version=$(CONNECT_VERSION) \
+	  -Dartifact=org.apache.kafka:connect-file:$(CONNECT_VERSION) -DoutputDirectory=lib.tmp/plugins/connect-file
 	rm -rf $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
 	touch $@
 

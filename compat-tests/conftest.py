@@ -27,7 +27,7 @@ from samsa_fixture import SamsaError, SamsaProcess, start_samsa
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "kafka: runs against the reference Apache Kafka 4.1.2 (oracle)")
+    config.addinivalue_line("markers", "kafka: runs against the reference the reference Apache Kafka (oracle)")
     config.addinivalue_line("markers", "samsa: runs against a Samsa broker process")
 
 

@@ -1,4 +1,5 @@
-"""Apache Kafka 4.1.2 (the "oracle") started from Python, for tests and benchmarks.
+"""Apache Kafka (the "oracle", at the version in ``compat-tests/KAFKA_VERSION``) started from Python, for tests
+and benchmarks.
 
 The jars come from Maven Central (``make compat-deps`` puts them in ``compat-tests/oracle/lib``).
 Everything here launches ``java`` directly with the same flags as ``oracle/start-kafka.sh`` and
@@ -36,8 +37,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KAFKA_VERSION = "4.1.2"
 COMPAT_DIR = Path(__file__).resolve().parent
+# The reference Kafka's version: one line in compat-tests/KAFKA_VERSION, which compat.mk gives Maven too.
+KAFKA_VERSION = (COMPAT_DIR / "KAFKA_VERSION").read_text().strip()
 ORACLE_DIR = COMPAT_DIR / "oracle"
 LIB_DIR = Path(os.environ.get("KAFKA_LIB_DIR", ORACLE_DIR / "lib"))
 SERVER_PROPERTIES = ORACLE_DIR / "server.properties"
@@ -76,7 +78,8 @@ def java_binary() -> str:
 
 def ensure_installed() -> None:
     """Fail with a clear message if the jars are not there (``make compat-deps`` fetches them)."""
-    needed = ["kafka_2.13-", "kafka-clients-", "kafka-server-", "kafka-tools-", "log4j-slf4j-impl-"]
+    needed = [f"kafka_2.13-{KAFKA_VERSION}", f"kafka-clients-{KAFKA_VERSION}", f"kafka-server-{KAFKA_VERSION}",
+              f"kafka-tools-{KAFKA_VERSION}", "log4j-slf4j-impl-"]
     names = os.listdir(LIB_DIR) if LIB_DIR.is_dir() else []
     missing = [n for n in needed if not any(f.startswith(n) and f.endswith(".jar") for f in names)]
     if missing:
@@ -177,11 +180,11 @@ def run_kafka_tool(
     """Run a Kafka main class (what ``oracle/kafka-run.sh <main class> args`` does).
 
     Examples of main classes: ``org.apache.kafka.tools.TopicCommand`` (kafka-topics),
-    ``org.apache.kafka.tools.GetOffsetShell`` (kafka-get-offsets), ``kafka.tools.DumpLogSegments``,
+    ``org.apache.kafka.tools.GetOffsetShell`` (kafka-get-offsets), ``org.apache.kafka.tools.DumpLogSegments``,
     ``org.apache.kafka.tools.ProducerPerformance`` -- see the table in ``oracle/NOTES.md``.
     stdout holds the tool's output; its logging (WARN and above) goes to stderr. Text mode.
     With ``check`` a non-zero exit raises ``OracleError`` with both streams. ``lib_dir`` runs the class
-    from other jars (bench/perf-tools: Kafka 4.2.1's ProducerPerformance) than the 4.1.2 ones.
+    from other jars (bench/perf-tools: Kafka 4.2.1's ProducerPerformance) than the reference's.
     """
     if lib_dir is None:
         ensure_installed()

@@ -1,4 +1,4 @@
-"""Kafka's kafka-dump-log (4.1.2's DumpLogSegments) reads the segments Samsa's log cleaner wrote (issue 16).
+"""Kafka's kafka-dump-log (the reference's DumpLogSegments) reads the segments Samsa's log cleaner wrote (issue 16).
 
 A Samsa broker of its own (log.cleaner.backoff.ms=200, so that its cleaner wakes at once) gets the writes of
 the differential compaction scenarios (differential/compaction.py: updates, tombstones kept then removed
@@ -31,7 +31,7 @@ from samsa.kproto.records import decode_batches
 
 pytestmark = pytest.mark.samsa
 
-DUMP_LOG = "kafka.tools.DumpLogSegments"
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*? isControl: (true|false) "
                    r"deleteHorizonMs: (\S+) position: (\d+) .*? isvalid: (true|false)$")
 RECORD = re.compile(r"^\| offset: (\d+) CreateTime: \d+ keySize: (-?\d+) valueSize: (-?\d+) sequence: -?\d+ "

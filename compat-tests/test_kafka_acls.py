@@ -1,4 +1,4 @@
-"""kafka-acls.sh (Kafka 4.1.2's org.apache.kafka.tools.AclCommand) against a live Samsa with the ACL authorizer on:
+"""kafka-acls.sh (org.apache.kafka.tools.AclCommand, the reference's) against a live Samsa with the ACL authorizer on:
 adding, listing and removing ACLs, as an operator runs it, and the Java producer refused by one. Every step
 checks what the tool prints.
 
@@ -90,8 +90,8 @@ def test_the_java_producer_is_refused_a_topic_its_principal_may_not_write(open_s
         tool(TOPICS, "--create", "--topic", topic, "--partitions", "1")
     tool(ACLS, "--add", "--deny-principal", "User:ANONYMOUS", "--operation", "Write", "--topic", "secret")
     tool(PRODUCER, "--topic", "open", input="a\nb\n")
-    refused = tool(PRODUCER, "--topic", "secret", "--producer-property", "max.block.ms=10000",
-                   "--producer-property", "delivery.timeout.ms=10000", "--producer-property", "request.timeout.ms=5000",
+    refused = tool(PRODUCER, "--topic", "secret", "--command-property", "max.block.ms=10000",
+                   "--command-property", "delivery.timeout.ms=10000", "--command-property", "request.timeout.ms=5000",
                    input="c\n", check=False)
     assert "TopicAuthorizationException" in refused.stderr + refused.stdout, refused.stderr[-2000:]
     # allow.everyone.if.no.acl.found no longer applies to "secret" (an ACL names it) and none allows

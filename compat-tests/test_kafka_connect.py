@@ -1,4 +1,4 @@
-"""Kafka Connect 4.1.2 in distributed mode against each broker (issue 16's Connect test).
+"""Kafka Connect (compat.mk's CONNECT_VERSION) in distributed mode against each broker (issue 16's Connect test).
 
 A real worker (``org.apache.kafka.connect.cli.ConnectDistributed``, jars from ``make compat-deps`` in
 ``compat-tests/connect/lib``) keeps its connector configs, source offsets and statuses in three
@@ -47,6 +47,9 @@ CONNECT_LIB = Path(os.environ.get("CONNECT_LIB_DIR", CONNECT_DIR / "lib"))
 PLUGIN_PATH = CONNECT_LIB / "plugins"
 CONNECT_LOG4J = CONNECT_DIR / "log4j2-connect.xml"
 DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
+# The version make compat-deps installed (compat.mk's CONNECT_VERSION: 4.3.1, whose FileStream plugin is served).
+CONNECT_VERSION = next((p.name.removeprefix("connect-runtime-").removesuffix(".jar")
+                        for p in CONNECT_LIB.glob("connect-runtime-*.jar")), None)
 
 WORKER_START_TIMEOUT_S = 150.0  # JVM start, internal topics, group join, on a shared 2-core machine
 CONNECTORS_RUNNING_TIMEOUT_S = 120.0
@@ -59,7 +62,7 @@ BROKERS = pytest.mark.parametrize("broker", [
     pytest.param("samsa", marks=pytest.mark.samsa, id="samsa"),
     pytest.param("kafka", marks=[pytest.mark.kafka, pytest.mark.skipif(
         os.environ.get("COMPAT_CONNECT_KAFKA") != "1",
-        reason="the same tests against Kafka 4.1.2 take two more minutes: opt in with COMPAT_CONNECT_KAFKA=1")],
+        reason="the same tests against the reference Kafka take two more minutes: opt in with COMPAT_CONNECT_KAFKA=1")],
         id="kafka"),
 ], indirect=True)
 
@@ -186,7 +189,7 @@ def _wait(worker: Worker, what: str, timeout_s: float, probe: Callable[[], T | N
 
 def _wait_rest_up(worker: Worker) -> None:
     info = _wait(worker, "the REST API (GET /)", WORKER_START_TIMEOUT_S, lambda: _rest(worker, "GET", "/"))
-    assert info["version"] == "4.1.2"
+    assert info["version"] == CONNECT_VERSION
 
 
 def _all_running(worker: Worker, names: list[str]) -> bool | None:

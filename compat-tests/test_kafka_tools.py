@@ -1,4 +1,4 @@
-"""Kafka's own command-line tools (4.1.2, from the oracle's jars) against Samsa, as a user runs them.
+"""Kafka's own command-line tools (from the oracle's jars) against Samsa, as a user runs them.
 
 kafka-topics, kafka-configs, kafka-console-producer/-consumer, kafka-get-offsets, kafka-delete-records
 and kafka-dump-log (reading Samsa's segment files directly: same on-disk format). Every test checks what
@@ -35,12 +35,12 @@ from oracle_fixture import QUICK_JVM_OPTS, run_kafka_tool
 from samsa.kproto.records import encode_batch
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
-CONFIGS = "kafka.admin.ConfigCommand"
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
-DUMP_LOG = "kafka.tools.DumpLogSegments"
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 
 TARGETS = ["kafka", "samsa"] if os.environ.get("TOOLS_AGAINST_KAFKA") == "1" else ["samsa"]
 
@@ -200,9 +200,9 @@ def test_console_producer_and_consumer(target: ToolTarget, ctx: Ctx) -> None:
     assert err(ctx.create_topic(conn, topic, 1)) == "NONE(0)"
     lines = [f"h1:a{i},h2:b{i}\tkey{i % 3}\tvalue-{i}" for i in range(6)]
     args = ["--bootstrap-server", target.bootstrap, "--topic", topic,
-            "--property", "parse.key=true", "--property", "parse.headers=true"]
+            "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true"]
     if 22 not in conn.versions:  # without InitProducerId the Java producer must not be idempotent
-        args += ["--producer-property", "enable.idempotence=false"]
+        args += ["--command-property", "enable.idempotence=false"]
     tool(PRODUCER, *args, input="\n".join(lines) + "\n")
     # What the broker has: six records, in order, keys, values and headers as typed.
     got = []
@@ -214,8 +214,8 @@ def test_console_producer_and_consumer(target: ToolTarget, ctx: Ctx) -> None:
     # --partition/--offset: no group involved.
     r = tool(CONSUMER, "--bootstrap-server", target.bootstrap, "--topic", topic, "--partition", "0",
              "--offset", "2", "--max-messages", "3", "--timeout-ms", "20000",
-             "--property", "print.key=true", "--property", "print.offset=true",
-             "--property", "print.partition=true", "--property", "print.headers=true")
+             "--formatter-property", "print.key=true", "--formatter-property", "print.offset=true",
+             "--formatter-property", "print.partition=true", "--formatter-property", "print.headers=true")
     assert r.stdout.splitlines() == [f"Partition:0\tOffset:{i}\th1:a{i},h2:b{i}\tkey{i % 3}\tvalue-{i}"
                                      for i in (2, 3, 4)], r.stdout
     assert "Processed a total of 3 messages" in r.stderr
@@ -398,5 +398,6 @@ def test_dump_log_transactions(target: ToolTarget, ctx: Ctx) -> None:
     states = [json.loads(v)["data"]["transactionStatus"]
               for k, v in re.findall(r"key: (\{.*?\}) payload: (\{.*\})$", r.stdout, re.M)
               if json.loads(k)["data"].get("transactionalId") == txn_id]
-    # Empty, Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort, CompleteAbort
-    assert states == [0, 1, 2, 4, 1, 3, 5], (states, r.stdout[-3000:])
+    # TransactionState ids 0, 1, 2, 4, 1, 3, 5, which Kafka 4.4's decoder prints by name
+    assert states == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing", "PrepareAbort",
+                      "CompleteAbort"], (states, r.stdout[-3000:])

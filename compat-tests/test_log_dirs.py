@@ -1,4 +1,4 @@
-"""DescribeLogDirs against Samsa with the real tools: Kafka's kafka-log-dirs.sh (LogDirsCommand, 4.1.2)
+"""DescribeLogDirs against Samsa with the real tools: Kafka's kafka-log-dirs.sh (LogDirsCommand, the reference's)
 and kafka-python's KafkaAdminClient.describe_log_dirs. Sizes are checked against the segment files on
 disk after producing N records of S bytes, not only for presence."""
 

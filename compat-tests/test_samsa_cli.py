@@ -1,5 +1,5 @@
 """`samsa topics|produce|consume|groups|config|cluster info` speak the wire protocol to any broker: each test
-runs against Apache Kafka 4.1.2 (the proof that the CLI is right) and against Samsa."""
+runs against the reference Apache Kafka (the proof that the CLI is right) and against Samsa."""
 
 from __future__ import annotations
 

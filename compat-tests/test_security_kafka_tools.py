@@ -1,4 +1,4 @@
-"""Kafka's own tools and Java client (4.1.2 jars) against a secured Samsa: SCRAM users made with
+"""Kafka's own tools and Java client (the reference version's jars) against a secured Samsa: SCRAM users made with
 kafka-configs, then the console producer and consumer over SASL_SSL (SCRAM-SHA-512, PEM trust store) and
 over SSL with a client certificate, configured exactly as for Apache Kafka."""
 
@@ -21,7 +21,7 @@ from security_harness import PLAIN_USERS, RawClient, SecuredBroker, logged_princ
 certs = security_harness.certs
 secured_broker = security_harness.secured_broker
 
-CONFIGS = "kafka.admin.ConfigCommand"
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 TOPICS = "org.apache.kafka.tools.TopicCommand"
@@ -58,9 +58,9 @@ def test_kafka_configs_scram_user_then_console_clients_over_sasl_ssl(secured_bro
     topic = f"java-scram-{uuid.uuid4().hex[:6]}"
     tool(TOPICS, "--bootstrap-server", sasl_ssl, "--command-config", str(client), "--create", "--topic", topic,
          "--partitions", "1", "--replication-factor", "1")
-    tool(PRODUCER, "--bootstrap-server", sasl_ssl, "--topic", topic, "--producer.config", str(client),
-         "--producer-property", f"client.id={topic}", input="one\ntwo\nthree\n")
-    consumed = tool(CONSUMER, "--bootstrap-server", sasl_ssl, "--topic", topic, "--consumer.config", str(client),
+    tool(PRODUCER, "--bootstrap-server", sasl_ssl, "--topic", topic, "--command-config", str(client),
+         "--command-property", f"client.id={topic}", input="one\ntwo\nthree\n")
+    consumed = tool(CONSUMER, "--bootstrap-server", sasl_ssl, "--topic", topic, "--command-config", str(client),
                     "--group", f"g-{topic}", "--from-beginning", "--max-messages", "3", "--timeout-ms", "30000")
     assert consumed.split() == ["one", "two", "three"]
     assert logged_principals(secured_broker, topic) == {("User:erin", "SASL_SSL")}
@@ -74,10 +74,10 @@ def test_console_clients_over_ssl_with_a_pem_client_certificate(secured_broker: 
         "ssl.keystore.password": "changeit"})
     ssl_bootstrap = secured_broker.bootstrap("SSL")
     topic = f"java-ssl-{uuid.uuid4().hex[:6]}"
-    tool(PRODUCER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--producer.config", str(client),
-         "--producer-property", f"client.id={topic}", input="a\nb\n")
-    consumed = tool(CONSUMER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--consumer.config", str(client),
-                    "--group", f"g-{topic}", "--consumer-property", f"client.id={topic}", "--from-beginning",
+    tool(PRODUCER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--command-config", str(client),
+         "--command-property", f"client.id={topic}", input="a\nb\n")
+    consumed = tool(CONSUMER, "--bootstrap-server", ssl_bootstrap, "--topic", topic, "--command-config", str(client),
+                    "--group", f"g-{topic}", "--command-property", f"client.id={topic}", "--from-beginning",
                     "--max-messages", "2", "--timeout-ms", "30000")
     assert consumed.split() == ["a", "b"]
     assert logged_principals(secured_broker, topic) == {("User:CN=client-app,O=Acme", "SSL")}
@@ -92,10 +92,10 @@ def test_console_clients_with_a_consumer_group_over_sasl_plaintext_with_plain(se
                             f'password="{PLAIN_USERS["alice"]}";'})
     bootstrap = secured_broker.bootstrap("SASL_PLAINTEXT")
     topic = f"java-plain-{uuid.uuid4().hex[:6]}"
-    tool(PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic, "--producer.config", str(client),
-         "--producer-property", f"client.id={topic}", input="x\ny\nz\n")
-    consumed = tool(CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--consumer.config", str(client),
-                    "--group", f"g-{topic}", "--consumer-property", f"client.id={topic}", "--from-beginning",
+    tool(PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic, "--command-config", str(client),
+         "--command-property", f"client.id={topic}", input="x\ny\nz\n")
+    consumed = tool(CONSUMER, "--bootstrap-server", bootstrap, "--topic", topic, "--command-config", str(client),
+                    "--group", f"g-{topic}", "--command-property", f"client.id={topic}", "--from-beginning",
                     "--max-messages", "3", "--timeout-ms", "30000")
     assert consumed.split() == ["x", "y", "z"]
     assert logged_principals(secured_broker, topic) == {("User:alice", "SASL_PLAINTEXT")}

@@ -1,4 +1,4 @@
-"""Samsa side by side with Apache Kafka 4.1.2 (issue 8, "Benchmarks"): see ``bench/compare/runner.py``.
+"""Samsa side by side with the reference Apache Kafka (issue 8, "Benchmarks"): see ``bench/compare/runner.py``.
 
     .venv/bin/python -m bench.compare [--smoke] [--records N] [--scenarios a,b] [--out DIR]
 """

@@ -1,4 +1,4 @@
-"""Kafka's own ProducerPerformance and ConsumerPerformance (kafka-tools 4.1.2 jars), against both brokers.
+"""Kafka's own ProducerPerformance and ConsumerPerformance (the reference kafka-tools jars), against both brokers.
 
 Producer: 1 KiB records into a 1-partition topic (as ``compat-tests/oracle/perf.sh``), acks=1 and
 acks=all, unthrottled (``--throughput -1``) -> records/s and MiB/s; then at a fixed rate of 50% of

@@ -1,4 +1,4 @@
-"""Run the side-by-side scenarios: one Apache Kafka 4.1.2 and one Samsa, same machine, same run.
+"""Run the side-by-side scenarios: one reference Apache Kafka and one Samsa, same machine, same run.
 
     .venv/bin/python -m bench.compare                       # full run: 1M records, 1,000 and 10,000 partitions
     .venv/bin/python -m bench.compare --records 200000      # smaller

@@ -1,6 +1,6 @@
 """The two brokers under test, started the same way every time, and what is measured on their processes.
 
-``Kafka`` is Apache Kafka 4.1.2 from ``compat-tests/oracle_fixture.py`` (one combined KRaft node, the
+``Kafka`` is the reference Apache Kafka from ``compat-tests/oracle_fixture.py`` (one combined KRaft node, the
 fixture's heap ``-Xms512m -Xmx512m``); ``Samsa`` is ``python -m broker.cli serve`` from this checkout.
 Both listen on a free loopback port, keep their data in a temporary directory, and are stopped by PID.
 Samsa gets the broker settings the fixture's ``server.properties`` gives Kafka where they differ from

@@ -1,4 +1,4 @@
-"""Metadata quorum figures, Samsa vs Apache Kafka 4.1.2 KRaft, three combined nodes each, one run.
+"""Metadata quorum figures, Samsa vs the reference Apache Kafka's KRaft, three combined nodes each, one run.
 
     .venv/bin/python bench/quorum/quorum_bench.py [--reps 3] [--changes 20] [--skip-kafka] [--out F]
 

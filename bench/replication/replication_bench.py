@@ -1,4 +1,4 @@
-"""Partition replication figures, Samsa vs Apache Kafka 4.1.2 KRaft, three combined nodes each, one run.
+"""Partition replication figures, Samsa vs the reference Apache Kafka's KRaft, three combined nodes each, one run.
 
     .venv/bin/python bench/replication/replication_bench.py [--records 200000] [--warmup-records 0] [--rate R]
         [--rate-seconds 30] [--reps 3] [--broker-session-timeout-ms 9000] [--replica-lag-time-max-ms 30000]
@@ -8,7 +8,7 @@ Every topic has 3 partitions, replication.factor=3 and min.insync.replicas=2 (Cr
 same request on both systems); both clusters get the same replica.lag.time.max.ms and
 broker.session.timeout.ms (Kafka's defaults, 30000 and 9000, unless told otherwise).
 
-- throughput: Kafka's own ProducerPerformance (kafka-tools 4.1.2), --records records of 1 KiB,
+- throughput: Kafka's own ProducerPerformance (the reference kafka-tools), --records records of 1 KiB,
   unthrottled, acks=all, enable.idempotence=true, the Java client's defaults otherwise (linger.ms 5,
   batch.size 16384) -> records/s, MiB/s, and the CPU the three brokers used meanwhile.
   --warmup-records first runs the tool unmeasured (JVMs start cold: in one run on a loaded 2-core

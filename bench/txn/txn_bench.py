@@ -1,4 +1,4 @@
-"""Producer throughput: plain vs idempotent vs transactional, Samsa vs Apache Kafka 4.1.2, one run.
+"""Producer throughput: plain vs idempotent vs transactional, Samsa vs the reference Apache Kafka, one run.
 
     .venv/bin/python bench/txn/txn_bench.py [--records 30000] [--txn-size 1000] [--reps 2] [--no-kafka]
 

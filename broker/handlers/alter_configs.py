@@ -132,15 +132,18 @@ def _check_topic(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: di
 
 def _prechecked(ctx: RequestContext, r: ResourceQuery[ConfigQuery], changes: dict[str, str | None],
                 replace_all: bool) -> tuple[ErrorCode, str] | ConfigChange:
-    """What the handler refuses itself, else the resource's change for the controller."""
-    if r.resource_type == BROKER:  # ConfigAdminManager.preprocess: a static broker config, before authorizing
-        static = [f"Cannot update these configs dynamically: Set({name})" for name, value in changes.items()
-                  if value is not None and static_config(name)]
-        if static:
-            return ErrorCode.invalid_request, static[0]
+    """What the handler refuses itself, else the resource's change for the controller. A static broker config is
+    refused before authorizing by AlterConfigs (ConfigAdminManager.preprocess), after it by IncrementalAlterConfigs
+    (Kafka 4.4.0: a principal without ALTER_CONFIGS on the cluster gets CLUSTER_AUTHORIZATION_FAILED)."""
+    static = [f"Cannot update these configs dynamically: [{name}]" for name, value in changes.items()
+              if value is not None and static_config(name)] if r.resource_type == BROKER else []
+    if static and replace_all:
+        return ErrorCode.invalid_request, static[0]
     denied = config_resource_error(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
     if denied is not None:  # ControllerApis.authorizeAlterResource
         return denied
+    if static:
+        return ErrorCode.invalid_request, static[0]
     if r.resource_type not in (BROKER, TOPIC, GROUP_RESOURCE):
         return ErrorCode.invalid_request, f"Unsupported resource type {r.resource_type}"
     if r.resource_type == TOPIC and r.resource_name in ctx.broker.image.topics_by_name:

@@ -2,7 +2,7 @@
 
 v1 adds include_synonyms and config_source; v3 adds config_type and documentation (KIP-336); v4 is
 flexible. Topic configs report each value with its source (topic override, static broker config or
-default) and, on request, the synonyms chain Kafka reports. A broker reports every config Kafka 4.1.2 lists
+default) and, on request, the synonyms chain Kafka reports. A broker reports every config the reference Kafka lists
 (broker.kafka_broker_configs) with Kafka's flags and what it runs with, plus Samsa's samsa.* configs; the ""
 broker resource only the cluster-wide dynamic defaults. A GROUP resource (type 32) reports its ten group
 configs (broker.group_configs). Messages are Kafka's ("" on success and for an unknown topic).
@@ -113,7 +113,7 @@ def _topic_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synony
 
 def _broker_default(name: str) -> str | None:
     """What the broker runs with when nothing sets `name`: Samsa's default for a key it implements (None for
-    a derived key such as log.retention.ms, as Kafka reports it), else Kafka 4.1.2's."""
+    a derived key such as log.retention.ms, as Kafka reports it), else the reference Kafka's."""
     entry = BROKER_SCHEMA.get(name)
     if entry is not None and entry.default:
         return entry.default
@@ -167,7 +167,7 @@ def _broker_entry(ctx: RequestContext, name: str, value: str | None, source: Con
 
 def _broker_configs(ctx: RequestContext, keys: Set[str] | None, synonyms: bool,
                     docs: bool) -> tuple[ConfigEntry, ...]:
-    """Every config Kafka 4.1.2 lists for a broker (broker.kafka_broker_configs) with what this broker runs
+    """Every config the reference Kafka lists for a broker (broker.kafka_broker_configs) with what this broker runs
     with, then Samsa's own (samsa.*), then any other key given at start or set at run time. Samsa keys that
     Kafka keeps internal (not listed by Kafka) are not listed either."""
     config = ctx.broker.config
@@ -265,19 +265,22 @@ def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str]
 
 def _group_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synonyms: bool,
                    docs: bool) -> tuple[ConfigEntry, ...]:
-    """A group's ten configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default;
-    the one synonym Kafka lists is the entry itself."""
+    """A group's configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default; the
+    synonyms Kafka lists are the group's own value, then the broker config behind the default."""
     own = ctx.broker.image.configs.get((GROUP_RESOURCE, name), {})
     out: list[ConfigEntry] = []
     for config_name, d in GROUP_CONFIGS.items():
         if keys is not None and config_name not in keys:
             continue
+        default = group_default(config_name, ctx.broker.config.overrides)
+        chain = [Synonym(d.broker_key, default, ConfigSource.DEFAULT_CONFIG)]
         if config_name in own:
             value, source = own[config_name], ConfigSource.GROUP_CONFIG
+            chain.insert(0, Synonym(config_name, value, source))
         else:
-            value, source = group_default(config_name, ctx.broker.config.overrides), ConfigSource.DEFAULT_CONFIG
+            value, source = default, ConfigSource.DEFAULT_CONFIG
         out.append(ConfigEntry(config_name, value, False, source, False,
-                               (Synonym(config_name, value, source),) if synonyms else (), d.type,
+                               tuple(chain) if synonyms else (), d.type,
                                None if not docs else f"the group's {config_name}"))
     return tuple(out)
 

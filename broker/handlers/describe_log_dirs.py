@@ -1,7 +1,8 @@
-"""DescribeLogDirs (key 35), v1-v4: each log directory's partitions, their sizes and offset lag (KIP-113).
+"""DescribeLogDirs (key 35), v1-v5: each log directory's partitions, their sizes and offset lag (KIP-113).
 
 v1 is v0 (which Kafka 4 dropped) with the same fields; v2 is flexible; v3 adds the top-level
-error_code; v4 adds total_bytes and usable_bytes of the directory's volume (KIP-827). Mirrors Kafka's
+error_code; v4 adds total_bytes and usable_bytes of the directory's volume (KIP-827); v5 adds is_cordoned
+(Kafka 4.4's cordoned.log.dirs: no new partition goes there), always false here: Samsa does not cordon. Mirrors Kafka's
 ReplicaManager.describeLogDirs: topics=null asks for every hosted partition, else only the named ones
 this broker holds (others are left out, not errors); partitions are grouped by topic and topics without
 any requested partition are dropped; offset_lag is max(high watermark - log end offset, 0), which is 0
@@ -26,13 +27,13 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.describe_log_dirs import v1, v2, v3, v4
+    from kio.schema.describe_log_dirs import v1, v2, v3, v4, v5
     DescribeLogDirsRequest = (v1.DescribeLogDirsRequest | v2.DescribeLogDirsRequest | v3.DescribeLogDirsRequest
-                              | v4.DescribeLogDirsRequest)
+                              | v4.DescribeLogDirsRequest | v5.DescribeLogDirsRequest)
     DescribeLogDirsResponse = (v1.DescribeLogDirsResponse | v2.DescribeLogDirsResponse | v3.DescribeLogDirsResponse
-                               | v4.DescribeLogDirsResponse)
+                               | v4.DescribeLogDirsResponse | v5.DescribeLogDirsResponse)
 
-API = ApiSpec(key=35, min_version=1, max_version=4)
+API = ApiSpec(key=35, min_version=1, max_version=5)
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def _response(ctx: RequestContext, result: LogDirResult) -> DescribeLogDirsRespo
     cls: type[DescribeLogDirsResponse] = response_class(35, ctx.version)
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "results": [{
         "error_code": result.error, "log_dir": result.log_dir, "total_bytes": result.total_bytes,
-        "usable_bytes": result.usable_bytes, "topics": [
+        "usable_bytes": result.usable_bytes, "is_cordoned": False, "topics": [
             {"name": name, "partitions": [
                 {"partition_index": p.partition_index, "partition_size": p.partition_size,
                  "offset_lag": p.offset_lag, "is_future_key": False} for p in partitions]}

@@ -1,9 +1,11 @@
-"""ListOffsets (key 2), v1-v10.
+"""ListOffsets (key 2), v1-v11.
 
 v1 returns one offset per partition; v2 adds isolation_level; v4 adds current_leader_epoch and the
 returned leader_epoch (KIP-320); v6 is flexible; v7 allows -3 (max timestamp, KIP-734); v8 -4
-(earliest local, KIP-405); v9 -5 (earliest pending upload); v10 adds a timeout (KIP-1075).
-Without tiered storage, earliest-local equals earliest and nothing is pending upload.
+(earliest local, KIP-405); v9 -5 (latest tiered, KIP-1005); v10 adds a timeout (KIP-1075); v11 -6
+(earliest pending upload, KIP-1023). Without tiered storage, earliest-local equals earliest and nothing is
+tiered or pending upload (offset -1). Another negative timestamp, or -6 before v11, is UNSUPPORTED_VERSION,
+as Kafka 4.4.0 answers.
 """
 
 from __future__ import annotations
@@ -20,22 +22,24 @@ from samsa.kproto.messages import response_class
 from samsa.storage.errors import StorageError
 
 if TYPE_CHECKING:
-    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
+    from kio.schema.list_offsets import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11
     ListOffsetsRequest = (v1.ListOffsetsRequest | v2.ListOffsetsRequest | v3.ListOffsetsRequest | v4.ListOffsetsRequest
                           | v5.ListOffsetsRequest | v6.ListOffsetsRequest | v7.ListOffsetsRequest
-                          | v8.ListOffsetsRequest | v9.ListOffsetsRequest | v10.ListOffsetsRequest)
+                          | v8.ListOffsetsRequest | v9.ListOffsetsRequest | v10.ListOffsetsRequest
+                          | v11.ListOffsetsRequest)
     ListOffsetsResponse = (v1.ListOffsetsResponse | v2.ListOffsetsResponse | v3.ListOffsetsResponse
                            | v4.ListOffsetsResponse | v5.ListOffsetsResponse | v6.ListOffsetsResponse
                            | v7.ListOffsetsResponse | v8.ListOffsetsResponse | v9.ListOffsetsResponse
-                           | v10.ListOffsetsResponse)
+                           | v10.ListOffsetsResponse | v11.ListOffsetsResponse)
 
-API = ApiSpec(key=2, min_version=1, max_version=10)
+API = ApiSpec(key=2, min_version=1, max_version=11)
 
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
-EARLIEST_PENDING_UPLOAD = -5
+LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
 READ_COMMITTED = 1
 
 
@@ -85,14 +89,14 @@ def _lookup(ctx: RequestContext, topic: str, p: PartitionQuery, isolation: int) 
             epoch = next((e for e, offset in reversed(entries) if offset <= start), -1)
             return PartitionOffset(ErrorCode.none, offset=start,
                                    leader_epoch=epoch if entries else partition.leader_epoch)
-        elif ts == EARLIEST_PENDING_UPLOAD:
-            pass  # no remote tier, so nothing is pending upload: offset -1, as Kafka answers without one
+        elif ts == LATEST_TIERED or (ts == EARLIEST_PENDING_UPLOAD and ctx.version >= 11):
+            pass  # no remote tier: nothing tiered or pending upload, offset -1, as Kafka answers without one
         elif ts == MAX_TIMESTAMP:
             offset, max_ts, batch_epoch = log.max_timestamp_offset()
             if 0 <= offset < upper:
                 return PartitionOffset(ErrorCode.none, offset=offset, timestamp=max_ts, leader_epoch=batch_epoch)
         elif ts < 0:
-            return PartitionOffset(ErrorCode.invalid_request)
+            return PartitionOffset(ErrorCode.unsupported_version)
         else:
             found = log.fetch_offset_for_timestamp(ts)
             if found is not None and found[0] < upper:

@@ -2,7 +2,7 @@
 
 v0 says allow_downgrade (true reads as SAFE_DOWNGRADE); v1 replaces it with upgrade_type (KIP-778) and
 adds validate_only; v2 drops the per-feature results (KIP-1022: an error is the top-level one). As in
-Kafka 4.1.2's controller, one refused update refuses the whole request (INVALID_UPDATE_VERSION with
+the reference Kafka's controller, one refused update refuses the whole request (INVALID_UPDATE_VERSION with
 "The update failed for all features since ..."); a successful v0/v1 answer lists every update with
 error_message "NONE". A later update of the same feature in one request wins. kraft.version lives with the
 quorum (no FeatureLevelRecord): it can only be confirmed at its level. Needs ALTER on the cluster;

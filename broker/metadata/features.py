@@ -1,11 +1,14 @@
 """Feature levels (KIP-584): what this broker supports, what a fresh cluster finalizes, and UpdateFeatures' checks.
 
 Finalized levels live in the metadata log as FeatureLevelRecord (KRaft's FeatureControlManager); a feature
-without a record is at its bootstrap level, the level Kafka 4.1.2 finalizes when it formats a fresh node
+without a record is at its bootstrap level, the level Kafka 4.4.0 finalizes when it formats a fresh node
 (`kafka-storage format` without --feature / --release-version), so a Samsa log that predates the records
-reads as a fresh cluster. A record at level 0 takes the feature out of the finalized set, as in Kafka.
-The checks and their messages are Kafka 4.1.2's (QuorumController.updateFeatures), measured against the
-reference broker by the differential scenario `update_features`.
+reads as a fresh cluster -- except share.version and streams.version, which Kafka 4.4 finalizes but Samsa does
+not: share groups (KIP-932) and streams groups (KIP-1071) are not implemented, so a client that reads the
+finalized levels must not take them for enabled (normalize.KNOWN_DIFFERENCES). A record at level 0 takes the
+feature out of the finalized set, as in Kafka. The checks and their messages are Kafka 4.4.0's
+(FeatureControlManager.updateFeature), measured against the reference broker by the differential scenario
+`update_features`.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ KRAFT_VERSION = "kraft.version"
 TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
 
-# metadata.version 4.1-IV1 is level 27; 3.3-IV3 (level 7) is the oldest a KRaft controller accepts.
-METADATA_VERSION_LEVEL = 27
+# metadata.version 4.4-IV2 is level 33 (what Kafka 4.4.0 finalizes); 3.3-IV3 (level 7) is the oldest a KRaft
+# controller accepts. Every downgrade from 33 changes metadata (4.4-IV2 did), so Kafka refuses them all, as here.
+METADATA_VERSION_LEVEL = 33
 MINIMUM_METADATA_VERSION_LEVEL = 7
 
 
@@ -32,20 +36,21 @@ class SupportedFeature:
     bootstrap_level: int  # finalized on a fresh node (0: not finalized)
 
 
-# In the order Kafka 4.1.2's ApiVersions lists them. streams.version (KIP-1071) is not listed: Kafka 4.1
-# treats it as unstable and neither advertises nor accepts it.
+# In the order Kafka 4.4.0's ApiVersions lists them. Kafka finalizes share.version 2 and streams.version 1 on a
+# fresh node; Samsa supports the same ranges (UpdateFeatures accepts them) but finalizes neither (see above).
 SUPPORTED: tuple[SupportedFeature, ...] = (
     SupportedFeature(GROUP_VERSION, 0, 1, 1),
     SupportedFeature(KRAFT_VERSION, 0, 1, 1),
     SupportedFeature(METADATA_VERSION, MINIMUM_METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL),
-    SupportedFeature("share.version", 0, 1, 0),
+    SupportedFeature("share.version", 0, 2, 0),
+    SupportedFeature("streams.version", 0, 1, 0),
     SupportedFeature(TRANSACTION_VERSION, 0, 2, 2),
     SupportedFeature("eligible.leader.replicas.version", 0, 1, 1),
 )
 SUPPORTED_BY_NAME: Mapping[str, SupportedFeature] = {f.name: f for f in SUPPORTED}
-# The order of Kafka 4.1.2's finalized_features (the iteration order of its FeaturesImage map).
-FINALIZED_ORDER = (GROUP_VERSION, "share.version", TRANSACTION_VERSION, "eligible.leader.replicas.version",
-                   KRAFT_VERSION, METADATA_VERSION)
+# The order of Kafka's finalized_features (the iteration order of its FeaturesImage map).
+FINALIZED_ORDER = (GROUP_VERSION, "share.version", "streams.version", TRANSACTION_VERSION,
+                   "eligible.leader.replicas.version", KRAFT_VERSION, METADATA_VERSION)
 
 
 class UpgradeType(IntEnum):
@@ -82,18 +87,20 @@ def check_update(name: str, level: int, upgrade_type: int, current: Mapping[str,
         return prefix + f"Local controller {node_id} only supports versions {supported.min_version}-" \
                         f"{supported.max_version}"
     now = current.get(name, 0)
-    if level >= now:
+    if level > now:
+        return None if upgrade_type == UpgradeType.UPGRADE else prefix + "Can't downgrade to a newer version."
+    if level == now:
         return None
-    if name == METADATA_VERSION:
-        if upgrade_type == UpgradeType.UNSAFE_DOWNGRADE:
-            return f"Invalid metadata.version {level}. Unsafe metadata downgrade is not supported in this version."
-        return (f"Invalid metadata.version {level}. Refusing to perform the requested downgrade because it might "
-                "delete metadata information.")
-    if name == KRAFT_VERSION:
-        return prefix + "Can't downgrade the version of this feature."
     if upgrade_type == UpgradeType.UPGRADE:
         return prefix + ("Can't downgrade the version of this feature without setting the upgrade type to either "
                          "safe or unsafe downgrade.")
+    if name == METADATA_VERSION:
+        why = ("Unsafe metadata downgrade is not supported in this version." if upgrade_type ==
+               UpgradeType.UNSAFE_DOWNGRADE else
+               "Refusing to perform the requested downgrade because it might delete metadata information.")
+        return f"Unsupported metadata.version downgrade from {now} to {level}. {why}"
+    if name == KRAFT_VERSION:
+        return prefix + "Can't downgrade the version of this feature."
     return None
 
 

@@ -185,12 +185,14 @@ def topic_requests(t: str) -> dict[str, Request]:
         "DeleteRecords": (21, 2, {"timeout": 5000, "topics": [
             {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}]}),
         "DescribeProducers": (61, 0, {"topics": [{"name": t, "partition_indexes": [0]}]}),
+        "AlterReplicaLogDirs": (34, 2, {"dirs": [{"path": "/no/such/dir", "topics": [
+            {"name": t, "partitions": [0]}]}]}),
         "ElectLeaders": (43, 2, {"election_type": 0, "timeout": 5000, "topic_partitions": [
             {"topic": t, "partitions": [0]}]}),
         "AlterPartitionReassignments": (45, 0, {"timeout": 5000, "topics": [
             {"name": t, "partitions": [{"partition_index": 0, "replicas": None}]}]}),
         "ListPartitionReassignments": (46, 0, {"timeout": 5000, "topics": [{"name": t, "partition_indexes": [0]}]}),
-        "DescribeLogDirs": (35, 4, {"topics": [{"topic": t, "partitions": [0]}]}),
+        "DescribeLogDirs": (35, 5, {"topics": [{"topic": t, "partitions": [0]}]}),
         "CreateTopics": (19, 7, {"timeout": 5000, "validate_only": True, "topics": [
             {"name": t.replace("acl-", "acl-new-"), "num_partitions": 1, "replication_factor": 1,
              "assignments": [], "configs": []}]}),
@@ -260,7 +262,7 @@ def cluster_requests() -> dict[str, Request]:
         "ListGroups": (16, 4, {"states_filter": []}),
         "ListTransactions": (66, 0, {"state_filters": [], "producer_id_filters": []}),
         "DescribeCluster": (60, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1}),
-        "DescribeLogDirs/all": (35, 4, {"topics": None}),
+        "DescribeLogDirs/all": (35, 5, {"topics": None}),
         "ListPartitionReassignments/all": (46, 0, {"timeout": 5000, "topics": None}),
         "DescribeConfigs/broker": (32, 4, {"include_synonyms": False, "include_documentation": False, "resources": [
             {"resource_type": 4, "resource_name": "1", "configuration_keys": ["log.retention.hours"]}]}),
@@ -282,6 +284,7 @@ def cluster_requests() -> dict[str, Request]:
         # (users: null would show a Kafka 4.1.2 bug: a denied request with null users gets no answer at all,
         # DescribeUserScramCredentialsRequest.getErrorResponse throws a NullPointerException)
         "DescribeUserScramCredentials": (50, 0, {"users": [{"name": "alice"}, {"name": "bob"}]}),
+        "DescribeClientQuotas": (48, 1, {"components": [], "strict": False}),
         "AlterUserScramCredentials": (51, 0, {"deletions": [{"name": "carol", "mechanism": 2}], "upsertions": []}),
         "DeleteTopics": (20, 6, {"timeout": 5000, "topics": [{"name": t, "topic_id": ZERO}
                                                              for t in (SECRET, MISSING[0], DOOMED)]}),

@@ -6,4 +6,4 @@ import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "differential: runs a scenario against Apache Kafka 4.1.2 and Samsa, compares")
+    config.addinivalue_line("markers", "differential: runs a scenario against the reference Kafka and Samsa, compares")

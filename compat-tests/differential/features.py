@@ -1,6 +1,6 @@
 """Differential scenario of feature levels (KIP-584): ApiVersions' supported and finalized features on a
 fresh broker, and UpdateFeatures' answers (v0-v2, validate_only, refusals and their messages, a downgrade
-and the upgrade back), on Kafka 4.1.2 and on Samsa. The scenario leaves the levels as it found them.
+and the upgrade back), on the reference Kafka and on Samsa. The scenario leaves the levels as it found them.
 finalized_features_epoch is an offset of each broker's own metadata log (Kafka's also moves with the
 controller's periodic no-op records): only whether it moved after a change is shown. ApiVersions is asked at
 v3 (before KIP-1022, ranges starting at 0 are left out) and v4."""
@@ -19,7 +19,8 @@ def _features(conn: Connection, version: int = 4) -> tuple[dict[str, Any], int]:
     r = conn.request(18, {"client_software_name": "samsa-differential", "client_software_version": "1"},
                      version=version)
     return ({"supported": [(f.name, f.min_version, f.max_version) for f in r.supported_features],
-             "finalized": sorted((f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features)},
+             "finalized": {f.name: (f.min_version_level, f.max_version_level)
+                           for f in sorted(r.finalized_features, key=lambda f: f.name)}},
             r.finalized_features_epoch)
 
 

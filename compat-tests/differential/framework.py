@@ -1,4 +1,4 @@
-"""Differential scenarios: the same function runs against Apache Kafka 4.1.2 and against Samsa.
+"""Differential scenarios: the same function runs against the reference Apache Kafka and against Samsa.
 
 A scenario is ``def name(ctx: Ctx) -> JSON-able outcome``, registered with ``@scenario``. It talks to
 the broker through ``ctx.connect()`` (a raw ``broker.client.Connection``: exact API versions, exact

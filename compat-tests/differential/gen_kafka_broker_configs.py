@@ -1,4 +1,4 @@
-"""Regenerates broker/kafka_broker_configs.py from a running Apache Kafka 4.1.2 (the oracle).
+"""Regenerates broker/kafka_broker_configs.py from a running reference Apache Kafka (the oracle).
 
     .venv/bin/python compat-tests/differential/gen_kafka_broker_configs.py [BOOTSTRAP]
 
@@ -23,7 +23,7 @@ DEFAULT_CONFIG = 5
 PER_BROKER_ONLY = "Cannot update these configs at default cluster level"
 
 HEADER = '''# ruff: noqa: E501
-"""Apache Kafka 4.1.2's broker configs as its DescribeConfigs lists them (generated; do not edit).
+"""Apache Kafka {version}'s broker configs as its DescribeConfigs lists them (generated; do not edit).
 
 Regenerate with compat-tests/differential/gen_kafka_broker_configs.py. Per config: its ConfigType, Kafka's
 default (None: no default), whether a broker may change it at run time (read_only false in Kafka's answer),
@@ -77,7 +77,9 @@ def generate(bootstrap: str) -> None:
     host, port = bootstrap.rsplit(":", 1)
     with Connection(host, int(port)) as c:
         node = str(c.request(60, {"include_cluster_authorized_operations": False}, version=0).controller_id)
-        lines = [HEADER]
+        from oracle_fixture import KAFKA_VERSION
+
+        lines = [HEADER.replace("{version}", KAFKA_VERSION)]
         for x in sorted(rows(c, node), key=lambda x: x.name):
             default = None if x.is_sensitive else default_of(x)
             dynamic = not x.read_only

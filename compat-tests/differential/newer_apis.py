@@ -1,4 +1,4 @@
-"""Differential scenarios of the newest API versions Kafka 4.1.2 speaks: Produce v13 and Fetch v18 by topic id
+"""Differential scenarios of the newest API versions the reference Kafka speaks: Produce v13 and Fetch v18 by topic id
 (KIP-516), DescribeTopicPartitions (KIP-966), ListConfigResources (KIP-1142), DescribeCluster v2 (fenced
 brokers), AlterPartitionReassignments v1, and ListOffsets / OffsetCommit / OffsetFetch at their newest."""
 
@@ -179,7 +179,7 @@ def alter_partition_reassignments_v1(ctx: Ctx) -> Any:
 
 @scenario
 def offsets_newest_versions(ctx: Ctx) -> Any:
-    """ListOffsets v10, OffsetCommit v9 and OffsetFetch v9 (Kafka 4.1.2's newest) for a group without members."""
+    """ListOffsets v10, OffsetCommit v9 and OffsetFetch v9 (Kafka 4.1's newest) for a group without members."""
     c = ctx.connect()
     t = ctx.topic()
     group = ctx.topic("group")

@@ -244,7 +244,8 @@ def unsupported_versions(ctx: Ctx) -> Any:
 
 @scenario
 def list_offsets_by_timestamp(ctx: Ctx) -> Any:
-    """Earliest (-2), latest (-1), max timestamp (-3), earliest-local (-4), latest-tiered (-5), by time."""
+    """Earliest (-2), latest (-1), max timestamp (-3), earliest-local (-4), latest-tiered (-5), earliest pending
+    upload (-6, v11), an unknown negative timestamp (-7), by time."""
     c = ctx.connect()
     t = ctx.topic()
     out: dict[str, Any] = {"create": err(ctx.create_topic(c, t, 1))}
@@ -262,14 +263,16 @@ def list_offsets_by_timestamp(ctx: Ctx) -> Any:
     # A later batch with an older timestamp (offset 8).
     ctx.produce(c, t, 0, ctx.batch([(None, b"8", ())], ts=base + 3500))
     queries = {"latest": -1, "earliest": -2, "max_timestamp": -3, "earliest_local": -4, "latest_tiered": -5,
+               "earliest_pending_upload": -6, "unknown_negative": -7,
                "before_all": ctx.t0 + base - 1, "exact_first": ctx.t0 + base, "exact_2": ctx.t0 + base + 2000,
                "between_2_3": ctx.t0 + base + 2500, "between_4_5": ctx.t0 + base + 4500,
                "inside_batch": ctx.t0 + base + 5500, "at_max": ctx.t0 + base + 50_000,
                "after_all": ctx.t0 + base + 50_001, "now_plus_hour": ctx.t0 + HOUR}
-    for version in (1, 4, 7, 8, 9, 10):
+    for version in (1, 4, 7, 8, 9, 10, 11):
         rows = {}
         for name, ts in queries.items():
-            if (ts == -3 and version < 7) or (ts == -4 and version < 8) or (ts == -5 and version < 9):
+            if (ts == -3 and version < 7) or (ts == -4 and version < 8) or (ts == -5 and version < 9) or (
+                    ts in (-6, -7) and version < 10):
                 continue
             rows[name] = _lo_outcome(ctx.list_offsets(c, t, 0, ts, version=version))
         out[f"v{version}"] = rows

@@ -1,4 +1,4 @@
-"""The ACL matrix (acl_matrix.py) against Kafka 4.1.2 with its StandardAuthorizer and against Samsa: the same
+"""The ACL matrix (acl_matrix.py) against the reference Kafka with its StandardAuthorizer and against Samsa: the same
 users, ACLs and requests must get the same error codes and the same Metadata visibility.
 
 One Kafka JVM and one Samsa process, module-scoped, each with a SASL_PLAINTEXT listener besides PLAINTEXT.

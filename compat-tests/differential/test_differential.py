@@ -1,4 +1,4 @@
-"""Every scenario of scenarios.py, once against Apache Kafka 4.1.2 and once against Samsa: same outcome.
+"""Every scenario of scenarios.py, once against the reference Apache Kafka and once against Samsa: same outcome.
 
 A failure prints the unified diff of the two normalised outcomes (``--- kafka`` / ``+++ samsa``).
 ``DIFF_DUMP=DIR`` writes each raw outcome to ``DIR/<scenario>.<target>.json``; ``DIFF_STRICT=1``
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from differential import (  # noqa: F401  (register the scenarios)
+    admin_apis,
     compaction,
     config_fidelity,
     features,

@@ -1,4 +1,4 @@
-"""malformed_batches.py once against Apache Kafka 4.1.2 and once against Samsa: the same error codes."""
+"""malformed_batches.py once against the reference Apache Kafka and once against Samsa: the same error codes."""
 
 from __future__ import annotations
 

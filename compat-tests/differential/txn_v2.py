@@ -1,4 +1,4 @@
-"""Differential scenario of transactions V2 (KIP-890 part 2) on the wire, step by step on Kafka 4.1.2 and on
+"""Differential scenario of transactions V2 (KIP-890 part 2) on the wire, step by step on the reference Kafka and on
 Samsa (transaction.version=2, both brokers' default): Produce v12 without AddPartitionsToTxn, TxnOffsetCommit
 v5 without AddOffsetsToTxn, EndTxn v5's bumped epoch and its retries, a late batch of an ended transaction,
 an abort and a commit with nothing added, wrong ids and epochs. Producer ids differ between the brokers:

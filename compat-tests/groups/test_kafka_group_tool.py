@@ -120,7 +120,7 @@ def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:
         s.stop(keep=True)
     try:
         segment = s.data_dir / f"__consumer_offsets-{partition_for_group('dump-group', 50)}" / f"{0:020d}.log"
-        out = run_kafka_tool("kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", str(segment),
+        out = run_kafka_tool("org.apache.kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", str(segment),
                              jvm_opts=QUICK_JVM_OPTS, timeout=90).stdout
         assert '"group":"dump-group"' in out and '"protocolType":"consumer"' in out, out[-2000:]
         assert '"topic":"dumped","partition":0' in out and '"offset":3' in out, out[-2000:]

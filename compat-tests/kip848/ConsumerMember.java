@@ -1,4 +1,5 @@
-// A Java (kafka-clients 4.1.2) consumer with group.protocol=consumer (KIP-848), run by the KIP-848 tests.
+// A Java (kafka-clients at the reference version) consumer with group.protocol=consumer (KIP-848), run by the
+// KIP-848 tests.
 // Usage: java -cp CLASSES:compat-tests/java/target/lib/* ConsumerMember BOOTSTRAP GROUP TOPIC OUT_PATH [PROTOCOL
 // [GROUP_INSTANCE_ID]]
 // (PROTOCOL: consumer, the default, or classic: the online-migration tests roll members from one to the other).

@@ -1,4 +1,4 @@
-"""The Java consumer (kafka-clients 4.1.2) with group.protocol=consumer, in one group with a librdkafka
+"""The Java consumer (the reference kafka-clients) with group.protocol=consumer, in one group with a librdkafka
 member, and Kafka's own kafka-consumer-groups.sh describing that group, against Samsa.
 
 Two Java members and a confluent-kafka member share 6 partitions (2 each, never one partition held by

@@ -1,4 +1,4 @@
-"""kafka-features.sh (Kafka 4.1.2's FeatureCommand) against Samsa: `describe` lists the supported ranges and
+"""kafka-features.sh (the reference Kafka's FeatureCommand) against Samsa: `describe` lists the supported ranges and
 finalized levels, `downgrade`/`upgrade --feature transaction.version=N` change the level (UpdateFeatures),
 and `describe` shows the change. ``TOOLS_AGAINST_KAFKA=1`` runs it against Apache Kafka too, which proves
 the expectations right."""
@@ -51,7 +51,7 @@ def described(bootstrap: str) -> dict[str, tuple[str, str, str]]:
 @pytest.mark.samsa
 def test_kafka_features_describe_downgrade_upgrade(bootstrap: str) -> None:
     rows = described(bootstrap)
-    assert rows["metadata.version"] == ("3.3-IV3", "4.1-IV1", "4.1-IV1")
+    assert rows["metadata.version"] == ("3.3-IV3", "4.4-IV2", "4.4-IV2")  # Kafka 4.4.0's
     assert rows["transaction.version"][:2] == ("0", "2")
     assert rows["group.version"] == ("0", "1", "1")
     assert rows["kraft.version"] == ("0", "1", "1")

@@ -4,7 +4,7 @@ Each loop reads an input topic in a consumer group, writes "out-<value>" for eve
 topic and commits the consumed offsets in the same transaction; about a third of the transactions are
 aborted (the consumer then rewinds to the group's committed offsets).  Read with read_committed, the
 output must hold exactly one copy of each input record.  Also: a zombie producer (old epoch) is fenced.
-Each test runs against Samsa and against Kafka 4.1.2 (``-m samsa`` / ``-m kafka``), which proves it right.
+Each test runs against Samsa and against the reference Kafka (``-m samsa`` / ``-m kafka``), which proves it right.
 """
 
 from __future__ import annotations

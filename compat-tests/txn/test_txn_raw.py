@@ -1,4 +1,4 @@
-"""The transaction APIs on the wire, the same steps against Samsa and Kafka 4.1.2 (``-m samsa`` / ``-m kafka``):
+"""The transaction APIs on the wire, the same steps against Samsa and the reference Kafka (``-m samsa`` / ``-m kafka``):
 error codes for fencing, retries and bad partitions, and what read_committed sees (issue 5)."""
 
 from __future__ import annotations

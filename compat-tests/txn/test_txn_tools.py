@@ -1,4 +1,4 @@
-"""kafka-transactions.sh (Kafka 4.1.2's TransactionsCommand) against Samsa: list, describe, describe-producers
+"""kafka-transactions.sh (the reference Kafka's TransactionsCommand) against Samsa: list, describe, describe-producers
 and a forced abort of a hanging transaction (issue 5's operator APIs: ListTransactions, DescribeTransactions,
 DescribeProducers, WriteTxnMarkers)."""
 

@@ -1,13 +1,13 @@
-"""Exactly-once with the Java 4.1.2 producer and consumer on both transaction paths (KIP-890 part 2).
+"""Exactly-once with the Java producer (the reference version) and consumer on both transaction paths (KIP-890 part 2).
 
-transaction.version=2 (what Kafka 4.1.2 and Samsa finalize on a fresh node) puts the Java producer on its V2
+transaction.version=2 (what the reference Kafka and Samsa finalize on a fresh node) puts the Java producer on its V2
 path: no AddPartitionsToTxn / AddOffsetsToTxn (the partition leader adds the partition, TxnOffsetCommit v5
 adds the group), and EndTxn v5 bumps the producer epoch at every transaction end, the markers carrying
 the bumped epoch. transaction.version=1 (set with UpdateFeatures, then restored) keeps it on the V1 path.
 On each: read-process-write with sendOffsetsToTransaction and an abort must leave exactly one copy of each
 input record; a second producer with the same transactional.id fences the first, whose open transaction is
 aborted. Which path ran is observable: the epoch of the markers in the output partition (DescribeProducers)
-grows with every transaction on V2 only. Runs against Samsa and Kafka 4.1.2 (``-m samsa`` / ``-m kafka``).
+grows with every transaction on V2 only. Runs against Samsa and the reference Kafka (``-m samsa`` / ``-m kafka``).
 """
 
 from __future__ import annotations

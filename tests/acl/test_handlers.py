@@ -117,6 +117,11 @@ ROWS = [
         {"resource_type": 4, "resource_name": "", "configs": [
             {"name": "log.retention.ms", "config_operation": 0, "value": "360000000"}]}]},
         each("responses"), CLUSTER_DENIED, ((Op.ALTER_CONFIGS, CLUSTER, CLUSTER_NAME),)),
+    # Kafka 4.4.0 authorizes before refusing a static broker config (node.id) in IncrementalAlterConfigs.
+    Row("IncrementalAlterConfigs/broker-static", 44, 1, lambda t: {"validate_only": True, "resources": [
+        {"resource_type": 4, "resource_name": "", "configs": [
+            {"name": "node.id", "config_operation": 0, "value": "1"}]}]},
+        each("responses"), CLUSTER_DENIED, ((Op.ALTER_CONFIGS, CLUSTER, CLUSTER_NAME),)),
     Row("DeleteRecords", 21, 2, lambda t: {"timeout": 5000, "topics": [
         {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}]}, topic_partitions("topics"),
         TOPIC_DENIED, ((Op.DELETE, TOPIC, EXISTING),), topic=True),
@@ -132,6 +137,11 @@ ROWS = [
     Row("DescribeUserScramCredentials", 50, 0, lambda t: {"users": [{"name": "alice"}]},
         lambda r: [r.error_code, *(x.error_code for x in r.results)], CLUSTER_DENIED,
         ((Op.DESCRIBE, CLUSTER, CLUSTER_NAME),)),
+    Row("AlterReplicaLogDirs", 34, 2, lambda t: {"dirs": [{"path": "/x", "topics": [
+        {"name": EXISTING, "partitions": [0]}]}]}, lambda r: [p.error_code for x in r.results for p in x.partitions],
+        CLUSTER_DENIED, ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),
+    Row("DescribeClientQuotas", 48, 1, lambda t: {"components": [], "strict": False}, top, CLUSTER_DENIED,
+        ((Op.DESCRIBE_CONFIGS, CLUSTER, CLUSTER_NAME),)),
     Row("AlterUserScramCredentials", 51, 0, lambda t: {"deletions": [{"name": "carol", "mechanism": 2}],
                                                        "upsertions": []}, each("results"), CLUSTER_DENIED,
         ((Op.ALTER, CLUSTER, CLUSTER_NAME),)),

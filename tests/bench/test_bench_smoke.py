@@ -1,7 +1,7 @@
 """The Samsa-vs-Kafka benchmark harness (bench/compare) works: a tiny run of every scenario against both brokers.
 
 Checks only that the harness runs, measures both brokers and writes its JSON and charts; no figure is
-judged (the machine is shared, timings mean nothing here). Needs the Kafka 4.1.2 jars (`make compat-deps`).
+judged (the machine is shared, timings mean nothing here). Needs the reference Kafka's jars (`make compat-deps`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DescribeConfigs answers with Kafka's codes and messages (compared with Kafka 4.1.2's in
+"""DescribeConfigs answers with Kafka's codes and messages (compared with the reference Kafka's in
 compat-tests/differential/config_fidelity.py)."""
 
 from __future__ import annotations
@@ -57,7 +57,11 @@ def test_group_config_resource() -> None:
 
     assert check_group_configs({"consumer.session.timeout.ms": "50000"}, {}) is None
     assert check_group_configs({"consumer.session.timeout.ms": "1000"}, {}) == (
-        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+        "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")  # Kafka 4.4's words
+    assert check_group_configs({"streams.num.standby.replicas": "3"}, {}) == (
+        "streams.num.standby.replicas must be less than or equal to 2")
+    assert check_group_configs({"share.delivery.count.limit": "11"}, {}) == (
+        "share.delivery.count.limit must be in the range 2 to 10 inclusive.")
     # A broker that widens the bound accepts more; without the broker's configs only values are checked.
     assert check_group_configs({"consumer.session.timeout.ms": "1000"},
                                {"group.consumer.min.session.timeout.ms": "1000"}) is None
@@ -69,9 +73,10 @@ def test_group_config_resource() -> None:
 
 def test_group_configs_over_the_wire(conn: Connection) -> None:
     defaults = _group_configs(conn, "g1")
-    assert len(defaults) == 10 and defaults["consumer.session.timeout.ms"] == ("45000", 5)
+    assert len(defaults) == 21 and defaults["consumer.session.timeout.ms"] == ("45000", 5)  # as Kafka 4.4.0
+    assert defaults["streams.assignor.name"] == ("sticky", 5)
     assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "70000")]) == (
-        40, "consumer.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms")
+        40, "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.")
     assert _alter_group(conn, "", [("consumer.session.timeout.ms", 0, "50000")]) == (
         42, "Default group resources are not allowed.")
     assert _alter_group(conn, "g1", [("consumer.session.timeout.ms", 0, "50000")]) == (0, None)
@@ -98,21 +103,21 @@ def test_a_new_cluster_has_kafkas_cluster_wide_min_insync_replicas(conn: Connect
 
 
 def test_dynamic_broker_config_rules() -> None:
-    """Kafka 4.1.2's rules (broker.dynamic_broker_configs): its dynamic keys, per-broker-only keys, security
+    """the reference Kafka's rules (broker.dynamic_broker_configs): its dynamic keys, per-broker-only keys, security
     keys per listener, custom keys, thread counts by at most half or double."""
     from samsa.broker.dynamic_broker_configs import check_dynamic_broker_config as check
 
     assert check("log.retention.ms", "5000", cluster_default=True) is None
     assert check("log.retention.hours", "5", cluster_default=True) == (
-        "Cannot update these configs dynamically: Set(log.retention.hours)")
+        "Cannot update these configs dynamically: [log.retention.hours]")
     assert check("num.io.threads", "4", cluster_default=False) is None  # accepted, not honoured
     assert check("custom.key", "1", cluster_default=True) is None
     assert check("sasl.enabled.mechanisms", "PLAIN", cluster_default=True) == (
         "Cannot update these configs at default cluster level, broker id must be specified: "
-        "Set(sasl.enabled.mechanisms)")
+        "[sasl.enabled.mechanisms]")
     assert check("ssl.keystore.location", "/x", cluster_default=False) == (
         "These security configs can be dynamically updated only per-listener using the listener prefix: "
-        "HashSet(ssl.keystore.location)")
+        "[ssl.keystore.location]")
     assert check("log.segment.bytes", "100", cluster_default=False) == (
         "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576")
     assert check("max.connections", "x", cluster_default=False) == (
@@ -123,7 +128,7 @@ def test_dynamic_broker_config_rules() -> None:
         "Invalid dynamic configuration")
     assert check("background.threads", "20", cluster_default=True, current=lambda _: "10") is None
     assert check("listeners", "PLAINTEXT://:1", cluster_default=False) == (
-        "Cannot update these configs dynamically: Set(listeners)")  # Samsa cannot add listeners
+        "Cannot update these configs dynamically: [listeners]")  # Samsa cannot add listeners
 
 
 def test_broker_describe_lists_kafkas_configs(samsa: Any, conn: Connection) -> None:

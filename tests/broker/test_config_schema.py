@@ -1,4 +1,4 @@
-"""The typed config schema: parsing as Kafka's ConfigDef reads strings, Kafka 4.1.2's topic config messages,
+"""The typed config schema: parsing as Kafka's ConfigDef reads strings, the reference Kafka's topic config messages,
 the broker table, the parsed view of BrokerConfig, and the start-up check."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_parse_value_refuses_what_java_refuses(ctype: ConfigType, raw: str) -> N
     assert str(e.value).startswith(f"Invalid value {raw} for configuration k: ")
 
 
-# Kafka 4.1.2's own answers: LogConfig.validate run on these values with the oracle's jars.
+# Kafka's own answers: LogConfig.validate run on these values with the oracle's jars (the list rules: 4.4.0's).
 KAFKA_TOPIC_MESSAGES = [
     ("retention.ms", "soon", "Invalid value soon for configuration retention.ms: Not a number of type LONG"),
     ("retention.ms", "-2", "Invalid value -2 for configuration retention.ms: Value must be at least -1"),
@@ -55,8 +55,9 @@ KAFKA_TOPIC_MESSAGES = [
     ("cleanup.policy", "Compact",
      "Invalid value Compact for configuration cleanup.policy: String must be one of: compact, delete"),
     ("cleanup.policy", "", None),
-    ("cleanup.policy", "compact,,delete",
-     "Invalid value  for configuration cleanup.policy: String must be one of: compact, delete"),
+    ("cleanup.policy", "compact,,delete", "Configuration 'cleanup.policy' values must not be empty."),
+    ("cleanup.policy", "compact,", "Configuration 'cleanup.policy' values must not be empty."),
+    ("cleanup.policy", "compact,compact", None),
     ("cleanup.policy", "compact, delete", None),
     ("message.timestamp.type", "createtime", "Invalid value createtime for configuration message.timestamp.type: "
                                              "String must be one of: CreateTime, LogAppendTime"),
@@ -174,7 +175,7 @@ def test_static_check_sorts_errors_and_warnings() -> None:
 
 def test_dynamic_broker_configs_are_validated_by_the_schema() -> None:
     assert validate_broker_config("num.partitions", "2") == (
-        "Cannot update these configs dynamically: Set(num.partitions)")
+        "Cannot update these configs dynamically: [num.partitions]")
     assert validate_broker_config("log.retention.ms", "x") == (
         "Invalid value x for configuration log.retention.ms: Not a number of type LONG")
     assert validate_broker_config("log.cleanup.policy", "") is None

@@ -42,12 +42,12 @@ def on_disk(data_dir: os.PathLike[str], topic: str, partition: int) -> int:
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory) if f.endswith(".log"))
 
 
-def test_advertised_v1_to_v4(samsa: Any) -> None:
+def test_advertised_v1_to_v5(samsa: Any) -> None:
     with samsa.connect() as conn:
-        assert conn.versions[35] == (1, 4)
+        assert conn.versions[35] == (1, 5)  # as Kafka 4.4.0
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_sizes_match_the_segment_files_and_the_filter_applies(samsa: Any, version: int) -> None:
     topic = f"dirs-v{version}"
     with samsa.connect() as conn:
@@ -70,6 +70,8 @@ def test_sizes_match_the_segment_files_and_the_filter_applies(samsa: Any, versio
             assert 0 < result.usable_bytes <= result.total_bytes
         else:
             assert not hasattr(result, "total_bytes")  # not in the schema before v4
+        if version >= 5:
+            assert result.is_cordoned is False  # Samsa does not cordon its log directory (cordoned.log.dirs)
 
 
 def test_no_topics_requested_gives_an_empty_dir(samsa: Any) -> None:
@@ -77,3 +79,19 @@ def test_no_topics_requested_gives_an_empty_dir(samsa: Any) -> None:
         create_topic(conn, "dirs-empty", 1)
         (result,) = describe(conn, 4, []).results
         assert result.error_code.value == 0 and list(result.topics) == []
+
+
+def test_alter_replica_log_dirs_with_one_directory(samsa: Any) -> None:
+    """AlterReplicaLogDirs (KIP-113): the one log directory is a no-op NONE, any other path LOG_DIR_NOT_FOUND, an
+    unknown partition UNKNOWN_TOPIC_OR_PARTITION (the differential scenario alter_replica_log_dirs: as Kafka 4.4.0)."""
+    topic = "dirs-alter"
+    with samsa.connect() as conn:
+        create_topic(conn, topic, 1)
+        log_dir = os.path.abspath(samsa.data_dir)
+        for version in (1, 2):
+            r = conn.request(34, {"dirs": [
+                {"path": log_dir, "topics": [{"name": topic, "partitions": [0, 5]}]},
+                {"path": "/elsewhere", "topics": [{"name": "other", "partitions": [0]}]}]}, version=version)
+            got = {(x.topic_name, p.partition_index): p.error_code.value for x in r.results for p in x.partitions}
+            assert got == {(topic, 0): 0, (topic, 5): 3, ("other", 0): 57}
+        assert sizes(describe(conn, 4, None))[(topic, 0)] == 0  # nothing moved, nothing lost

@@ -1,5 +1,5 @@
 """DescribeTopicPartitions (key 75) pages through topics and partitions; ListConfigResources (key 74) lists
-the resources that have configs. Over the wire of one `samsa serve` (the same cases run against Kafka 4.1.2
+the resources that have configs. Over the wire of one `samsa serve` (the same cases run against the reference Kafka
 in compat-tests/differential/newer_apis.py)."""
 
 from __future__ import annotations

@@ -182,7 +182,7 @@ def test_kafkas_dynamic_cleaner_configs_are_dynamic_and_enable_is_static() -> No
         assert BROKER_SCHEMA[name].dynamic, name
         assert validate_broker_config(name, BROKER_SCHEMA[name].default) is None, name
     assert validate_broker_config("log.cleaner.enable", "false") == (
-        "Cannot update these configs dynamically: Set(log.cleaner.enable)")
+        "Cannot update these configs dynamically: [log.cleaner.enable]")
     assert validate_broker_config("log.cleaner.threads", "-1") is not None
 
 
@@ -207,7 +207,7 @@ def test_incremental_alter_configs_of_cleaner_threads_on_the_cluster_default(sam
         error, message = alter(name, value)
         assert error == 0, message
     assert alter("log.cleaner.enable", "false") == (
-        42, "Cannot update these configs dynamically: Set(log.cleaner.enable)")
+        42, "Cannot update these configs dynamically: [log.cleaner.enable]")
     deadline = time.monotonic() + BOUND_S
     while described() != [("log.cleaner.threads", "2")] or \
             "log.cleaner.threads changed from 1 to 2" not in samsa.log_tail(1000):

@@ -224,6 +224,12 @@ def test_list_offsets_by_time(conn: Connection) -> None:
     assert lookup(-3).offset == 4
     assert lookup(-3).timestamp == base + 4000
     assert lookup(base, version=1).offset == 0
+    # No remote tier: latest tiered (-5) and, from v11, earliest pending upload (-6) answer offset -1; -6 before
+    # v11 and unknown negatives are UNSUPPORTED_VERSION (Kafka 4.4.0's answers)
+    assert (lookup(-5, version=10).error_code.value, lookup(-5, version=10).offset) == (0, -1)
+    assert (lookup(-6, version=11).error_code.value, lookup(-6, version=11).offset) == (0, -1)
+    assert lookup(-6, version=10).error_code.value == 35
+    assert lookup(-7, version=11).error_code.value == 35
 
 
 def test_create_topics_errors(conn: Connection) -> None:
@@ -444,3 +450,11 @@ def test_dynamic_broker_configs(samsa_factory: Any) -> None:
         assert alter(conn, "1", [{"name": "log.retention.ms", "config_operation": 1, "value": None}]
                      ).error_code.value == 0
         assert describe_topic(conn)["retention.ms"].value == "5000"
+
+
+def test_the_cli_client_stays_below_the_versions_that_name_topics_by_id() -> None:
+    """Against Kafka 4.4 (OffsetCommit and OffsetFetch v10: topic_id only) the CLI must not pick a version whose
+    topic ids it leaves empty, or Kafka answers UNKNOWN_TOPIC_ID (compat-tests/test_samsa_cli.py -m kafka)."""
+    client = Connection.__new__(Connection)
+    client.versions = {0: (3, 13), 8: (2, 10), 9: (1, 10), 2: (1, 11)}
+    assert [client.pick_version(k) for k in (0, 8, 9, 2)] == [12, 9, 9, 11]

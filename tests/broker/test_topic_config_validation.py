@@ -1,4 +1,4 @@
-"""Topic configs through CreateTopics, AlterConfigs and IncrementalAlterConfigs are validated as Kafka 4.1.2
+"""Topic configs through CreateTopics, AlterConfigs and IncrementalAlterConfigs are validated as the reference Kafka
 validates them: INVALID_CONFIG (40) with Kafka's message (compat-tests/differential/topic_config_validation
 compares the same requests with Kafka itself)."""
 

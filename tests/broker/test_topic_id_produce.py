@@ -1,7 +1,8 @@
-"""Produce v13 names topics by id (KIP-516) and Fetch v18 is served, so kafka-python infers a 4.1 broker.
+"""Produce v13 names topics by id (KIP-516) and Fetch v18 is served; kafka-python infers a 4.3+ broker.
 
 kafka-python (3.0) infers the broker's version from the highest versions it advertises (Produce v13 and
-Fetch v18 mean 4.1) and then speaks those versions: the round trip here runs on them.
+Fetch v18 mean 4.1; DescribeLogDirs v5, which Kafka 4.4.0 advertises too, 4.3) and then speaks those
+versions: the round trip here runs on them.
 """
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ def test_produce_v13_by_topic_id(conn: Connection) -> None:
     assert [(rec.offset, rec.key, rec.value) for rec in records] == [(0, b"k", b"v")]
 
 
-def test_kafka_python_infers_4_1_and_round_trips(samsa: Any) -> None:
+def test_kafka_python_infers_4_3_and_round_trips(samsa: Any) -> None:
+    # DescribeLogDirs v5 (as Kafka 4.4.0 advertises) is kafka-python's mark of a 4.3+ broker, its newest.
     admin = KafkaAdminClient(bootstrap_servers=samsa.bootstrap, request_timeout_ms=10000)
     try:
-        assert admin._client.check_version() == (4, 1)
+        assert admin._client.check_version() == (4, 3)
     finally:
         admin.close()
     producer = KafkaProducer(bootstrap_servers=samsa.bootstrap, acks="all")
     try:
-        assert producer.config["api_version"] == (4, 1)
+        assert producer.config["api_version"] == (4, 3)
         metadata = producer.send("kp-41", key=b"a", value=b"one").get(timeout=30)
         assert metadata.offset == 0
     finally:

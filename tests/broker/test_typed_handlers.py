@@ -19,6 +19,7 @@ from samsa.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -31,6 +32,7 @@ from samsa.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -118,6 +120,8 @@ TYPED = [
     (list_config_resources, "ListConfigResourcesRequest", "ListConfigResourcesResponse"),
     (describe_topic_partitions, "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"),
     (update_features, "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
+    (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
+    (alter_replica_log_dirs, "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

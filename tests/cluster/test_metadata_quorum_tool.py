@@ -1,4 +1,4 @@
-"""Kafka's own kafka-metadata-quorum.sh (MetadataQuorumCommand, 4.1.2) against a Samsa broker port: it
+"""Kafka's own kafka-metadata-quorum.sh (MetadataQuorumCommand, the reference's) against a Samsa broker port: it
 asks a broker, which forwards DescribeQuorum to the active controller."""
 
 from __future__ import annotations

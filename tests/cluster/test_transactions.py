@@ -137,7 +137,7 @@ JAVA = Path(__file__).resolve().parents[2] / "compat-tests" / "java" / "target"
 @pytest.mark.skipif(not (JAVA / "classes" / "TxnExactlyOnce.class").exists(),
                     reason="the Java programs are not built (`make compat-java`)")
 def test_java_transactions_v2_across_brokers(cluster_factory: Callable[..., Cluster]) -> None:
-    """The Java 4.1.2 producer on its transactions V2 path (transaction.version=2, the default): partitions
+    """The reference Java producer on its transactions V2 path (transaction.version=2, the default): partitions
     led by brokers other than the transaction coordinator are added by their leaders (AddPartitionsToTxn v5
     to the coordinator, broker/txn/verification.py); read-process-write with an abort and a fenced zombie
     leaves exactly one copy of each input record."""

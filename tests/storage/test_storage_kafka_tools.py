@@ -31,7 +31,7 @@ def test_kafka_dump_log_segments_reads_our_files(tmp_path: Path) -> None:
     log.append_as_leader(make_control_batch(producer_id=5, producer_epoch=0), leader_epoch=3, now_ms=NOW_MS)
     log.close()
     files = sorted(str(p) for p in directory.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
-    run = [str(ORACLE / "kafka-run.sh"), "kafka.tools.DumpLogSegments", "--files", ",".join(files)]
+    run = [str(ORACLE / "kafka-run.sh"), "org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(files)]
     out = subprocess.run([*run, "--deep-iteration"], capture_output=True, text=True, timeout=300, check=True).stdout
     assert out.count("isvalid: true") == 41 and "isvalid: false" not in out
     assert "isControl: true" in out and "offset: 119 CreateTime" in out

@@ -1,4 +1,4 @@
-// A Java (kafka-clients 4.1.2) group member (see member_common.py for the contract), classic protocol.
+// A Java (kafka-clients at the reference version) group member (see member_common.py for the contract), classic protocol.
 // Usage: java -cp CLASSES:compat-tests/java/target/lib/* Member BOOTSTRAP TOPIC GROUP [INSTANCE_ID]
 
 import java.time.Duration;

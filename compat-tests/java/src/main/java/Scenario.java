@@ -1,4 +1,4 @@
-// Java client (kafka-clients 4.1.2) compat scenario: the same steps and checks as
+// Java client (kafka-clients at the reference version) compat scenario: the same steps and checks as
 // compat-tests/clients/scenario_common.py.
 // Usage: java -cp 'target/classes:target/lib/*' Scenario BOOTSTRAP TOPIC
 // Exit 0 and a JSON summary on stdout; 1 and "MISMATCH [java]: ..." on stderr on a mismatch; 2 on errors.
