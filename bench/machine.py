@@ -40,6 +40,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def thread_cpu_seconds(pid: int, tid: int) -> float:
+    """user + system CPU seconds of one thread of a process (tid == pid: its main thread), from /proc."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
 def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:

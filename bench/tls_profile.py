@@ -5,13 +5,15 @@ profile was taken): a Samsa broker as bench.tls starts it, a warm-up, then `--re
     .venv/bin/python -m bench.tls_profile SASL_SSL --records 600000 [--perf out.perf]
     perf report -i out.perf --no-children --sort dso,symbol --stdio
 
-Prints records/s and the broker's CPU seconds per GiB; writes nothing else. Figures on a shared machine are
+Prints records/s and CPU seconds per GiB: the broker (all threads, and its event-loop thread), the producer (this
+process), and elapsed; writes nothing else. Figures on a shared machine are
 noisy: compare runs made back to back.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.broker import create_topic
-from bench.machine import cpu_seconds
+from bench.machine import cpu_seconds, thread_cpu_seconds
 from bench.tls import PARTITIONS, PASSWORD, USER, add_scram_user, produce, samsa, wait_for_scram
 from samsa.broker.security.dev_ca import issue, make_ca
 
@@ -53,13 +55,21 @@ def main(argv: list[str]) -> int:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1)  # perf attaches
             cpu = cpu_seconds(broker.pid)
+            loop_cpu = thread_cpu_seconds(broker.pid, broker.pid)  # the main thread runs the event loop
+            usage = resource.getrusage(resource.RUSAGE_SELF)  # the producer (librdkafka's threads) is this process
+            client_cpu = usage.ru_utime + usage.ru_stime
             elapsed = produce(bootstrap, "measured", args.records, 1024, security)
             cpu = cpu_seconds(broker.pid) - cpu
+            loop_cpu = thread_cpu_seconds(broker.pid, broker.pid) - loop_cpu
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            client_cpu = usage.ru_utime + usage.ru_stime - client_cpu
             if perf is not None:
                 perf.send_signal(2)
                 perf.wait()
     gib = args.records * 1024 / 2**30
-    print(f"{args.listener}: {args.records / elapsed:,.0f} records/s, broker CPU {cpu / gib:.2f} s/GiB")
+    print(f"{args.listener}: {args.records / elapsed:,.0f} records/s, broker CPU {cpu / gib:.2f} s/GiB,"
+          f" event-loop thread {loop_cpu / gib:.2f} s/GiB; client CPU {client_cpu / gib:.2f} s/GiB;"
+          f" elapsed {elapsed / gib:.2f} s/GiB")
     return 0
 
 
