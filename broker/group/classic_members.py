@@ -218,8 +218,9 @@ class ClassicMembers:
         if ((protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE)
                 or (protocol_name is not None and protocol_name != member.classic.protocol_name)):
             return SyncResult(ErrorCode.inconsistent_group_protocol)
-        if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            # A newer rebalance began: rejoin first (unless the member still has partitions to give up).
+        if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            # A newer target assignment is out (Kafka 4.3+, KAFKA-20272: not merely a newer group epoch):
+            # rejoin first (unless the member still has partitions to give up).
             group.join_deadlines_ms.setdefault(member.member_id, now_ms + max(member.rebalance_timeout_ms, 0))
             return SyncResult(ErrorCode.rebalance_in_progress)
         group.sync_deadlines_ms.pop(member.member_id, None)
@@ -239,7 +240,7 @@ class ClassicMembers:
         if generation_id != member.member_epoch:
             return ErrorCode.illegal_generation
         group.session_deadlines_ms[member.member_id] = now_ms + member.classic.session_timeout_ms
-        if (member.member_epoch < group.group_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
+        if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
             group.join_deadlines_ms.setdefault(member.member_id, now_ms + max(member.rebalance_timeout_ms, 0))

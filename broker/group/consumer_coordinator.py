@@ -259,8 +259,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
         if bump:
             self._bump_group_epoch(group)
             self.rebalances.record()  # as Kafka: an epoch bump by a heartbeat (a join or a new subscription)
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
+        if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+                group.assignment_timestamp_ms, self.config.assignment_interval_for(group.group_id), now_ms):
+            self._update_target_assignment(group, now_ms)
         target = group.target_assignment.get(updated.member_id, {})
         final = updated
         if not updated.is_reconciled_to(group.assignment_epoch):
@@ -350,6 +351,11 @@ class ConsumerGroupCoordinator(ClassicMembers):
         group.group_epoch += 1
         self._emit(cg_records.group_epoch(group))
         logger.info("group %s: bumped group epoch to %d", group.group_id, group.group_epoch)
+        if not group.members:
+            # The last member left: the (empty) target catches up at once, with no interval to wait for the
+            # next one (Kafka 4.4's consumerGroupFenceMembers, KAFKA-20442).
+            group.assignment_epoch, group.assignment_timestamp_ms = group.group_epoch, 0
+            self._emit(cg_records.assignment_epoch(group))
 
     def _emit_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         self._emit(cg_records.member_metadata(group.group_id, member))
@@ -391,7 +397,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return max(sorted(votes), key=lambda a: votes[a])
         return enabled[0] if enabled else "uniform"
 
-    def _update_target_assignment(self, group: ConsumerGroup) -> None:
+    def _update_target_assignment(self, group: ConsumerGroup, now_ms: int) -> None:
         metadata = group.subscription_metadata
         counts = {topic_id: n for topic_id, n in metadata.values()}
         subscriptions = {}
@@ -412,7 +418,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             if group.target_assignment.get(member_id) != partitions:
                 group.target_assignment[member_id] = partitions
                 self._emit_target(group, member_id)
-        group.assignment_epoch = group.group_epoch
+        group.assignment_epoch, group.assignment_timestamp_ms = group.group_epoch, now_ms
         self._emit(cg_records.assignment_epoch(group))
 
     # --- timers -------------------------------------------------------------------------------
@@ -557,6 +563,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
         for group_id in gone:
             del self.groups[group_id]
         return len(gone)
+
+
+def can_compute_next_target_assignment(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka 4.4's canComputeNextTargetAssignment (KIP-1263 batching): a group gets a new target at most once
+    per assignment interval after the last one was computed; never computed (0) or no interval: at once."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
 
 
 def _check_epoch(member: ConsumerGroupMember, received: int, owned: Owned) -> None:

@@ -34,7 +34,7 @@ def group_epoch(group: ConsumerGroup) -> GroupRecord:
 
 def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
     return GroupRecord(group.group_id, _key(group.group_id, TARGET_METADATA),
-                       r.encode_epoch_value(group.assignment_epoch))
+                       r.encode_target_metadata_value(group.assignment_epoch, group.assignment_timestamp_ms))
 
 
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
@@ -106,7 +106,7 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
     if record_type == GROUP_METADATA:
         group.group_epoch = r.decode_epoch_value(value)
     elif record_type == TARGET_METADATA:
-        group.assignment_epoch = r.decode_epoch_value(value)
+        group.assignment_epoch, group.assignment_timestamp_ms = r.decode_target_metadata_value(value)
     elif record_type == TARGET_MEMBER:
         group.target_assignment[member_id] = r.decode_target_assignment_member_value(value)
     elif record_type == REGULAR_EXPRESSION:
