@@ -105,7 +105,7 @@ class ClassicMembers:
     def _emit_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None: ...
     def _emit_target(self, group: ConsumerGroup, member_id: str) -> None: ...
     def _emit_current(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None: ...
-    def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicIds) -> dict[str, tuple[str, int]]:
+    def refresh_metadata(self, group: ConsumerGroup, catalog: TopicIds) -> bool:
         raise NotImplementedError
 
     def _max_size(self) -> int:
@@ -271,6 +271,6 @@ class ClassicMembers:
             results.append((member.member_id, instance_id, ErrorCode.none))
             removed = True
         if removed:
-            group.subscription_metadata = self._subscription_metadata(group, catalog)
+            self.refresh_metadata(group, catalog)
             self._bump_group_epoch(group)
         return results

@@ -34,6 +34,7 @@ from samsa.broker.group.consumer_group import (
     MemberState,
 )
 from samsa.broker.group.consumer_regex import InvalidRegexError, RegexCache
+from samsa.broker.group.metadata_hash import subscription_hash
 from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
 from samsa.broker.group.records import TopicPartitions
 from samsa.broker.observability.rebalance import RebalanceMeter
@@ -252,10 +253,8 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
                             "classic" if updated.uses_classic_protocol else "consumer")
         self._write_regexes(group, catalog, now_ms)
-        metadata = self._subscription_metadata(group, catalog)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
+        if self.refresh_metadata(group, catalog):
+            bump = True  # KIP-1101: the subscribed topics' hash changed
         if bump:
             self._bump_group_epoch(group)
             self.rebalances.record()  # as Kafka: an epoch bump by a heartbeat (a join or a new subscription)
@@ -331,8 +330,8 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return
         self._remove_member(group, member_id)
         if self._catalog is not None:
-            group.subscription_metadata = self._subscription_metadata(group, self._catalog)
             self._write_regexes(group, self._catalog, now_ms)
+            self.refresh_metadata(group, self._catalog)
         self._bump_group_epoch(group)
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> None:
@@ -371,6 +370,14 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return self._regex.resolve(regex, catalog.topics_by_name)
         except InvalidRegexError as e:
             raise HeartbeatError(ErrorCode.invalid_regular_expression, str(e)) from None
+
+    def refresh_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> bool:
+        """The subscribed topics as the catalog has them now, and their hash (Kafka's computeMetadataHash);
+        whether the hash differs from the group's (which the next group epoch record carries)."""
+        group.subscription_metadata = self._subscription_metadata(group, catalog)
+        metadata_hash = subscription_hash(group.subscription_metadata, catalog)
+        changed, group.metadata_hash = metadata_hash != group.metadata_hash, metadata_hash
+        return changed
 
     def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> dict[str, tuple[str, int]]:
         names: set[str] = set()

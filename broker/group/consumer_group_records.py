@@ -29,7 +29,8 @@ def tombstone(group_id: str, record_type: int, member_id: str = "") -> GroupReco
 
 
 def group_epoch(group: ConsumerGroup) -> GroupRecord:
-    return GroupRecord(group.group_id, _key(group.group_id, GROUP_METADATA), r.encode_epoch_value(group.group_epoch))
+    return GroupRecord(group.group_id, _key(group.group_id, GROUP_METADATA),
+                       r.encode_consumer_group_metadata_value(group.group_epoch, group.metadata_hash))
 
 
 def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
@@ -104,7 +105,7 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
     if group is None:
         group = groups[group_id] = ConsumerGroup(group_id)
     if record_type == GROUP_METADATA:
-        group.group_epoch = r.decode_epoch_value(value)
+        group.group_epoch, group.metadata_hash = r.decode_target_metadata_value(value)
     elif record_type == TARGET_METADATA:
         group.assignment_epoch, group.assignment_timestamp_ms = r.decode_target_metadata_value(value)
     elif record_type == TARGET_MEMBER:

@@ -15,6 +15,7 @@ from samsa.broker.group.consumer_coordinator import (
     HeartbeatResult,
 )
 from samsa.broker.group.consumer_group import ConsumerGroupState, MemberState
+from samsa.broker.group.metadata_hash import group_hash, topic_hash
 from samsa.broker.group.records import (
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
     decode_key,
@@ -213,3 +214,36 @@ def test_the_last_member_leaving_brings_the_target_epoch_to_the_group_epoch() ->
     assert group.state is ConsumerGroupState.EMPTY
     b = hb(c, cat, "b", 0, 1_000_002, ("t",))
     assert b.member_epoch == 4 == a.member_epoch + 2 and b.assignment == {T1: frozenset({0, 1})}
+
+
+def test_metadata_hash_is_kafkas() -> None:
+    """KIP-1101's topic and group hashes; the expected values are what Kafka 4.4's hash4j 0.22.0 HashStream64
+    (xxh3_64) gives for the same stream (magic 0, the id's longs, name, 3 partitions, rack "rackA" on partition 2)."""
+    topic_id = str(uuid.UUID(int=(0x0123456789ABCDEF << 64) | ((1 << 64) - 2)))
+    assert topic_hash(topic_id, "topic-é", [[], [], ["rackA"]]) == -8623688676110999755
+    assert group_hash({"b": -99, "a": 12345}) == 2344557788103207415
+    assert group_hash({}) == 0
+
+
+def test_the_group_epoch_record_carries_the_metadata_hash_and_a_reload_sees_a_topic_change() -> None:
+    """As Kafka (KIP-1101): the hash in ConsumerGroupMetadataValue survives a reload, so partitions added while
+    the group was away from this coordinator still bump its epoch on the next heartbeat."""
+    c, records = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    group = c.groups["g"]
+    expected = group_hash({"t": topic_hash(T1, "t", [[], []])})
+    assert group.metadata_hash == expected != 0
+    epoch_records = [rec for rec in records if getattr(decode_key(rec.key), "record_type", None) == 3]
+    assert decode_target_metadata_value(epoch_records[-1].value or b"") == (2, expected)
+    grown = Catalog()
+    grown.add("t", T1, 3)
+    replayed, _ = coordinator(session_ms=60_000)
+    for record in records:
+        key = decode_key(record.key)
+        replayed.replay(key.record_type, key.group_id, key.member_id, record.value)  # type: ignore[union-attr]
+    replayed.finish_loading(grown, 10)
+    assert replayed.groups["g"].metadata_hash == expected
+    r = hb(replayed, grown, "a", a.member_epoch, 20, owned=a.assignment)
+    assert replayed.groups["g"].group_epoch == 3 and r.assignment == {T1: frozenset({0, 1, 2})}
