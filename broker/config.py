@@ -35,6 +35,7 @@ from samsa.broker.config_schema import (
     check_topic_configs,
     check_value,
     closest,
+    consumer_assignment_interval_errors,
     expected,
     listener_base_key,
     one_of,
@@ -501,6 +502,7 @@ def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
             continue
         if not entry.implemented:
             warnings.append(f"{name} is a Kafka broker config Samsa accepts but does not implement yet")
+    errors += consumer_assignment_interval_errors(given)
     return StaticConfigCheck(tuple(errors), tuple(warnings))
 
 

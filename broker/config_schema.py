@@ -418,6 +418,22 @@ CONSUMER_GROUP_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None, 
 }
 
 
+def consumer_assignment_interval_errors(given: Mapping[str, str]) -> list[str]:
+    """Kafka's GroupCoordinatorConfig checks at start: min <= max, and min <= the assignment interval <= max
+    (a later dynamic value out of the bounds is clamped instead)."""
+    def value(name: str) -> int:
+        try:
+            return int(given.get(name, CONSUMER_GROUP_KEYS[name][1]))
+        except ValueError:  # reported as a bad value already
+            return int(CONSUMER_GROUP_KEYS[name][1])
+
+    interval, low, high = (f"group.consumer.{k}assignment.interval.ms" for k in ("", "min.", "max."))
+    checks = ((high, ">=", low, value(high) >= value(low)), (interval, ">=", low, value(interval) >= value(low)),
+              (interval, "<=", high, value(interval) <= value(high)))
+    words = {">=": "greater than or equal to", "<=": "less than or equal to"}
+    return [f"{a} must be {words[op]} {b}" for a, op, b, ok in checks if not ok]
+
+
 def check_topic_config(name: str, raw: str) -> ConfigValue:
     """One topic config's typed value; ConfigError (Kafka's message) if refused. `name` must be known."""
     d = TOPIC_CONFIGS[name]
