@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from samsa.broker.config_schema import (
     AUTHORIZER_KEYS,
+    CONSUMER_GROUP_KEYS,
     LONG_MAX,
     SECURITY_BROKER_KEYS,
     TOPIC_CONFIGS,
@@ -34,6 +35,7 @@ from samsa.broker.config_schema import (
     check_topic_configs,
     check_value,
     closest,
+    consumer_assignment_interval_errors,
     expected,
     listener_base_key,
     one_of,
@@ -169,12 +171,7 @@ BROKER_DEFAULTS: Mapping[str, BrokerKey | tuple[ConfigType, str]] = {
     "transaction.remove.expired.transaction.cleanup.interval.ms": K(
         INT, "3600000", "how often expired transactional ids are removed", at_least(1)),
     "group.max.size": K(INT, "2147483647", "the most members a group may have", at_least(1)),
-    # KIP-848 consumer groups (group.protocol=consumer): Kafka 4.1's names and defaults.
-    "group.consumer.session.timeout.ms": K(INT, "45000", "a consumer group member's session timeout", at_least(1)),
-    "group.consumer.heartbeat.interval.ms": K(INT, "5000", "how often consumer group members heartbeat",
-                                              at_least(1)),
-    "group.consumer.max.size": K(INT, "2147483647", "the most members a consumer group may have", at_least(1)),
-    "group.consumer.assignors": K(LIST, "uniform,range", "the server-side assignors; the first is the default"),
+    **{name: K(*entry[:4], dynamic=entry[4]) for name, entry in CONSUMER_GROUP_KEYS.items()},  # KIP-848
     "offset.metadata.max.bytes": K(INT, "4096", "the longest metadata string of a committed offset"),
     "offsets.retention.check.interval.ms": K(LONG, "600000", "how often expired offsets are removed", at_least(1)),
     "offsets.commit.timeout.ms": K(INT, "5000", "how long an offset commit waits for replication", at_least(1)),
@@ -505,6 +502,7 @@ def check_static_config(given: Mapping[str, str]) -> StaticConfigCheck:
             continue
         if not entry.implemented:
             warnings.append(f"{name} is a Kafka broker config Samsa accepts but does not implement yet")
+    errors += consumer_assignment_interval_errors(given)
     return StaticConfigCheck(tuple(errors), tuple(warnings))
 
 

@@ -397,6 +397,43 @@ AUTHORIZER_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None]] = {
 }
 
 
+# KIP-848 consumer groups (group.protocol=consumer), Kafka 4.4's names and defaults: name -> (type, default, doc,
+# validator, dynamic). The assignment interval (KIP-1263) is dynamic; Kafka clamps a dynamic value into
+# [group.consumer.min.assignment.interval.ms, group.consumer.max.assignment.interval.ms] (broker.group.service).
+CONSUMER_GROUP_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None, bool]] = {
+    "group.consumer.session.timeout.ms": (ConfigType.INT, "45000", "a consumer group member's session timeout",
+                                          at_least(1), False),
+    "group.consumer.heartbeat.interval.ms": (ConfigType.INT, "5000", "how often consumer group members heartbeat",
+                                             at_least(1), False),
+    "group.consumer.max.size": (ConfigType.INT, "2147483647", "the most members a consumer group may have",
+                                at_least(1), False),
+    "group.consumer.assignors": (ConfigType.LIST, "uniform,range", "the server-side assignors; the first is the "
+                                 "default", None, False),
+    "group.consumer.assignment.interval.ms": (ConfigType.INT, "1000", "the least time between two target "
+                                              "assignments of a consumer group", at_least(0), True),
+    "group.consumer.min.assignment.interval.ms": (ConfigType.INT, "0", "the least consumer.assignment.interval.ms "
+                                                  "of a group", at_least(0), False),
+    "group.consumer.max.assignment.interval.ms": (ConfigType.INT, "15000", "the most "
+                                                  "consumer.assignment.interval.ms of a group", at_least(0), False),
+}
+
+
+def consumer_assignment_interval_errors(given: Mapping[str, str]) -> list[str]:
+    """Kafka's GroupCoordinatorConfig checks at start: min <= max, and min <= the assignment interval <= max
+    (a later dynamic value out of the bounds is clamped instead)."""
+    def value(name: str) -> int:
+        try:
+            return int(given.get(name, CONSUMER_GROUP_KEYS[name][1]))
+        except ValueError:  # reported as a bad value already
+            return int(CONSUMER_GROUP_KEYS[name][1])
+
+    interval, low, high = (f"group.consumer.{k}assignment.interval.ms" for k in ("", "min.", "max."))
+    checks = ((high, ">=", low, value(high) >= value(low)), (interval, ">=", low, value(interval) >= value(low)),
+              (interval, "<=", high, value(interval) <= value(high)))
+    words = {">=": "greater than or equal to", "<=": "less than or equal to"}
+    return [f"{a} must be {words[op]} {b}" for a, op, b, ok in checks if not ok]
+
+
 def check_topic_config(name: str, raw: str) -> ConfigValue:
     """One topic config's typed value; ConfigError (Kafka's message) if refused. `name` must be known."""
     d = TOPIC_CONFIGS[name]

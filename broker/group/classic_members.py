@@ -105,7 +105,7 @@ class ClassicMembers:
     def _emit_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None: ...
     def _emit_target(self, group: ConsumerGroup, member_id: str) -> None: ...
     def _emit_current(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None: ...
-    def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicIds) -> dict[str, tuple[str, int]]:
+    def refresh_metadata(self, group: ConsumerGroup, catalog: TopicIds) -> bool:
         raise NotImplementedError
 
     def _max_size(self) -> int:
@@ -218,8 +218,9 @@ class ClassicMembers:
         if ((protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE)
                 or (protocol_name is not None and protocol_name != member.classic.protocol_name)):
             return SyncResult(ErrorCode.inconsistent_group_protocol)
-        if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            # A newer rebalance began: rejoin first (unless the member still has partitions to give up).
+        if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            # A newer target assignment is out (Kafka 4.3+, KAFKA-20272: not merely a newer group epoch):
+            # rejoin first (unless the member still has partitions to give up).
             group.join_deadlines_ms.setdefault(member.member_id, now_ms + max(member.rebalance_timeout_ms, 0))
             return SyncResult(ErrorCode.rebalance_in_progress)
         group.sync_deadlines_ms.pop(member.member_id, None)
@@ -239,7 +240,7 @@ class ClassicMembers:
         if generation_id != member.member_epoch:
             return ErrorCode.illegal_generation
         group.session_deadlines_ms[member.member_id] = now_ms + member.classic.session_timeout_ms
-        if (member.member_epoch < group.group_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
+        if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
             group.join_deadlines_ms.setdefault(member.member_id, now_ms + max(member.rebalance_timeout_ms, 0))
@@ -270,6 +271,6 @@ class ClassicMembers:
             results.append((member.member_id, instance_id, ErrorCode.none))
             removed = True
         if removed:
-            group.subscription_metadata = self._subscription_metadata(group, catalog)
+            self.refresh_metadata(group, catalog)
             self._bump_group_epoch(group)
         return results

@@ -34,6 +34,7 @@ from samsa.broker.group.consumer_group import (
     MemberState,
 )
 from samsa.broker.group.consumer_regex import InvalidRegexError, RegexCache
+from samsa.broker.group.metadata_hash import subscription_hash
 from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
 from samsa.broker.group.records import TopicPartitions
 from samsa.broker.observability.rebalance import RebalanceMeter
@@ -252,15 +253,14 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
                             "classic" if updated.uses_classic_protocol else "consumer")
         self._write_regexes(group, catalog, now_ms)
-        metadata = self._subscription_metadata(group, catalog)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
+        if self.refresh_metadata(group, catalog):
+            bump = True  # KIP-1101: the subscribed topics' hash changed
         if bump:
             self._bump_group_epoch(group)
             self.rebalances.record()  # as Kafka: an epoch bump by a heartbeat (a join or a new subscription)
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
+        if group.group_epoch > group.assignment_epoch and can_compute_next_target_assignment(
+                group.assignment_timestamp_ms, self.config.assignment_interval_for(group.group_id), now_ms):
+            self._update_target_assignment(group, now_ms)
         target = group.target_assignment.get(updated.member_id, {})
         final = updated
         if not updated.is_reconciled_to(group.assignment_epoch):
@@ -330,8 +330,8 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return
         self._remove_member(group, member_id)
         if self._catalog is not None:
-            group.subscription_metadata = self._subscription_metadata(group, self._catalog)
             self._write_regexes(group, self._catalog, now_ms)
+            self.refresh_metadata(group, self._catalog)
         self._bump_group_epoch(group)
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> None:
@@ -350,6 +350,11 @@ class ConsumerGroupCoordinator(ClassicMembers):
         group.group_epoch += 1
         self._emit(cg_records.group_epoch(group))
         logger.info("group %s: bumped group epoch to %d", group.group_id, group.group_epoch)
+        if not group.members:
+            # The last member left: the (empty) target catches up at once, with no interval to wait for the
+            # next one (Kafka 4.4's consumerGroupFenceMembers, KAFKA-20442).
+            group.assignment_epoch, group.assignment_timestamp_ms = group.group_epoch, 0
+            self._emit(cg_records.assignment_epoch(group))
 
     def _emit_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         self._emit(cg_records.member_metadata(group.group_id, member))
@@ -365,6 +370,14 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return self._regex.resolve(regex, catalog.topics_by_name)
         except InvalidRegexError as e:
             raise HeartbeatError(ErrorCode.invalid_regular_expression, str(e)) from None
+
+    def refresh_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> bool:
+        """The subscribed topics as the catalog has them now, and their hash (Kafka's computeMetadataHash);
+        whether the hash differs from the group's (which the next group epoch record carries)."""
+        group.subscription_metadata = self._subscription_metadata(group, catalog)
+        metadata_hash = subscription_hash(group.subscription_metadata, catalog)
+        changed, group.metadata_hash = metadata_hash != group.metadata_hash, metadata_hash
+        return changed
 
     def _subscription_metadata(self, group: ConsumerGroup, catalog: TopicCatalog) -> dict[str, tuple[str, int]]:
         names: set[str] = set()
@@ -391,7 +404,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             return max(sorted(votes), key=lambda a: votes[a])
         return enabled[0] if enabled else "uniform"
 
-    def _update_target_assignment(self, group: ConsumerGroup) -> None:
+    def _update_target_assignment(self, group: ConsumerGroup, now_ms: int) -> None:
         metadata = group.subscription_metadata
         counts = {topic_id: n for topic_id, n in metadata.values()}
         subscriptions = {}
@@ -412,7 +425,7 @@ class ConsumerGroupCoordinator(ClassicMembers):
             if group.target_assignment.get(member_id) != partitions:
                 group.target_assignment[member_id] = partitions
                 self._emit_target(group, member_id)
-        group.assignment_epoch = group.group_epoch
+        group.assignment_epoch, group.assignment_timestamp_ms = group.group_epoch, now_ms
         self._emit(cg_records.assignment_epoch(group))
 
     # --- timers -------------------------------------------------------------------------------
@@ -557,6 +570,12 @@ class ConsumerGroupCoordinator(ClassicMembers):
         for group_id in gone:
             del self.groups[group_id]
         return len(gone)
+
+
+def can_compute_next_target_assignment(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka 4.4's canComputeNextTargetAssignment (KIP-1263 batching): a group gets a new target at most once
+    per assignment interval after the last one was computed; never computed (0) or no interval: at once."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
 
 
 def _check_epoch(member: ConsumerGroupMember, received: int, owned: Owned) -> None:

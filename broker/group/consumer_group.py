@@ -97,8 +97,15 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # Kafka 4.3+ (KAFKA-20268) starts a group at epoch 1 with an empty target at epoch 1, so the first
+        # computed target is epoch 2 and a member joining before it is computed reconciles to epoch 1.
+        self.group_epoch = 1
+        self.assignment_epoch = 1
+        # When the target was last computed (0: never, or reset when the group emptied); a new target is
+        # computed at most once per consumer.assignment.interval.ms after it (KIP-1263 batching).
+        self.assignment_timestamp_ms = 0
+        # KIP-1101: the hash of the subscribed topics at the last group epoch bump (metadata_hash.py); 0: none.
+        self.metadata_hash = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target_assignment: dict[str, TopicPartitions] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
@@ -171,6 +178,7 @@ class ConsumerGroup:
         immutable values, so copying the dicts is enough)."""
         other = ConsumerGroup(self.group_id)
         other.group_epoch, other.assignment_epoch = self.group_epoch, self.assignment_epoch
+        other.assignment_timestamp_ms, other.metadata_hash = self.assignment_timestamp_ms, self.metadata_hash
         other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
         other.static_members, other.partition_epochs = dict(self.static_members), dict(self.partition_epochs)
         other.subscription_metadata = dict(self.subscription_metadata)

@@ -29,12 +29,13 @@ def tombstone(group_id: str, record_type: int, member_id: str = "") -> GroupReco
 
 
 def group_epoch(group: ConsumerGroup) -> GroupRecord:
-    return GroupRecord(group.group_id, _key(group.group_id, GROUP_METADATA), r.encode_epoch_value(group.group_epoch))
+    return GroupRecord(group.group_id, _key(group.group_id, GROUP_METADATA),
+                       r.encode_consumer_group_metadata_value(group.group_epoch, group.metadata_hash))
 
 
 def assignment_epoch(group: ConsumerGroup) -> GroupRecord:
     return GroupRecord(group.group_id, _key(group.group_id, TARGET_METADATA),
-                       r.encode_epoch_value(group.assignment_epoch))
+                       r.encode_target_metadata_value(group.assignment_epoch, group.assignment_timestamp_ms))
 
 
 def member_metadata(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
@@ -104,9 +105,9 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
     if group is None:
         group = groups[group_id] = ConsumerGroup(group_id)
     if record_type == GROUP_METADATA:
-        group.group_epoch = r.decode_epoch_value(value)
+        group.group_epoch, group.metadata_hash = r.decode_target_metadata_value(value)
     elif record_type == TARGET_METADATA:
-        group.assignment_epoch = r.decode_epoch_value(value)
+        group.assignment_epoch, group.assignment_timestamp_ms = r.decode_target_metadata_value(value)
     elif record_type == TARGET_MEMBER:
         group.target_assignment[member_id] = r.decode_target_assignment_member_value(value)
     elif record_type == REGULAR_EXPRESSION:

@@ -192,6 +192,7 @@ def upgrade(classic: GroupCoordinator, consumer: ConsumerGroupCoordinator, group
         logger.warning("cannot upgrade classic group %s to a consumer group: a member's embedded consumer protocol "
                        "is malformed", group_id)
         return None
+    consumer.refresh_metadata(group, catalog)  # fromClassicGroup's metadata hash, in the group epoch record
     classic.hand_over(group_id, now_ms)
     emit_all(classic.emit, consumer_group_records(group))
     for member in group.members.values():

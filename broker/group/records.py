@@ -431,6 +431,22 @@ def encode_epoch_value(epoch: int) -> bytes:
     return _I16.pack(0) + _I32.pack(epoch) + b"\x00"
 
 
+def encode_consumer_group_metadata_value(epoch: int, metadata_hash: int) -> bytes:
+    """ConsumerGroupMetadataValue: the group epoch, and (Kafka 4.1+, KIP-1101) tag 0, the hash of the subscribed
+    topics, written only when not 0."""
+    if metadata_hash == 0:
+        return encode_epoch_value(epoch)
+    return _I16.pack(0) + _I32.pack(epoch) + b"\x01" + _uvarint(0) + _uvarint(8) + _I64.pack(metadata_hash)
+
+
+def encode_target_metadata_value(epoch: int, timestamp_ms: int) -> bytes:
+    """ConsumerGroupTargetAssignmentMetadataValue: the epoch, and (Kafka 4.3+, KIP-1263) tag 0, the time the
+    assignment was computed, written only when not 0 as Kafka writes a tagged field at its default."""
+    if timestamp_ms == 0:
+        return encode_epoch_value(epoch)
+    return _I16.pack(0) + _I32.pack(epoch) + b"\x01" + _uvarint(0) + _uvarint(8) + _I64.pack(timestamp_ms)
+
+
 def encode_member_metadata_value(value: ConsumerGroupMemberMetadataValue) -> bytes:
     names = value.subscribed_topic_names
     return b"".join([
@@ -512,6 +528,19 @@ def decode_epoch_value(data: bytes) -> int:
     epoch = r.i32()
     r.skip_tags()
     return epoch
+
+
+def decode_target_metadata_value(data: bytes) -> tuple[int, int]:
+    """(assignment epoch, assignment timestamp ms; 0 when the record has no tag 0); also reads a
+    ConsumerGroupMetadataValue as (group epoch, metadata hash), of the same shape."""
+    r = _flexible(data)
+    epoch, timestamp_ms = r.i32(), 0
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        body = r._take(size)
+        if tag == 0 and size == 8:
+            timestamp_ms = _I64.unpack(body)[0]
+    return epoch, timestamp_ms
 
 
 def decode_member_metadata_value(data: bytes) -> ConsumerGroupMemberMetadataValue:

@@ -122,7 +122,16 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
         max_size=config_int(broker, "group.consumer.max.size", 2**31 - 1),
         assignors=tuple(_assignor_name(a) for a in assignors),
         group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}),
+        assignment_interval_ms=lambda: _assignment_interval_ms(broker),
     )
+
+
+def _assignment_interval_ms(broker: GroupBroker) -> int:
+    """group.consumer.assignment.interval.ms as it is now (dynamic), clamped into the min/max bounds as Kafka's
+    GroupCoordinatorConfig clamps a dynamic value."""
+    lower = config_int(broker, "group.consumer.min.assignment.interval.ms", 0)
+    upper = config_int(broker, "group.consumer.max.assignment.interval.ms", 15_000)
+    return min(max(config_int(broker, "group.consumer.assignment.interval.ms", 1_000), lower), upper)
 
 
 def _config_str(broker: GroupBroker, key: str, default: str) -> str:

@@ -63,13 +63,21 @@ def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> d
         "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
         "client_id": m.client_id, "client_host": m.client_host,
         "subscribed_topic_names": sorted(m.subscribed_topic_names), "subscribed_topic_regex": m.subscribed_topic_regex,
-        "assignment": _assignment(ctx, m.assigned_partitions),
+        # Kafka 4.4's asConsumerGroupDescribeMember: what the member holds, partitions it must still revoke too.
+        "assignment": _assignment(ctx, _held(m.assigned_partitions, m.partitions_pending_revocation)),
         "target_assignment": _assignment(ctx, group.target_assignment.get(m.member_id, {})),
         "member_type": CLASSIC_MEMBER_TYPE if m.uses_classic_protocol else CONSUMER_MEMBER_TYPE,
     } for m in group.members.values()]
     return {"group_id": group_id, "error_code": ErrorCode.none, "group_state": group.state.value,
             "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
             "assignor_name": consumer.assignor_name(group), "members": members, "authorized_operations": ops}
+
+
+def _held(assigned: TopicPartitions, pending_revocation: TopicPartitions) -> TopicPartitions:
+    held = dict(assigned)
+    for topic_id, partitions in pending_revocation.items():
+        held[topic_id] = held.get(topic_id, frozenset()) | partitions
+    return held
 
 
 def handle_consumer_group_describe(request: ConsumerGroupDescribeRequest,

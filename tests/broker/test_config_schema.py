@@ -190,3 +190,17 @@ def test_retention_deletes_only_when_the_cleanup_policy_says_delete() -> None:
         log_config = log_config_for(config, {"cleanup.policy": policy, "retention.ms": "1000",
                                              "retention.bytes": "5000"})
         assert (log_config.retention_ms, log_config.retention_bytes) == ((1000, 5000) if deletes else (-1, -1))
+
+
+def test_consumer_assignment_interval_is_checked_against_its_bounds_at_start() -> None:
+    """Kafka's GroupCoordinatorConfig: min <= group.consumer.assignment.interval.ms <= max, min <= max."""
+    assert check_static_config({"group.consumer.assignment.interval.ms": "0"}).errors == ()
+    assert check_static_config({"group.consumer.assignment.interval.ms": "20000"}).errors == (
+        "group.consumer.assignment.interval.ms must be less than or equal to "
+        "group.consumer.max.assignment.interval.ms",)
+    assert check_static_config({"group.consumer.min.assignment.interval.ms": "20000"}).errors == (
+        "group.consumer.max.assignment.interval.ms must be greater than or equal to "
+        "group.consumer.min.assignment.interval.ms",
+        "group.consumer.assignment.interval.ms must be greater than or equal to "
+        "group.consumer.min.assignment.interval.ms")
+    assert "group.consumer.assignment.interval.ms" in DYNAMIC_BROKER_CONFIGS

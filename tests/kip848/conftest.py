@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 SESSION_MS = 3000
 HEARTBEAT_MS = 300
 OVERRIDES = (f"group.consumer.session.timeout.ms={SESSION_MS}", f"group.consumer.heartbeat.interval.ms={HEARTBEAT_MS}",
-             "group.initial.rebalance.delay.ms=0", "samsa.offset.commit.past.log.end.enable=true")
+             "group.initial.rebalance.delay.ms=0", "samsa.offset.commit.past.log.end.enable=true",
+             # As Kafka's request tests: a target assignment at each heartbeat that needs one (no KIP-1263 batching).
+             "group.consumer.assignment.interval.ms=0")
 
 
 @dataclass

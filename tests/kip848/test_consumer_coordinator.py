@@ -15,7 +15,12 @@ from samsa.broker.group.consumer_coordinator import (
     HeartbeatResult,
 )
 from samsa.broker.group.consumer_group import ConsumerGroupState, MemberState
-from samsa.broker.group.records import decode_key
+from samsa.broker.group.metadata_hash import group_hash, topic_hash
+from samsa.broker.group.records import (
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+    decode_key,
+    decode_target_metadata_value,
+)
 from samsa.kproto.errors import ErrorCode
 
 T1 = str(uuid.UUID(int=1))
@@ -151,3 +156,94 @@ def test_loading_other_partitions_does_not_hide_a_topic_change_from_a_live_group
     c.finish_loading(grown, 10)
     r = hb(c, grown, "a", a.member_epoch, 20, owned=a.assignment)
     assert c.groups["g"].group_epoch == epoch + 1 and r.assignment == {T1: frozenset({0, 1, 2})}
+
+
+def test_a_new_group_starts_at_epoch_one_and_targets_are_batched_per_assignment_interval() -> None:
+    """Kafka 4.4 (KAFKA-20268, KIP-1263): a group starts at group and target epoch 1, so its first member gets
+    epoch 2; a later change waits for group.consumer.assignment.interval.ms (1000 by default) after the last
+    target: until then the group is Assigning and a joining member reconciles to the last target."""
+    c, records = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 4)
+    start = 1_000_000
+    a = hb(c, cat, "a", 0, start, ("t",))
+    group = c.groups["g"]
+    assert a.member_epoch == 2 and a.assignment == {T1: frozenset(range(4))}
+    assert (group.group_epoch, group.assignment_epoch, group.assignment_timestamp_ms) == (2, 2, start)
+    b = hb(c, cat, "b", 0, start + 10, ("t",))
+    assert b.member_epoch == 2 and b.assignment == {}
+    assert (group.group_epoch, group.assignment_epoch) == (3, 2) and group.state is ConsumerGroupState.ASSIGNING
+    # Within the interval a's heartbeat changes nothing: the target is still epoch 2's.
+    a2 = hb(c, cat, "a", 2, start + 999, owned={T1: frozenset(range(4))})
+    assert a2.member_epoch == 2 and a2.assignment is None and group.assignment_epoch == 2
+    # Once the interval has passed, the next heartbeat computes the target for epoch 3: a revokes first.
+    a3 = hb(c, cat, "a", 2, start + 1000, owned={T1: frozenset(range(4))})
+    assert group.assignment_epoch == 3 and group.assignment_timestamp_ms == start + 1000
+    assert a3.assignment is not None and len(a3.assignment[T1]) == 2 and a3.member_epoch == 2
+    assert group.state is ConsumerGroupState.RECONCILING
+    # The target metadata record carries the time it was computed (tag 0 of the value).
+    target_metadata = [rec for rec in records if (k := decode_key(rec.key)) is not None
+                       and getattr(k, "record_type", None) == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY]
+    assert decode_target_metadata_value(target_metadata[-1].value or b"") == (3, start + 1000)
+
+
+def test_the_group_assignment_interval_overrides_the_brokers_and_zero_computes_at_once() -> None:
+    records: list[GroupRecord] = []
+    group_configs = {"consumer.assignment.interval.ms": "0"}
+    c = ConsumerGroupCoordinator(ConsumerGroupConfig(group_configs=lambda _g: group_configs), records.append,
+                                 lambda _g: False)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    hb(c, cat, "a", 0, 5_000, ("t",))
+    b = hb(c, cat, "b", 0, 5_001, ("t",))
+    assert c.groups["g"].assignment_epoch == 3 and b.member_epoch == 3
+    group_configs["consumer.assignment.interval.ms"] = "60000"
+    hb(c, cat, "c", 0, 5_002, ("t",))
+    assert (c.groups["g"].group_epoch, c.groups["g"].assignment_epoch) == (4, 3)
+
+
+def test_the_last_member_leaving_brings_the_target_epoch_to_the_group_epoch() -> None:
+    """Kafka 4.4 (KAFKA-20442): an emptied group has matching epochs, and its next member is assigned at once."""
+    c, _ = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 1_000_000, ("t",))
+    hb(c, cat, "a", -1, 1_000_001)
+    group = c.groups["g"]
+    assert (group.group_epoch, group.assignment_epoch, group.assignment_timestamp_ms) == (3, 3, 0)
+    assert group.state is ConsumerGroupState.EMPTY
+    b = hb(c, cat, "b", 0, 1_000_002, ("t",))
+    assert b.member_epoch == 4 == a.member_epoch + 2 and b.assignment == {T1: frozenset({0, 1})}
+
+
+def test_metadata_hash_is_kafkas() -> None:
+    """KIP-1101's topic and group hashes; the expected values are what Kafka 4.4's hash4j 0.22.0 HashStream64
+    (xxh3_64) gives for the same stream (magic 0, the id's longs, name, 3 partitions, rack "rackA" on partition 2)."""
+    topic_id = str(uuid.UUID(int=(0x0123456789ABCDEF << 64) | ((1 << 64) - 2)))
+    assert topic_hash(topic_id, "topic-é", [[], [], ["rackA"]]) == -8623688676110999755
+    assert group_hash({"b": -99, "a": 12345}) == 2344557788103207415
+    assert group_hash({}) == 0
+
+
+def test_the_group_epoch_record_carries_the_metadata_hash_and_a_reload_sees_a_topic_change() -> None:
+    """As Kafka (KIP-1101): the hash in ConsumerGroupMetadataValue survives a reload, so partitions added while
+    the group was away from this coordinator still bump its epoch on the next heartbeat."""
+    c, records = coordinator(session_ms=60_000)
+    cat = Catalog()
+    cat.add("t", T1, 2)
+    a = hb(c, cat, "a", 0, 0, ("t",))
+    group = c.groups["g"]
+    expected = group_hash({"t": topic_hash(T1, "t", [[], []])})
+    assert group.metadata_hash == expected != 0
+    epoch_records = [rec for rec in records if getattr(decode_key(rec.key), "record_type", None) == 3]
+    assert decode_target_metadata_value(epoch_records[-1].value or b"") == (2, expected)
+    grown = Catalog()
+    grown.add("t", T1, 3)
+    replayed, _ = coordinator(session_ms=60_000)
+    for record in records:
+        key = decode_key(record.key)
+        replayed.replay(key.record_type, key.group_id, key.member_id, record.value)  # type: ignore[union-attr]
+    replayed.finish_loading(grown, 10)
+    assert replayed.groups["g"].metadata_hash == expected
+    r = hb(replayed, grown, "a", a.member_epoch, 20, owned=a.assignment)
+    assert replayed.groups["g"].group_epoch == 3 and r.assignment == {T1: frozenset({0, 1, 2})}

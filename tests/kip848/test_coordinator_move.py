@@ -18,7 +18,7 @@ from cluster_harness import Cluster, unique, wait_for
 from samsa.kproto.errors import ErrorCode
 
 OVERRIDES = ("replica.lag.time.max.ms=3000", "broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500",
-             "group.consumer.session.timeout.ms=60000")
+             "group.consumer.session.timeout.ms=60000", "group.consumer.assignment.interval.ms=0")
 
 
 @pytest.fixture

@@ -82,3 +82,34 @@ def test_group_session_timeout_expires_a_silent_member(long_session_broker: Brok
         assert members(conn, "short") == set()
         assert members(conn, "long") == {"quiet"}  # the broker's session: still there
         assert heartbeat(conn, "quiet", 1, group="short").error_code.value == 25  # UNKNOWN_MEMBER_ID
+
+
+def describe_epochs(conn: Connection, group: str) -> tuple[str, int, int]:
+    g = conn.request(69, {"group_ids": [group], "include_authorized_operations": False}, version=1).groups[0]
+    return g.group_state, g.group_epoch, g.assignment_epoch
+
+
+def test_assignment_interval_of_the_group_and_of_the_broker(broker: Broker) -> None:
+    """KIP-1263: with a long consumer.assignment.interval.ms a second member waits in an Assigning group; setting
+    it to 0 (the group's own, then the broker's dynamic group.consumer.assignment.interval.ms) computes at once."""
+    broker.create_topic("batched", 2)
+    with broker.connect() as conn:
+        alter_group(conn, "slow", consumer_assignment_interval_ms="15000")
+        a = join(conn, "a", ["batched"], group="slow")
+        assert a.member_epoch == 2 and len(a.assignment.topic_partitions[0].partitions) == 2
+        b = join(conn, "b", ["batched"], group="slow")
+        assert b.error_code.value == 0 and b.member_epoch == 2 and not b.assignment.topic_partitions
+        assert describe_epochs(conn, "slow") == ("Assigning", 3, 2)
+        alter_group(conn, "slow", consumer_assignment_interval_ms="0")
+        a2 = heartbeat(conn, "a", 2, group="slow", owned=[(t.topic_id, list(t.partitions))
+                                                          for t in a.assignment.topic_partitions])
+        assert a2.error_code.value == 0 and describe_epochs(conn, "slow") == ("Reconciling", 3, 3)
+        # The broker's interval is dynamic: 15 s for every group without its own.
+        r = conn.request(44, {"resources": [{"resource_type": 4, "resource_name": "", "configs": [
+            {"name": "group.consumer.assignment.interval.ms", "config_operation": 0, "value": "15000"}]}],
+            "validate_only": False}, version=1)
+        assert r.responses[0].error_code.value == 0, r.responses[0].error_message
+        join(conn, "c", ["batched"], group="plain-batched")  # a new group's first target: at once
+        assert describe_epochs(conn, "plain-batched") == ("Stable", 2, 2)
+        d = join(conn, "d", ["batched"], group="plain-batched")
+        assert d.member_epoch == 2 and describe_epochs(conn, "plain-batched") == ("Assigning", 3, 2)
