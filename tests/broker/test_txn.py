@@ -280,9 +280,10 @@ def _marker(conn: Connection, pid: int, epoch: int, topic: str, version: int, tr
 
 
 def test_write_txn_markers_v2_takes_the_transaction_version(broker: Any) -> None:
-    """KIP-1228: a transaction version 2 marker must be newer than the producer's epoch (its coordinator bumped it
-    before writing); an equal epoch (a marker written already, or a stale one) is INVALID_PRODUCER_EPOCH and
-    writes nothing. Older markers (v1, or v2 with version 0) keep the rule "not older"."""
+    """KIP-1228: a transaction version 2 marker must be newer than the epoch of the producer's open transaction
+    (its coordinator bumped it before writing); an equal one is INVALID_PRODUCER_EPOCH and writes nothing. With no
+    transaction open, the same marker again is a coordinator's retry: written (Kafka 4.4, KAFKA-19999). Older
+    markers (v1, or v2 with version 0) keep the rule "not older"."""
     with broker.connect() as conn:
         for topic in ("tv2", "tv0"):
             create(conn, topic)
@@ -294,8 +295,9 @@ def test_write_txn_markers_v2_takes_the_transaction_version(broker: Any) -> None
         assert fetch(conn, "tv2", READ_COMMITTED).last_stable_offset == 0  # nothing written
         assert _marker(conn, pid, epoch + 1, "tv2", 2, 2) == 0
         assert fetch(conn, "tv2", READ_COMMITTED).last_stable_offset == 2
-        assert _marker(conn, pid, epoch + 1, "tv2", 2, 2) == 47  # the same marker again
-        assert fetch(conn, "tv2", READ_COMMITTED).high_watermark == 2
+        assert _marker(conn, pid, epoch + 1, "tv2", 2, 2) == 0  # the same marker again: a retry
+        assert _marker(conn, pid, epoch, "tv2", 2, 2) == 47  # older
+        assert fetch(conn, "tv2", READ_COMMITTED).high_watermark == 3
         assert _marker(conn, pid, epoch, "tv0", 2, 0) == 0
         assert _marker(conn, pid, epoch, "tv0", 1, 0) == 0  # v1: version 0 (a second marker, as Kafka writes it)
         assert _marker(conn, pid, epoch - 1, "tv0", 1, 0) == 47
