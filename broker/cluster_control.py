@@ -20,6 +20,7 @@ from samsa.broker.metadata.records import (
     MetadataRecord,
     PartitionChangeRecord,
     RegisterBrokerRecord,
+    UnregisterBrokerRecord,
 )
 from samsa.kproto.errors import ErrorCode
 
@@ -129,6 +130,21 @@ class ClusterControl:
         if not records:
             return None
         return self._core.commit(fenced, records)
+
+    def unregister_broker(self, broker_id: int) -> tuple[ErrorCode, Pending[None] | None]:
+        """UnregisterBroker (kafka-cluster unregister): the registration is removed, fenced or not, after its
+        leadership and ISR membership move off it as when it is fenced (Kafka's
+        ReplicationControlManager.unregisterBroker). A broker still running finds its epoch stale at its next
+        heartbeat and registers again; a stopped one does when it restarts."""
+        self._core.require_active()
+        image = self._core.image
+        registration = image.brokers.get(broker_id)
+        if registration is None:
+            return ErrorCode.broker_id_not_registered, None
+        records = self._move_leaders_away(image, broker_id)
+        records.append(UnregisterBrokerRecord(broker_id, registration.broker_epoch))
+        self._sessions.pop(broker_id, None)
+        return ErrorCode.none, self._core.commit(None, records)
 
     def _move_leaders_away(self, image: MetadataImage, broker_id: int, *,
                            only_to_successor: bool = False) -> list[MetadataRecord]:

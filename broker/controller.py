@@ -164,6 +164,9 @@ class Controller:
     def fence_expired_brokers(self, now_ms: float) -> Pending[list[int]] | None:
         return self.cluster.fence_expired_brokers(now_ms)
 
+    def unregister_broker(self, broker_id: int) -> tuple[ErrorCode, Pending[None] | None]:
+        return self.cluster.unregister_broker(broker_id)
+
     # --- partition leaders and ISR (AlterPartition, for partition leaders) -------------------------
 
     def alter_partition(

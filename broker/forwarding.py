@@ -31,6 +31,7 @@ CREATE_ACLS, DELETE_ACLS = 30, 31
 ENVELOPE = 58
 ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
+UNREGISTER_BROKER = 64
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -120,6 +121,8 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     DELETE_ACLS: _delete_acls_error,
     ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
     UPDATE_FEATURES: _update_features_error,
+    UNREGISTER_BROKER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
+                                                         "error_message": message},
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 

@@ -27,7 +27,7 @@ from samsa.broker.metadata.log import METADATA_TOPIC
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.records import ControlType, encode_control_batch
 from samsa.storage.config import LogConfig
-from samsa.storage.errors import KafkaStorageError
+from samsa.storage.errors import InvalidProducerEpochError, KafkaStorageError
 from samsa.storage.log import Log, LogAppendInfo
 from samsa.storage.log_manager import LogManager
 from samsa.storage.txn_index import AbortedTxn, TransactionIndex
@@ -123,12 +123,21 @@ class Partition:
         return self.txn_index.collect_aborted_transactions(start_offset, upper_offset)
 
     def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
-                         now: int) -> LogAppendInfo:
+                         now: int, transaction_version: int = 0) -> LogAppendInfo:
         """Append a COMMIT/ABORT control batch; an abort also gets an entry in the aborted-transaction index.
 
-        Raises StorageError (e.g. InvalidProducerEpochError for a marker older than the producer's epoch).
+        Raises StorageError (e.g. InvalidProducerEpochError for a marker older than the producer's epoch). A
+        transaction version 2 marker (WriteTxnMarkers v2, KIP-1228) must be newer than the epoch of the
+        producer's open transaction: its coordinator bumps the epoch before writing the markers, so an equal
+        epoch there is a marker of an older transaction, refused as Kafka 4.4's ProducerAppendInfo does. With
+        no transaction open, an equal epoch is the coordinator's retry of a marker written already (its answer
+        lost, or the coordinator moved): written again, as Kafka does (KAFKA-19999).
         """
         entry = self.log.producer_state(producer_id)
+        if (transaction_version >= 2 and entry is not None and producer_epoch == entry.producer_epoch
+                and entry.current_txn_first_offset is not None):
+            raise InvalidProducerEpochError(f"producer {producer_id}: transaction version {transaction_version} "
+                                            f"marker epoch {producer_epoch} is not newer than its transaction's")
         first_offset = entry.current_txn_first_offset if entry is not None else None
         index = self.txn_index  # opened before the append, so the new entry is not read back twice
         batch = encode_control_batch(ControlType.COMMIT if committed else ControlType.ABORT,

@@ -65,6 +65,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
     write_txn_markers,
 )
@@ -157,6 +158,7 @@ HANDLERS: dict[int, Api] = _table(
     (list_config_resources.API, list_config_resources.handle_list_config_resources),
     (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
     (update_features.API, update_features.handle_update_features),
+    (unregister_broker.API, unregister_broker.handle_unregister_broker),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -188,6 +190,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (envelope.API, envelope.handle_envelope),  # forwarded requests with their client's principal
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
     (update_features.API, update_features.handle_update_features),
+    (unregister_broker.API, unregister_broker.handle_unregister_broker),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

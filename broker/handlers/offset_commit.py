@@ -1,9 +1,17 @@
-"""OffsetCommit (key 8), v2-v9 (Kafka 4 removed v0-v1).
+"""OffsetCommit (key 8), v2-v10 (Kafka 4 removed v0-v1).
 
 v2-v4 carry retention_time (-1: the broker's offsets.retention.minutes); v3 adds throttle_time;
 v5 drops retention_time; v6 adds committed_leader_epoch; v7 adds group_instance_id; v8 is flexible;
 v9 only allows the new consumer protocol's member epochs too (KIP-848), and answers a commit to an
-unknown group with GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+unknown group with GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION; v10 names each topic by its topic_id
+instead of its name, in the request and in the response (Kafka 4.4), and answers an id no topic has (or the zero
+id) with UNKNOWN_TOPIC_ID, before any topic authorization (the id names no topic to authorize).
+
+As Kafka's KafkaApis: without READ on the group every partition answers GROUP_AUTHORIZATION_FAILED. Otherwise each
+topic, in request order, answers UNKNOWN_TOPIC_ID (v10), TOPIC_AUTHORIZATION_FAILED (no READ on it) or
+UNKNOWN_TOPIC_OR_PARTITION for all its partitions, or UNKNOWN_TOPIC_OR_PARTITION for each partition it lacks;
+those answers come first, then the group coordinator's for the other partitions (a group error such as
+GROUP_ID_NOT_FOUND or STALE_MEMBER_EPOCH only reaches these), appended to their topic's entry.
 
 A commit with generation -1 and no member id to an empty consumer group is how admin tools reset
 offsets; Samsa writes an audit record (who, when, what moved from where to where, why: the commit
@@ -34,15 +42,15 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9
+    from kio.schema.offset_commit import v2, v3, v4, v5, v6, v7, v8, v9, v10
     OffsetCommitRequest = (v2.OffsetCommitRequest | v3.OffsetCommitRequest | v4.OffsetCommitRequest
                            | v5.OffsetCommitRequest | v6.OffsetCommitRequest | v7.OffsetCommitRequest
-                           | v8.OffsetCommitRequest | v9.OffsetCommitRequest)
+                           | v8.OffsetCommitRequest | v9.OffsetCommitRequest | v10.OffsetCommitRequest)
     OffsetCommitResponse = (v2.OffsetCommitResponse | v3.OffsetCommitResponse | v4.OffsetCommitResponse
                             | v5.OffsetCommitResponse | v6.OffsetCommitResponse | v7.OffsetCommitResponse
-                            | v8.OffsetCommitResponse | v9.OffsetCommitResponse)
+                            | v8.OffsetCommitResponse | v9.OffsetCommitResponse | v10.OffsetCommitResponse)
 
-API = ApiSpec(key=8, min_version=2, max_version=9)
+API = ApiSpec(key=8, min_version=2, max_version=10)
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +85,71 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
     groups.append_audit(group_id, key, encode_audit_value(audit))
 
 
+class _Answers:
+    """The response's topics in Kafka's order: a topic's entry is made by its first answered partition."""
+
+    def __init__(self, by_id: bool) -> None:
+        self.by_id = by_id
+        self.topics: dict[object, dict[str, Any]] = {}
+
+    def add(self, name: str, topic_id: uuid.UUID | None, partition: int, error: ErrorCode) -> None:
+        key = topic_id if self.by_id else name
+        entry = self.topics.setdefault(key, {"name": name, "topic_id": topic_id, "partitions": []})
+        entry["partitions"].append({"partition_index": partition, "error_code": error})
+
+
+def _named(ctx: RequestContext, topic: Any) -> tuple[str | None, uuid.UUID | None]:
+    """The topic's name (None: v10's id names no topic) and its id as the request gave it (v10)."""
+    if ctx.version < 10:
+        return topic.name, None
+    topic_id: uuid.UUID | None = topic.topic_id
+    found = ctx.broker.image.topics_by_id.get(str(topic_id)) if topic_id is not None else None
+    return (found.name if found is not None else None), topic_id
+
+
 async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext) -> OffsetCommitResponse:
+    image = ctx.broker.image
+    answers = _Answers(by_id=ctx.version >= 10)
+    cls: type[OffsetCommitResponse] = response_class(8, ctx.version)
+    denied = group_error(ctx, AclOperation.READ, request.group_id)
+    if denied != ErrorCode.none:
+        for topic in request.topics:
+            name, topic_id = _named(ctx, topic)
+            for p in topic.partitions:
+                answers.add(name or "", topic_id, p.partition_index, denied)
+        return build(cls, {"topics": list(answers.topics.values())})
+    readable = topic_authorization(ctx, AclOperation.READ)
+    # The partitions that reach the group coordinator: (name, topic id, partition).
+    forwarded: list[tuple[str, uuid.UUID | None, Any]] = []
+    for topic in request.topics:
+        name, topic_id = _named(ctx, topic)
+        known = image.topics_by_name.get(name) if name is not None else None
+        topic_error = (ErrorCode.unknown_topic_id if name is None
+                       else ErrorCode.topic_authorization_failed if not readable(name)
+                       else ErrorCode.unknown_topic_or_partition if known is None else None)
+        for p in topic.partitions:
+            if topic_error is not None:
+                answers.add(name or "", topic_id, p.partition_index, topic_error)
+            elif known is not None and p.partition_index not in known.partitions:
+                answers.add(name or "", topic_id, p.partition_index, ErrorCode.unknown_topic_or_partition)
+            else:
+                forwarded.append((name or "", topic_id, p))
+    if forwarded:
+        errors = await _commit(request, ctx, [(name, p) for name, _, p in forwarded])
+        for name, topic_id, p in forwarded:
+            answers.add(name, topic_id, p.partition_index, errors[(name, p.partition_index)])
+    return build(cls, {"topics": list(answers.topics.values())})
+
+
+async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions: list[tuple[str, Any]]
+                  ) -> dict[tuple[str, int], ErrorCode]:
+    """The group coordinator's part: the group's generation or member epoch, then the commit itself."""
     groups = ctx.broker.groups
     group_id = request.group_id
     generation = request.generation_id_or_member_epoch
     member_id = request.member_id or ""
     instance_id = field(request, "group_instance_id")
-    # KafkaApis: READ on the group (every partition answers GROUP_AUTHORIZATION_FAILED), then READ per topic.
-    error = group_error(ctx, AclOperation.READ, group_id) or groups.coordinator_error(group_id)
-    readable = topic_authorization(ctx, AclOperation.READ)
+    error = groups.coordinator_error(group_id)
     past_end: dict[tuple[str, int], int] = {}
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
@@ -96,35 +160,28 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
         if not is_administrative_reset(generation, member_id, empty):
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
-                {(t.name, p.partition_index): p.committed_offset for t in request.topics for p in t.partitions})
+                {(name, p.partition_index): p.committed_offset for name, p in partitions})
         if consumer_group is not None:
             error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
         else:
             error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,
                                                                ctx.version, ctx.now_ms)
     retention_ms = ms(field(request, "retention_time"), DEFAULT_RETENTION)
-    image = ctx.broker.image
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    for topic in request.topics:
-        known = image.topics_by_name.get(topic.name)
-        for p in topic.partitions:
-            tp: tuple[str, int] = (topic.name, p.partition_index)
-            if error != ErrorCode.none:
-                errors[tp] = error
-            elif not readable(topic.name):
-                errors[tp] = ErrorCode.topic_authorization_failed
-            elif known is None or p.partition_index not in known.partitions:
-                errors[tp] = ErrorCode.unknown_topic_or_partition
-            elif tp in past_end:
-                errors[tp] = ErrorCode.offset_out_of_range
-                logger.info("group %s: commit of %s-%d at %d refused, past the log end %d (client %s@%s)", group_id,
-                            topic.name, p.partition_index, p.committed_offset, past_end[tp],
-                            ctx.header.client_id or "", ctx.client_host)
-            else:
-                expire = ctx.now_ms + retention_ms if retention_ms >= 0 else None
-                offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
-                                                p.committed_metadata or "", ctx.now_ms, expire)
+    for name, p in partitions:
+        tp: tuple[str, int] = (name, p.partition_index)
+        if error != ErrorCode.none:
+            errors[tp] = error
+        elif tp in past_end:
+            errors[tp] = ErrorCode.offset_out_of_range
+            logger.info("group %s: commit of %s-%d at %d refused, past the log end %d (client %s@%s)", group_id,
+                        name, p.partition_index, p.committed_offset, past_end[tp],
+                        ctx.header.client_id or "", ctx.client_host)
+        else:
+            expire = ctx.now_ms + retention_ms if retention_ms >= 0 else None
+            offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
+                                            p.committed_metadata or "", ctx.now_ms, expire)
     if offsets:
         # Reverted if the records cannot be appended, so OffsetFetch never answers an offset no log holds.
         before = groups.snapshot([group_id])
@@ -142,10 +199,4 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
         if persisted != ErrorCode.none:
             for tp in offsets:
                 errors[tp] = persisted
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for topic in request.topics:
-        topics.setdefault(topic.name, []).extend(
-            {"partition_index": p.partition_index, "error_code": errors[(topic.name, p.partition_index)]}
-            for p in topic.partitions)
-    cls: type[OffsetCommitResponse] = response_class(8, ctx.version)
-    return build(cls, {"topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]})
+    return errors

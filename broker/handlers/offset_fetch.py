@@ -1,14 +1,19 @@
-"""OffsetFetch (key 9), v1-v9 (Kafka 4 removed v0).
+"""OffsetFetch (key 9), v1-v10 (Kafka 4 removed v0).
 
 v2 adds a top-level error_code and a null topic list meaning "all"; v3 adds throttle_time; v5 adds
 committed_leader_epoch; v6 is flexible; v7 adds require_stable (no pending transactional offsets
 exist in Samsa, so it changes nothing); v8 batches several groups (KIP-709); v9 adds member_id and
-member_epoch, which only the new consumer protocol checks.  A partition without a committed offset
+member_epoch, which only the new consumer protocol checks; v10 names topics by topic_id instead of name (Kafka
+4.4): an id no topic has (or the zero id) answers UNKNOWN_TOPIC_ID on each of its partitions, and the answer
+for all topics leaves out a topic with offsets but no id any more (deleted), as Kafka cannot name it either.
+As Kafka's KafkaApis, the coordinator's topics come first, then the topics it was not asked about (unknown ids,
+then those without DESCRIBE), and a group error answers no topics at all.  A partition without a committed offset
 answers offset -1. A group named twice in one v8+ request answers INVALID_REQUEST the second time.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
@@ -19,16 +24,22 @@ from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
-    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9
+    from kio.schema.offset_fetch import v1, v2, v3, v4, v5, v6, v7, v8, v9, v10
     OffsetFetchRequest = (v1.OffsetFetchRequest | v2.OffsetFetchRequest | v3.OffsetFetchRequest | v4.OffsetFetchRequest
                           | v5.OffsetFetchRequest | v6.OffsetFetchRequest | v7.OffsetFetchRequest
-                          | v8.OffsetFetchRequest | v9.OffsetFetchRequest)
+                          | v8.OffsetFetchRequest | v9.OffsetFetchRequest | v10.OffsetFetchRequest)
     OffsetFetchResponse = (v1.OffsetFetchResponse | v2.OffsetFetchResponse | v3.OffsetFetchResponse
                            | v4.OffsetFetchResponse | v5.OffsetFetchResponse | v6.OffsetFetchResponse
-                           | v7.OffsetFetchResponse | v8.OffsetFetchResponse | v9.OffsetFetchResponse)
+                           | v7.OffsetFetchResponse | v8.OffsetFetchResponse | v9.OffsetFetchResponse
+                           | v10.OffsetFetchResponse)
 
-API = ApiSpec(key=9, min_version=1, max_version=9)
+API = ApiSpec(key=9, min_version=1, max_version=10)
 
+
+
+def _failed(partition: int, error: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+            "error_code": error}
 
 
 def _group(ctx: RequestContext, group_id: str, topics: Any, member: tuple[str | None, int] = (None, -1)
@@ -42,28 +53,45 @@ def _group(ctx: RequestContext, group_id: str, topics: Any, member: tuple[str | 
         return error, []
     describable = topic_authorization(ctx, AclOperation.DESCRIBE, log_if_denied=topics is not None)
     committed = groups.committed_offsets(group_id)  # as of the high watermark
-    wanted: dict[str, list[int]] = {}
+    by_id = ctx.version >= 10
+    image = ctx.broker.image
+    wanted: dict[object, tuple[str, uuid.UUID | None, list[int]]] = {}
+    unknown_ids: list[dict[str, Any]] = []
+    denied: list[dict[str, Any]] = []
     if topics is None:
         for topic, partition in sorted(committed):
             if describable(topic):
-                wanted.setdefault(topic, []).append(partition)
+                known = image.topics_by_name.get(topic)
+                if by_id and known is None:
+                    continue  # v10 names topics by id: one without an id cannot be answered
+                topic_id = uuid.UUID(known.topic_id) if by_id and known is not None else None
+                wanted.setdefault(topic, (topic, topic_id, []))[2].append(partition)
     else:
         for t in topics:
-            wanted.setdefault(t.name, []).extend(t.partition_indexes)
-    out = []
-    for topic, partitions in wanted.items():
-        parts = []
-        allowed = describable(topic)
-        for partition in partitions:
-            if not allowed:
-                parts.append({"partition_index": partition, "committed_offset": -1, "committed_leader_epoch": -1,
-                              "metadata": "", "error_code": ErrorCode.topic_authorization_failed})
+            name, topic_id = t.name if not by_id else None, field(t, "topic_id")
+            if by_id:
+                found = image.topics_by_id.get(str(topic_id)) if topic_id is not None else None
+                if found is None:
+                    unknown_ids.append({"name": "", "topic_id": topic_id, "partitions": [
+                        _failed(p, ErrorCode.unknown_topic_id) for p in t.partition_indexes]})
+                    continue
+                name = found.name
+            assert name is not None
+            if not describable(name):
+                denied.append({"name": name, "topic_id": topic_id, "partitions": [
+                    _failed(p, ErrorCode.topic_authorization_failed) for p in t.partition_indexes]})
                 continue
-            o = committed.get((topic, partition))
+            wanted.setdefault(topic_id if by_id else name, (name, topic_id, []))[2].extend(t.partition_indexes)
+    out = []
+    for name, topic_id, partitions in wanted.values():
+        parts = []
+        for partition in partitions:
+            o = committed.get((name, partition))
             parts.append({"partition_index": partition, "committed_offset": o.offset if o else -1,
                           "committed_leader_epoch": o.leader_epoch if o else -1,
                           "metadata": o.metadata if o else "", "error_code": ErrorCode.none})
-        out.append({"name": topic, "partitions": parts})
+        out.append({"name": name, "topic_id": topic_id, "partitions": parts})
+    out.extend(unknown_ids + denied)
     return ErrorCode.none, out
 
 

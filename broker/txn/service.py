@@ -257,8 +257,10 @@ class TxnService:
     # --- markers ------------------------------------------------------------------------------
 
     def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
-                      partitions: list[tuple[str, int]], now: int) -> dict[tuple[str, int], ErrorCode]:
-        """Kafka's WriteTxnMarkers on partitions this broker leads (NOT_LEADER_OR_FOLLOWER for others).
+                      partitions: list[tuple[str, int]], now: int, transaction_version: int = 0
+                      ) -> dict[tuple[str, int], ErrorCode]:
+        """Kafka's WriteTxnMarkers on partitions this broker leads (NOT_LEADER_OR_FOLLOWER for others); a
+        transaction version 2 marker must be newer than the producer's epoch (KIP-1228).
         Offsets the transaction committed through this broker's group coordinator take effect when the
         marker reaches their __consumer_offsets partition."""
         results: dict[tuple[str, int], ErrorCode] = {}
@@ -272,7 +274,8 @@ class TxnService:
                 results[(topic, index)] = ErrorCode.not_leader_or_follower
                 continue
             try:
-                partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, committed, now)
+                partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, committed, now,
+                                           transaction_version)
                 results[(topic, index)] = ErrorCode.none
             except StorageError as e:
                 results[(topic, index)] = ErrorCode(e.error_code)
@@ -281,7 +284,8 @@ class TxnService:
         return results
 
     def _write_all_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, committed: bool,
-                           partitions: list[tuple[str, int]], now: int) -> dict[tuple[str, int], ErrorCode]:
+                           partitions: list[tuple[str, int]], now: int, transaction_version: int
+                           ) -> dict[tuple[str, int], ErrorCode]:
         """The coordinator's markers: written here for the partitions this broker leads, sent to the
         leader for the others. A partition whose leader has not answered yet reads NOT_LEADER_OR_FOLLOWER
         (the transaction stays pending; the timer calls again, and so does each answer)."""
@@ -308,9 +312,11 @@ class TxnService:
             leader = image.brokers.get(p.leader)
             if leader is not None and not leader.fenced and not self.markers.in_flight(key):
                 to_send[leader.broker_id].append((topic, index))
-        results.update(self.write_markers(producer_id, producer_epoch, coordinator_epoch, committed, local, now))
+        results.update(self.write_markers(producer_id, producer_epoch, coordinator_epoch, committed, local, now,
+                                          transaction_version))
         for leader_id, tps in to_send.items():
-            self.markers.send(leader_id, producer_id, producer_epoch, coordinator_epoch, committed, tps)
+            self.markers.send(leader_id, producer_id, producer_epoch, coordinator_epoch, committed, tps,
+                              transaction_version)
         return results
 
     def _complete_offsets(self, producer_id: int, committed: bool, now: int) -> None:
@@ -335,7 +341,7 @@ class TxnService:
         committed = md.state is TransactionState.PREPARE_COMMIT
         results = self._write_all_markers(md.producer_id, md.producer_epoch,
                                           self.coordinator_epoch(md.transactional_id), committed,
-                                          sorted(md.partitions), now)
+                                          sorted(md.partitions), now, md.client_transaction_version)
         done = (ErrorCode.none, ErrorCode.unknown_topic_or_partition, ErrorCode.invalid_producer_epoch)
         failed = {tp: e for tp, e in results.items() if e not in done}
         if failed:

@@ -27,6 +27,7 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 SUPER_USERS = "User:admin;User:ANONYMOUS"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 LISTENER = "SASL_PLAINTEXT"
+UNKNOWN_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")  # a topic id no topic has
 
 
 def jaas_plain() -> str:
@@ -210,6 +211,15 @@ def group_requests(g: str) -> dict[str, Request]:
         "Heartbeat": (12, 4, {"group_id": g, "generation_id": 1, "member_id": "m", "group_instance_id": None}),
         "LeaveGroup": (13, 4, {"group_id": g, "members": [{"member_id": "m", "group_instance_id": None}]}),
         "OffsetFetch/all": (9, 7, {"group_id": g, "topics": None, "require_stable": False}),
+        # v10 names topics by id: one no topic has (KafkaApis answers it before any topic authorization)
+        "OffsetCommit/v10-unknown-id": (8, 10, {"group_id": g, "generation_id_or_member_epoch": -1, "member_id": "",
+                                                "group_instance_id": None, "topics": [
+                                                    {"topic_id": UNKNOWN_ID, "partitions": [
+                                                        {"partition_index": 0, "committed_offset": 0,
+                                                         "committed_leader_epoch": -1, "committed_metadata": ""}]}]}),
+        "OffsetFetch/v10-unknown-id": (9, 10, {"require_stable": False, "groups": [
+            {"group_id": g, "member_id": None, "member_epoch": -1,
+             "topics": [{"topic_id": UNKNOWN_ID, "partition_indexes": [0]}]}]}),
         "DescribeGroups": (15, 5, {"groups": [g], "include_authorized_operations": True}),
         "DeleteGroups": (42, 2, {"groups_names": [g]}),
         "ConsumerGroupHeartbeat": (68, 0, {"group_id": g, "member_id": str(uuid.UUID(int=7)), "member_epoch": 0,

@@ -259,3 +259,68 @@ def group_initial_join_no_delay(ctx: Ctx) -> Any:
         time.sleep(0.05)
     out["state_after_leaves"] = _describe_group(c1, group)["state"]
     return out
+
+
+def _v10_topics(topics: Any, names: dict[Any, str]) -> list[Any]:
+    # Topics shown by the name the scenario gave their id (ids differ between the brokers); answer order kept.
+    return [[names.get(x.topic_id, jsonable(x.topic_id)), [[p.partition_index, err(p)] + (
+        [p.committed_offset, p.committed_leader_epoch, p.metadata] if hasattr(p, "committed_offset") else [])
+        for p in x.partitions]] for x in topics]
+
+
+@scenario
+def offsets_v10_by_topic_id(ctx: Ctx) -> Any:
+    """OffsetCommit v10 and OffsetFetch v10 name topics by id (Kafka 4.4): a known id, an unknown one, the zero
+    id, a partition the topic lacks; commits read back by id (named and all topics) and by name (v9); a commit
+    to an unknown group; a KIP-848 member's commit at its epoch and at a stale one."""
+    from differential.kip848 import Members
+
+    c = ctx.connect()
+    t, t2 = ctx.topic("a"), ctx.topic("b")
+    group, group2 = ctx.topic("group"), ctx.topic("group2")
+    out: dict[str, Any] = {"create": [err(ctx.create_topic(c, x, 2)) for x in (t, t2)]}
+    for i in range(3):
+        ctx.produce(c, t, 0, ctx.batch([(b"k", b"v%d" % i, ())]))
+    tid, tid2 = uuid.UUID(str(ctx.topic_id(c, t))), uuid.UUID(str(ctx.topic_id(c, t2)))
+    unknown = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+    names = {tid: "a", tid2: "b", unknown: "unknown", None: "zero",
+             uuid.UUID("00000000-0000-0000-0000-000000000000"): "zero"}
+    out["find_coordinator"] = ctx.find_coordinator(c, group, 0)
+
+    def commit(g: str, topics: list[tuple[uuid.UUID | None, list[int]]], generation: int = -1,
+               member: str = "") -> Any:
+        r = c.request(8, {"group_id": g, "generation_id_or_member_epoch": generation, "member_id": member,
+                          "group_instance_id": None, "topics": [
+                              {"topic_id": key, "partitions": [
+                                  {"partition_index": i, "committed_offset": 2, "committed_leader_epoch": 0,
+                                   "committed_metadata": f"m{i}"} for i in parts]} for key, parts in topics]},
+                      version=10)
+        return _v10_topics(r.topics, names)
+
+    def fetch(g: str, topics: list[tuple[uuid.UUID | None, list[int]]] | None, member: str | None = None,
+              epoch: int = -1) -> Any:
+        r = c.request(9, {"groups": [{"group_id": g, "member_id": member, "member_epoch": epoch, "topics": None
+                                      if topics is None else [{"topic_id": key, "partition_indexes": parts}
+                                                              for key, parts in topics]}],
+                          "require_stable": True}, version=10)
+        return [{"error": err(x), "topics": _v10_topics(x.topics, names)} for x in r.groups]
+
+    out["commit"] = commit(group, [(unknown, [0]), (tid, [0, 9]), (None, [1]), (tid2, [1])])
+    out["fetch_named"] = fetch(group, [(tid, [0, 1, 9]), (unknown, [0, 3]), (None, [0]), (tid2, [1])])
+    out["fetch_all"] = [{**g, "topics": sorted(g["topics"])} for g in fetch(group, None)]  # Kafka: hash order
+    r = c.request(9, {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1,
+                                  "topics": [{"name": t, "partition_indexes": [0]}]}]}, version=9)
+    out["fetch_v9"] = [[p.partition_index, p.committed_offset, p.metadata, err(p)]
+                       for g in r.groups for x in g.topics for p in x.partitions]
+    out["commit_unknown_group"] = commit(ctx.topic("nogroup"), [(tid, [0]), (unknown, [0])], 5, "someone")
+    out["find_coordinator2"] = ctx.find_coordinator(c, group2, 0)
+    m = Members(ctx, c, group2, [t])
+    joined = m.join("member-a", [t])
+    out["join"] = joined["error"]  # the epoch itself: the KIP-848 scenarios compare it
+    epoch = joined["member_epoch"]
+    out["member_commit"] = commit(group2, [(tid, [0]), (unknown, [0])], epoch, "member-a")
+    out["member_commit_stale"] = commit(group2, [(tid, [1]), (unknown, [0])], epoch + 1, "member-a")
+    out["member_fetch"] = fetch(group2, [(tid, [0, 1]), (unknown, [0])], "member-a", epoch)
+    out["member_fetch_stale"] = fetch(group2, [(tid, [0])], "member-a", epoch + 1)
+    m.heartbeat("member-a", -1)
+    return out

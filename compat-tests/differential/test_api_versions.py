@@ -45,18 +45,13 @@ _NO_SCHEMA = "has no schema in kio 0.6.5, Samsa's protocol library (Kafka's JSON
 NOTES = {
     0: f"Kafka 4 advertises v0{DASH}2 for old librdkafka's sake but refuses them (KIP-896, KAFKA-18659): it closes "
        "the connection, as Samsa does (differential scenario `unsupported_versions`)",
-    8: "v10 (Kafka 4.4: topic ids instead of names, KIP-848) not yet: the Java consumer commits with v9",
-    9: "v10 (Kafka 4.4: topic ids instead of names, KIP-848) not yet: the Java consumer fetches with v9",
     18: f"v5 (KIP-1242: the client's cluster and node id checked, REBOOTSTRAP_REQUIRED) {_NO_SCHEMA}; a client "
         "retries with v4 on the UNSUPPORTED_VERSION answer, as the protocol intends",
     22: "idempotent and transactional producers: issue 5",
-    27: "v2 (KIP-1228: the transaction version on each marker) not yet; Samsa's coordinators send v1 to each other",
     28: f"v6 (KIP-1319: topic ids instead of names) {_NO_SCHEMA}; producers commit with v5",
     42: f"v3 (Kafka 4.4: an error message per group) {_NO_SCHEMA}; the admin client deletes with v2",
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
     49: _QUOTAS,
-    64: "removes a permanently gone broker's registration (kafka-cluster unregister): not offered yet; Samsa's "
-        "controller keeps a stopped broker registered (fenced) and writes no removal record",
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
     80: _VOTERS, 81: _VOTERS,

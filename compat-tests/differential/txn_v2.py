@@ -95,3 +95,55 @@ def transactions_v2(ctx: Ctx) -> Any:
     return out
 
 
+
+
+@scenario
+def write_txn_markers_v2(ctx: Ctx) -> Any:
+    """WriteTxnMarkers v2 (KIP-1228), sent as a coordinator would to the leader of a V2 transaction's partitions:
+    a transaction version 2 marker must be newer than the producer's epoch (an equal one, or the same marker
+    again, is refused and writes nothing); version 0 markers (v2 with version 0, or v1) only not older."""
+    c = ctx.connect()
+    t2, t0 = ctx.topic("tv2"), ctx.topic("tv0")
+    txn_id = ctx.topic("txn")
+    out: dict[str, Any] = {"create": [err(ctx.create_topic(c, x, 1)) for x in (t2, t0)],
+                           "find_coordinator": ctx.find_coordinator(c, txn_id, 1)}
+    deadline = time.monotonic() + 30
+    while True:
+        r = c.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
+                           "producer_epoch": -1}, version=5)
+        if err(r) not in ("COORDINATOR_LOAD_IN_PROGRESS(14)", "COORDINATOR_NOT_AVAILABLE(15)",
+                          "NOT_COORDINATOR(16)") or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    out["init_producer_id"] = err(r)
+    pid, base = int(r.producer_id), int(r.producer_epoch)
+    produced = []
+    for t in (t2, t0):
+        b = encode_batch([(None, b"v", ())], timestamp_ms=ctx.t0, producer_id=pid, producer_epoch=base,
+                         base_sequence=0, is_transactional=True)
+        for _ in range(50):
+            p = c.request(0, {"transactional_id": txn_id, "acks": -1, "timeout": 10000, "topic_data": [
+                {"name": t, "partition_data": [{"index": 0, "records": b}]}]}, version=12).responses[0]
+            if err(p.partition_responses[0]) not in ("NOT_ENOUGH_REPLICAS(19)", "CONCURRENT_TRANSACTIONS(51)"):
+                break
+            time.sleep(0.1)
+        produced.append(err(p.partition_responses[0]))
+    out["produce"] = produced
+
+    def marker(t: str, epoch: int, version: int, transaction_version: int) -> dict[str, Any]:
+        r = c.request(27, {"markers": [{"producer_id": pid, "producer_epoch": base + epoch, "transaction_result": True,
+                                        "topics": [{"name": t, "partition_indexes": [0]}], "coordinator_epoch": 0,
+                                        "transaction_version": transaction_version}]}, version=version)
+        f = ctx.fetch(c, t, 0, 0, isolation_level=1)
+        return {"error": error_name(r.markers[0].topics[0].partitions[0].error_code.value),
+                "high_watermark": f.high_watermark, "last_stable_offset": f.last_stable_offset}
+
+    out["tv2_same_epoch"] = marker(t2, 0, 2, 2)
+    out["tv2_bumped_epoch"] = marker(t2, 1, 2, 2)
+    out["tv2_again"] = marker(t2, 1, 2, 2)
+    out["tv2_older"] = marker(t2, 0, 2, 2)
+    out["tv0_same_epoch"] = marker(t0, 0, 2, 0)
+    out["v1_same_epoch"] = marker(t0, 0, 1, 0)
+    out["v1_bumped"] = marker(t0, 1, 1, 0)
+    out["v1_older"] = marker(t0, 0, 1, 0)
+    return out

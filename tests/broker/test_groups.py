@@ -323,9 +323,10 @@ def test_every_advertised_version(broker: Any) -> None:
     with broker.connect() as conn:
         create_topic(conn, "t")
         advertised = {k: conn.versions[k] for k in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)}
-        assert advertised == {8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
+        assert advertised == {8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
                               15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}
         assert conn.versions[68] == (0, 1) and conn.versions[69] == (0, 1)  # KIP-848, as the reference Kafka
+        # OffsetCommit/OffsetFetch v10 name topics by id: tests/acl/test_offsets_by_topic_id.py
         for v in range(0, 10):
             group = f"v{v}"
             j = join(conn, group, version=v)

@@ -272,6 +272,38 @@ def test_describe_and_list(broker: Any) -> None:
         assert fetch(conn, "d", READ_COMMITTED).last_stable_offset == 2
 
 
+def _marker(conn: Connection, pid: int, epoch: int, topic: str, version: int, transaction_version: int) -> int:
+    r = conn.request(27, {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": True,
+                                       "topics": [{"name": topic, "partition_indexes": [0]}], "coordinator_epoch": 0,
+                                       "transaction_version": transaction_version}]}, version=version)
+    return int(r.markers[0].topics[0].partitions[0].error_code.value)
+
+
+def test_write_txn_markers_v2_takes_the_transaction_version(broker: Any) -> None:
+    """KIP-1228: a transaction version 2 marker must be newer than the epoch of the producer's open transaction
+    (its coordinator bumped it before writing); an equal one is INVALID_PRODUCER_EPOCH and writes nothing. With no
+    transaction open, the same marker again is a coordinator's retry: written (Kafka 4.4, KAFKA-19999). Older
+    markers (v1, or v2 with version 0) keep the rule "not older"."""
+    with broker.connect() as conn:
+        for topic in ("tv2", "tv0"):
+            create(conn, topic)
+        pid, epoch = begin(conn, "txn-tv")
+        assert add_partitions(conn, "txn-tv", pid, epoch, [("tv2", 0), ("tv0", 0)]) == {("tv2", 0): 0, ("tv0", 0): 0}
+        for topic in ("tv2", "tv0"):
+            assert produce(conn, topic, txn_batch(pid, epoch, 0, [b"v"])).error_code.value == 0
+        assert _marker(conn, pid, epoch, "tv2", 2, 2) == 47
+        assert fetch(conn, "tv2", READ_COMMITTED).last_stable_offset == 0  # nothing written
+        assert _marker(conn, pid, epoch + 1, "tv2", 2, 2) == 0
+        assert fetch(conn, "tv2", READ_COMMITTED).last_stable_offset == 2
+        assert _marker(conn, pid, epoch + 1, "tv2", 2, 2) == 0  # the same marker again: a retry
+        assert _marker(conn, pid, epoch, "tv2", 2, 2) == 47  # older
+        assert fetch(conn, "tv2", READ_COMMITTED).high_watermark == 3
+        assert _marker(conn, pid, epoch, "tv0", 2, 0) == 0
+        assert _marker(conn, pid, epoch, "tv0", 1, 0) == 0  # v1: version 0 (a second marker, as Kafka writes it)
+        assert _marker(conn, pid, epoch - 1, "tv0", 1, 0) == 47
+        assert fetch(conn, "tv0", READ_COMMITTED).high_watermark == 3
+
+
 def test_timeout_aborts_and_restart_never_leaves_a_transaction_hanging(broker: Any) -> None:
     with broker.connect() as conn:
         create(conn, "to")

@@ -66,6 +66,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
     write_txn_markers,
 )
@@ -122,6 +123,7 @@ TYPED = [
     (update_features, "UpdateFeaturesRequest", "UpdateFeaturesResponse"),
     (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
     (alter_replica_log_dirs, "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"),
+    (unregister_broker, "UnregisterBrokerRequest", "UnregisterBrokerResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.
