@@ -16,6 +16,16 @@ class FrameError(ProtocolError):
     """A negative or oversized frame size: the stream cannot be resynchronised, close the connection."""
 
 
+def checked_frame_size(buf: bytes | bytearray, pos: int, max_frame_bytes: int) -> int:
+    """The size prefix at `pos` (whole in `buf`), or FrameError when it is negative or over the limit."""
+    (size,) = _SIZE.unpack_from(buf, pos)
+    if size < 0:
+        raise FrameError(f"negative frame size {size}")
+    if size > max_frame_bytes:
+        raise FrameError(f"frame of {size} bytes exceeds the limit of {max_frame_bytes}")
+    return int(size)
+
+
 class FrameReader:
     """Splits a byte stream, fed in arbitrary chunks, into frame payloads.
 
@@ -51,12 +61,7 @@ class FrameReader:
         """Size of the next frame's payload once its prefix has arrived (validated like next_frame)."""
         if len(self._buf) - self._pos < SIZE_PREFIX_BYTES:
             return None
-        (size,) = _SIZE.unpack_from(self._buf, self._pos)
-        if size < 0:
-            raise FrameError(f"negative frame size {size}")
-        if size > self.max_frame_bytes:
-            raise FrameError(f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}")
-        return int(size)
+        return checked_frame_size(self._buf, self._pos, self.max_frame_bytes)
 
     def next_frame(self) -> bytes | None:
         """The next whole frame payload without its size prefix, or None until more data is fed."""
@@ -242,12 +247,7 @@ class FrameBuffer:
         buf = self._buf
         if buf is None or self._end - self._pos < SIZE_PREFIX_BYTES:
             return None
-        (size,) = _SIZE.unpack_from(buf, self._pos)
-        if size < 0:
-            raise FrameError(f"negative frame size {size}")
-        if size > self.max_frame_bytes:
-            raise FrameError(f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes}")
-        return int(size)
+        return checked_frame_size(buf, self._pos, self.max_frame_bytes)
 
     def next_frame(self) -> bytes | None:
         """The next whole frame payload without its size prefix, or None until more is received."""
