@@ -4,14 +4,18 @@ consumer_worker.py and ConsumerMember.java); these read them back and wait on th
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from subprocess import Popen
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from samsa_fixture import SamsaProcess
 
 HERE = Path(__file__).resolve().parent
@@ -129,3 +133,45 @@ def stop_all(members: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             m.kill()
             m.wait(10)
+
+
+def join_kill_leave(broker: SamsaProcess, tmp_path: Path, start: Callable[[str, str, str, Path], Popen],
+                    topic: str, group: str, *, after_join: Callable[[], None] | None = None) -> None:
+    """The scenario each client's KIP-848 test runs: three members join a 6-partition topic and split it; one is
+    SIGKILLed (its partitions move once its session expires: 3 each for the two left); one closes (it leaves with
+    member epoch -1) and the last member ends with every partition. Every record is consumed exactly once: each
+    member commits a record (synchronously, with its member epoch) before counting it, so a partition held by
+    two members at once shows as a record counted twice, and a partition that never moved as records never
+    consumed. `after_join` runs once the three are balanced."""
+    bootstrap = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(30)
+    outputs = [tmp_path / f"member-{i}.out" for i in range(3)]
+    members = [start(bootstrap, group, topic, out) for out in outputs]
+    try:
+        wait_balanced(outputs, broker)
+        if after_join is not None:
+            after_join()
+        batch1 = produce(bootstrap, topic, "b1")
+        wait_consumed(outputs, batch1, broker)
+
+        members[0].send_signal(signal.SIGKILL)  # no leave: its partitions move when its session expires
+        assert members[0].wait(10) == -signal.SIGKILL
+        batch2 = produce(bootstrap, topic, "b2")
+        wait_consumed(outputs[1:], batch2, broker)
+        wait_balanced(outputs[1:], broker)
+
+        members[1].terminate()  # close(): leaves the group with epoch -1
+        assert members[1].wait(60) in (0, 143)  # a JVM exits 128+SIGTERM after its shutdown hooks
+        assert outputs[1].read_text().splitlines()[-1] == "closed"
+        batch3 = produce(bootstrap, topic, "b3")
+        wait_consumed(outputs[2:], batch3, broker)
+        assert owned(outputs[2]) == set(range(PARTITIONS))
+    finally:
+        stop_all(members)
+    seen = consumed(outputs)
+    assert set(seen) == batch1 | batch2 | batch3
+    assert [v for v, n in seen.items() if n != 1] == []
+    for out in outputs:  # each member consumed something before it went
+        assert any(line.startswith("record ") for line in out.read_text().splitlines()), out.read_text()

@@ -9,46 +9,16 @@ and a partition that never moved would leave records unconsumed.
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from harness848 import PARTITIONS, consumed, produce, python_member, stop_all, wait_balanced, wait_consumed
+from harness848 import consumed, join_kill_leave, python_member, stop_all, wait_consumed
 from samsa_fixture import SamsaProcess
 
 
 def test_members_join_one_dies_one_leaves_every_record_once(samsa_kip848: SamsaProcess, tmp_path: Path) -> None:
-    bootstrap = samsa_kip848.bootstrap
-    topic, group = "kip848-confluent", "kip848-confluent-group"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(30)
-    outputs = [tmp_path / f"member-{i}.out" for i in range(3)]
-    workers = [python_member(bootstrap, group, topic, out) for out in outputs]
-    try:
-        wait_balanced(outputs, samsa_kip848)
-        batch1 = produce(bootstrap, topic, "b1")
-        wait_consumed(outputs, batch1, samsa_kip848)
-
-        workers[0].send_signal(signal.SIGKILL)  # its partitions move after group.consumer.session.timeout.ms
-        workers[0].wait(10)
-        batch2 = produce(bootstrap, topic, "b2")
-        wait_consumed(outputs[1:], batch2, samsa_kip848)
-
-        workers[1].send_signal(signal.SIGTERM)  # close(): leaves the group with epoch -1
-        assert workers[1].wait(60) == 0
-        assert outputs[1].read_text().splitlines()[-1] == "closed"
-        batch3 = produce(bootstrap, topic, "b3")
-        wait_consumed(outputs[2:], batch3, samsa_kip848)
-    finally:
-        stop_all(workers)
-    seen = consumed(outputs)
-    assert set(seen) == batch1 | batch2 | batch3
-    assert [v for v, n in seen.items() if n != 1] == []
-    # Each member owned some partitions at some point, and the last one ended with all of them.
-    for out in outputs:
-        assert any(line.startswith("record ") for line in out.read_text().splitlines()), out.read_text()
+    join_kill_leave(samsa_kip848, tmp_path, python_member, "kip848-confluent", "kip848-confluent-group")
 
 
 def test_regex_subscription_follows_new_topics(samsa_kip848: SamsaProcess, tmp_path: Path) -> None:
