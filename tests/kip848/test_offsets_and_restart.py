@@ -14,10 +14,11 @@ from .conftest import Broker
 from .test_heartbeat_wire import GROUP, count, heartbeat, join, owned_of
 
 
-def commit(conn: Connection, member_id: str, epoch: int, offset: int = 5, version: int = 9) -> int:
+def commit(conn: Connection, member_id: str, epoch: int, offset: int = 5, version: int = 9,
+           partition: int = 0) -> int:
     r = conn.request(8, {"group_id": GROUP, "generation_id_or_member_epoch": epoch, "member_id": member_id,
                          "group_instance_id": None, "topics": [{"name": "t", "partitions": [
-                             {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                             {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
                               "committed_metadata": ""}]}]}, version=version)
     return int(r.topics[0].partitions[0].error_code.value)
 
@@ -88,6 +89,29 @@ def test_the_group_survives_a_restart(broker: Broker) -> None:
         again = heartbeat(conn, "m-b", b2.member_epoch, owned=owned_of(b2))
         assert again.error_code.value == 0 and again.member_epoch == b2.member_epoch
         assert fetch(conn, "m-b", b2.member_epoch).topics[0].partitions[0].committed_offset == 11
+
+
+def test_commits_are_checked_against_assignment_epochs_across_a_restart(broker: Broker) -> None:
+    """KIP-1251: a member that has not heard of its new epoch yet commits what it held before; the partition it
+    was given at the new epoch needs that epoch. The epochs come back from __consumer_offsets after a restart."""
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert count(a) == 2
+        grown = conn.request(37, {"topics": [{"name": "t", "count": 3, "assignments": None}], "timeout_ms": 30000,
+                                  "validate_only": False})
+        assert grown.results[0].error_code.value == 0
+        a2 = heartbeat(conn, "m-a", a.member_epoch, owned=owned_of(a))
+        assert a2.error_code.value == 0 and count(a2) == 3 and a2.member_epoch > a.member_epoch
+        assert commit(conn, "m-a", a.member_epoch, partition=0) == 0
+        assert commit(conn, "m-a", a.member_epoch, partition=2) == 113  # STALE_MEMBER_EPOCH
+        assert commit(conn, "m-a", a2.member_epoch, partition=2) == 0
+    broker.stop()
+    broker.start()
+    with broker.connect() as conn:
+        assert commit(conn, "m-a", a.member_epoch, partition=1) == 0
+        assert commit(conn, "m-a", a.member_epoch, partition=2) == 113
+        assert commit(conn, "m-a", a2.member_epoch + 1, partition=0) == 113
 
 
 def classic_join(conn: Connection) -> Any:
