@@ -20,7 +20,7 @@ from samsa.broker.group.records import decode_key
 from samsa.kproto.errors import ErrorCode
 
 from .test_consumer_coordinator import Catalog, hb
-from .test_migration import G, T1, upgraded
+from .test_migration import T1, G, upgraded
 
 OK, STALE, ILLEGAL, UNKNOWN = (ErrorCode.none, ErrorCode.stale_member_epoch, ErrorCode.illegal_generation,
                                ErrorCode.unknown_member_id)
@@ -172,7 +172,7 @@ def test_a_static_member_that_leaves_holds_its_partitions_at_epoch_zero() -> Non
 
 
 def test_a_fenced_member_can_no_longer_commit() -> None:
-    c, _, grown, e1, e2 = grown_group()
+    c, _, _, e1, e2 = grown_group()
     c.tick(20 + 10_000)  # no heartbeat for a session: a is fenced and removed
     assert "a" not in c.groups["g"].members
     assert commit(c, "a", e2, [0]) == UNKNOWN

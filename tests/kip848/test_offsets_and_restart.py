@@ -162,6 +162,39 @@ def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
         assert rows[("t", 0)]["current_offset"] == 3
 
 
+def describe_members(broker: Broker, output: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "describe", "--members",
+                          "--bootstrap-server", broker.bootstrap, "--output", output, "--group", GROUP],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_samsa_groups_describe_members_marks_the_classic_members_of_a_consumer_group(broker: Broker) -> None:
+    """As kafka-consumer-groups.sh --describe --members --verbose (Kafka 4.4): epochs and assignments, and an
+    UPGRADED column (false: a classic member) while the group has members of both protocols."""
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert count(a) == 2
+        table = describe_members(broker, "table").splitlines()
+        assert "UPGRADED" not in table[1] and table[1].split()[:5] == [
+            "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        assert table[1].split()[5:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        assert table[2].split()[0] == "m-a" and "t:0,1" in table[2].split()
+        c = classic_join(conn)  # a classic member joins the consumer group (KIP-848's online migration)
+        assert c.error_code.value == 0
+        described = json.loads(describe_members(broker, "json"))
+        assert described["protocol_type"] == "consumer" and described["members"] == 2
+        by_id = {m["consumer_id"]: m for m in described["member_details"]}
+        assert by_id["m-a"]["upgraded"] is True and by_id[c.member_id]["upgraded"] is False
+        assert by_id["m-a"]["current_epoch"] == a.member_epoch and by_id["m-a"]["current_assignment"] == "t:0,1"
+        table = describe_members(broker, "table").splitlines()
+        assert table[1].split()[-1] == "UPGRADED"
+        flags = {line.split()[0]: line.split()[-1] for line in table[2:]}
+        assert flags == {"m-a": "true", c.member_id: "false"}
+
+
 def classic_leave(conn: Connection, member_id: str) -> int:
     r = conn.request(13, {"group_id": GROUP, "members": [{"member_id": member_id, "group_instance_id": None}]},
                      version=3)
