@@ -143,9 +143,12 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
 
 def _topic_ids(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[tuple[str, int]]:
     """The committed partitions as (topic id, partition), the topic ids of the names as the image has them
-    (Kafka's KafkaApis sets them before the group coordinator validates the commit)."""
+    (Kafka's KafkaApis sets them before the group coordinator validates the commit); a partition whose metadata
+    is too large is answered OFFSET_METADATA_TOO_LARGE unchecked, as Kafka's OffsetMetadataManager does."""
     topics = ctx.broker.image.topics_by_name
-    return [(topics[name].topic_id if name in topics else "", p.partition_index) for name, p in partitions]
+    max_bytes = ctx.broker.groups.coordinator.config.offset_metadata_max_bytes
+    return [(topics[name].topic_id if name in topics else "", p.partition_index) for name, p in partitions
+            if len((p.committed_metadata or "").encode()) <= max_bytes]
 
 
 async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions: list[tuple[str, Any]]
