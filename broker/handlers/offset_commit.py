@@ -141,6 +141,16 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     return build(cls, {"topics": list(answers.topics.values())})
 
 
+def _topic_ids(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[tuple[str, int]]:
+    """The committed partitions as (topic id, partition), the topic ids of the names as the image has them
+    (Kafka's KafkaApis sets them before the group coordinator validates the commit); a partition whose metadata
+    is too large is answered OFFSET_METADATA_TOO_LARGE unchecked, as Kafka's OffsetMetadataManager does."""
+    topics = ctx.broker.image.topics_by_name
+    max_bytes = ctx.broker.groups.coordinator.config.offset_metadata_max_bytes
+    return [(topics[name].topic_id if name in topics else "", p.partition_index) for name, p in partitions
+            if len((p.committed_metadata or "").encode()) <= max_bytes]
+
+
 async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions: list[tuple[str, Any]]
                   ) -> dict[tuple[str, int], ErrorCode]:
     """The group coordinator's part: the group's generation or member epoch, then the commit itself."""
@@ -161,8 +171,9 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(name, p.partition_index): p.committed_offset for name, p in partitions})
-        if consumer_group is not None:
-            error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
+        if consumer_group is not None:  # KIP-1251: per partition, against the epoch it was assigned at
+            error = groups.consumer.validate_offset_commit(group_id, member_id, instance_id, generation, ctx.version,
+                                                           ctx.now_ms, _topic_ids(ctx, partitions))
         else:
             error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,
                                                                ctx.version, ctx.now_ms)

@@ -60,8 +60,13 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
     if error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
-        # A KIP-848 group (its members of either protocol commit with their member epoch as the generation).
-        error = groups.consumer.validate_offset_commit(group_id, member_id, generation, 8, ctx.now_ms, True)
+        # A KIP-848 group (its members of either protocol commit with their member epoch as the generation),
+        # checked per partition against the epoch it was assigned at (KIP-1251).
+        topics_by_name = broker.image.topics_by_name
+        committed = [(topics_by_name[t.name].topic_id if t.name in topics_by_name else "", p.partition_index)
+                     for t in request.topics for p in t.partitions]
+        error = groups.consumer.validate_offset_commit(group_id, member_id, instance_id, generation, ctx.version,
+                                                       ctx.now_ms, committed, True)
     elif error == ErrorCode.none and (generation >= 0 or member_id):
         error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, 8,
                                                           ctx.now_ms)
