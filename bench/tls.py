@@ -13,6 +13,14 @@ share") and Samsa/Kafka ratios; written to bench/results/tls-<UTC>.json (not wit
     .venv/bin/python -m bench.tls [--records N] [--connections N] [--only samsa|kafka]
 
 Targets (issue): Samsa/Kafka over SASL_SSL >= 1.0, and Samsa's SASL_SSL/PLAINTEXT ratio >= Kafka's.
+
+Reading the TLS share on a 2-core machine: the producer and the broker share the cores, so produce throughput
+follows their CPU per GiB added up. TLS adds ~1.4 s/GiB to the producer (librdkafka hands OpenSSL one buffer
+segment at a time: ~550,000 records per GiB of 1 KiB messages) and ~1.0-1.5 s/GiB to Samsa (the same records
+decrypted; bench.tls_profile). Kafka: ~2.5 (client) + ~7 (broker) s/GiB plaintext, ~+2.2 with TLS -> share
+~0.8; Samsa: ~2.5 + ~0.9 plaintext, ~+2.7 with TLS -> share ~0.55, as measured (bench/results/tls-20261202T161*).
+The producer's TLS cost alone caps Samsa's share near 3.4 / (3.4 + 1.4) = 0.7 with a broker whose TLS cost
+nothing: a faster plaintext path lowers the share; Samsa/Kafka over SASL_SSL is the figure that compares.
 """
 
 from __future__ import annotations
