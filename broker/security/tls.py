@@ -157,7 +157,7 @@ class DirectSSLObject(ssl.SSLObject):
 
     The TLS transport calls both once per TLS record it decrypts, from Cython, and a Python frame entered from C
     costs more than the call it wraps. A librdkafka producer's records are small (it hands OpenSSL one buffer
-    segment at a time: ~550,000 records per GiB of 1 KiB messages, most under 2 KiB), so this is per ~2 KiB.
+    segment at a time: 400,000-550,000 records per GiB of 1 KiB messages, counted), so this is per ~2-3 KiB.
     Measured (perf, bench.tls_profile SASL_SSL, 600,000 records, back to back): the Python frames under the TLS
     transport 0.48 -> 0.32 s per GiB, the broker's CPU 2.03 -> 1.92 s per GiB; small, and near this shared
     machine's run-to-run noise. Falls back to ssl.SSLObject's own methods if its internals ever differ."""
