@@ -145,10 +145,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from samsa.broker.broker import Broker
     from samsa.broker.log_format import configure_logging
+    from samsa.broker.malloc_tuning import maybe_tune_malloc
     from samsa.broker.server import serve
 
     configure_logging(args.log_level, args.log_format)
     log = logging.getLogger("samsa")
+    tuned = maybe_tune_malloc()  # request-sized buffers reused rather than faulted in per request (its docstring)
+    if tuned:
+        log.debug("malloc thresholds set: %s", tuned)
     loaded = load_serve_config(args, log)
     if loaded is None:
         return 1
