@@ -222,7 +222,7 @@ class Broker:
         leader = self.quorum.leader_id
         if leader is None or leader == self.node_id:
             return None
-        endpoint = self.quorum.voters.get(leader)
+        endpoint = self.quorum.endpoint(leader)
         return None if endpoint is None else (leader, endpoint)
 
     def _dynamic_config(self, image: MetadataImage) -> BrokerConfig:

@@ -139,6 +139,7 @@ class MetadataQuorum:
         self.cluster_id = cluster_id
         self.directory_id = directory_id  # meta.properties' directory.id (KIP-853 replica key)
         self._static_voters = dict(voters)
+        self._endpoints = dict(voters)  # every controller listener ever known, by node id
         self._log = log
         self.directory = log.directory
         self._publish = publish
@@ -227,15 +228,17 @@ class MetadataQuorum:
         out: dict[int, Endpoint] = {}
         for v in self.core.voter_set().voters:
             e = v.endpoint(codec.CONTROLLER_LISTENER_NAME) or (v.endpoints[0] if v.endpoints else None)
-            known = self._static_voters.get(v.voter_id)
-            if e is not None:
-                out[v.voter_id] = Endpoint(e.host, e.port)
-            elif known is not None:
-                out[v.voter_id] = known
+            if (found := Endpoint(e.host, e.port) if e else self._static_voters.get(v.voter_id)) is not None:
+                out[v.voter_id] = found
+        self._endpoints.update(out)
         return out
 
-    def execute(self, actions: list[Action]) -> None:
-        """Carry out the actions of a core call made outside this driver (raft voter changes)."""
+    def endpoint(self, node_id: int) -> Endpoint | None:
+        """A node's controller listener: a voter's, else the last one known (a leader that removed itself
+        from the voters still leads until the change commits, and its followers keep fetching from it)."""
+        return self.voters.get(node_id) or self._endpoints.get(node_id)
+
+    def execute(self, actions: list[Action]) -> None:  # a core call's, made by broker.metadata.voter_changes
         self._execute(actions)
         self._kick()
 
@@ -501,7 +504,7 @@ class MetadataQuorum:
             if future is not None and not future.done():
                 future.set_result(send.message)
             return
-        endpoint = self.voters.get(send.destination)
+        endpoint = self.endpoint(send.destination)
         if endpoint is None:
             return
         try:
@@ -517,7 +520,7 @@ class MetadataQuorum:
         if client is None:
             client = self._clients[send.destination] = NodeClient(
                 endpoint.host, endpoint.port, client_id=f"raft-client-{self.node_id}", security=self._security)
-        own = self.voters.get(self.node_id)
+        own = self.endpoint(self.node_id)
         request = codec.encode_request(
             send.message, cluster_id=self.cluster_id, destination_id=send.destination,  # type: ignore[arg-type]
             leader_endpoint=(own.host, own.port) if own is not None else None)

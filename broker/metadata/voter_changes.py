@@ -31,7 +31,7 @@ __all__ = ["Answer", "add_voter", "remove_voter"]
 logger = logging.getLogger(__name__)
 
 Answer = tuple[ErrorCode, str | None]
-_API_VERSIONS_VERSION = 3
+_API_VERSIONS_VERSION = 4  # Kafka sends its newest; before v4 a range from 0 (kraft.version) is left out
 
 
 async def add_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UUID | None,

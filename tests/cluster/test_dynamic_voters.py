@@ -1,0 +1,148 @@
+"""KIP-853 with real processes: a 4th controller joins the three voters as an observer, is added with
+AddRaftVoter, the leader is removed with RemoveRaftVoter (it resigns), topics keep being created, and after
+a restart of every node the voter set is the one in the log, not controller.quorum.voters."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_harness import HOST, Cluster, unique, wait_for
+
+from samsa.broker import launcher
+from samsa.broker.client import Connection, KafkaClientError
+from samsa.kproto.errors import ErrorCode
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Fourth:
+    """Node 4 (broker and controller), formed with the same controller.quorum.voters: an observer."""
+
+    def __init__(self, cluster: Cluster, directory: Path) -> None:
+        self.port, self.controller_port = launcher.free_ports(2)
+        self.options = launcher.ServeOptions(
+            data_dir=directory / "node-4", port=self.port, host=HOST, node_id=4, roles="broker,controller",
+            controller_quorum=cluster.plan.quorum, controller_listen=f"{HOST}:{self.controller_port}")
+        self.log = directory / "node-4.log"
+        self.served: launcher.ServeProcess | None = None
+
+    def start(self) -> None:
+        self.served = launcher.start_serve(self.options, self.log, cwd=REPO)
+        self.served.wait_listening()
+
+    def stop(self, *, kill: bool = False) -> None:
+        if self.served is not None:
+            self.served.stop(10, kill=kill)
+            self.served = None
+
+    @property
+    def directory_id(self) -> uuid.UUID:
+        return _directory_id(self.options.data_dir)
+
+
+def _directory_id(data_dir: Path) -> uuid.UUID:
+    props = dict(line.split("=", 1) for line in (data_dir / "meta.properties").read_text().splitlines()
+                 if "=" in line and not line.startswith("#"))
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(props["directory.id"] + "=="))
+
+
+@pytest.fixture
+def fourth(cluster: Cluster, tmp_path: Path) -> Iterator[Fourth]:
+    node = Fourth(cluster, tmp_path)
+    node.start()
+    try:
+        yield node
+    finally:
+        if node.served is not None:
+            print(node.served.log_tail(60))
+        node.stop()
+
+
+def _ask(port: int, api_key: int, values: dict[str, Any]) -> Any:
+    try:
+        with Connection(HOST, port, client_id="kip853-test", timeout_s=40) as conn:
+            return conn.request(api_key, values, version=0 if api_key == 81 else 1)
+    except (OSError, KafkaClientError):
+        return None
+
+
+def _add(port: int, voter_id: int, directory_id: uuid.UUID, controller_port: int) -> Any:
+    return _ask(port, 80, {"cluster_id": None, "timeout": 30_000, "voter_id": voter_id,
+                           "voter_directory_id": directory_id,
+                           "listeners": [{"name": "CONTROLLER", "host": HOST, "port": controller_port}]})
+
+
+def _remove(port: int, voter_id: int, directory_id: uuid.UUID) -> Any:
+    return _ask(port, 81, {"cluster_id": None, "voter_id": voter_id, "voter_directory_id": directory_id})
+
+
+def _created(cluster: Cluster, port: int, topic: str) -> bool | None:
+    try:
+        with Connection(HOST, port, client_id="kip853-test", timeout_s=15) as conn:
+            r = conn.request(19, {"topics": [{"name": topic, "num_partitions": 2, "replication_factor": -1,
+                                              "assignments": (), "configs": ()}], "timeout": 10_000,
+                                  "validate_only": False})
+    except (OSError, KafkaClientError):
+        return None
+    return True if r.topics[0].error_code in (ErrorCode.none, ErrorCode.topic_already_exists) else None
+
+
+def _voters(cluster: Cluster, asked: list[int]) -> set[int] | None:
+    view = cluster.quorum_leader(asked)
+    return None if view is None else set(view.voters)
+
+
+@pytest.mark.timeout(300)
+def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster, fourth: Fourth) -> None:
+    wait_for("node 4 among the observers",
+             lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+
+    # Refusals first, with Kafka's codes: a voter id that is taken, an unknown replica key.
+    dup = _add(cluster.port(1), 2, uuid.uuid4(), fourth.controller_port)
+    assert dup is not None and dup.error_code == ErrorCode.duplicate_voter, dup
+    unknown = _remove(cluster.port(1), 3, uuid.uuid4())
+    assert unknown is not None and unknown.error_code == ErrorCode.voter_not_found, unknown
+
+    # The add, sent to a broker listener (forwarded to the active controller); an observer that has not
+    # caught up yet is refused REQUEST_TIMED_OUT, and asked again.
+    def added() -> bool | None:
+        r = _add(cluster.port(1), 4, fourth.directory_id, fourth.controller_port)
+        if r is not None and r.error_code != ErrorCode.none:
+            print("AddRaftVoter:", r.error_code, r.error_message)
+        return True if r is not None and r.error_code == ErrorCode.none else None
+
+    wait_for("node 4 added", added, 60)
+    assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
+
+    # Remove the leader: the change commits, it resigns, and the others elect a new one.
+    leader = wait_for("a leader", cluster.quorum_leader, 20)[0].leader_id
+    removed = _remove(cluster.port(leader), leader, _directory_id(cluster.plan.node(leader).data_dir))
+    assert removed is not None and removed.error_code == ErrorCode.none, removed
+    remaining = {1, 2, 3, 4} - {leader}
+    view = wait_for("a new leader among the remaining voters",
+                    lambda: ((v := cluster.quorum_leader([n for n in (1, 2, 3) if n != leader])) is not None
+                             and v.leader_id in remaining and set(v.voters) == remaining and v) or None, 60)[0]
+    assert leader in view.observers or leader not in view.voters
+
+    # The cluster keeps working: topics created through node 4 and through the old leader.
+    wait_for("a topic created through node 4", lambda: _created(cluster, fourth.port, unique("via4")), 60)
+    wait_for("a topic created through the removed node",
+             lambda: _created(cluster, cluster.port(leader), unique("viaold")), 60)
+
+    # Restart everything: the voter set comes from the log, not from controller.quorum.voters.
+    fourth.stop()
+    cluster.stop()
+    for n in cluster.node_ids:
+        cluster.start(n, wait=False)
+    fourth.served = launcher.start_serve(fourth.options, fourth.log, cwd=REPO)
+    for n in cluster.node_ids:
+        cluster.wait_listening(n)
+    fourth.served.wait_listening()
+    assert wait_for("the voters after the restart",
+                    lambda: _voters(cluster, [n for n in (1, 2, 3) if n != leader]) == remaining or None, 60)[0]
+    wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, unique("after")), 60)
