@@ -71,8 +71,7 @@ class VoterNode:
 
     def key_text(self) -> str:
         """Kafka's ReplicaKey.toString, used in its error messages."""
-        directory = ("Optional.empty" if self.directory_id == ZERO_DIRECTORY_ID
-                     else f"Optional[{_kafka_uuid(self.directory_id)}]")
+        directory = "<undefined>" if self.directory_id == ZERO_DIRECTORY_ID else _kafka_uuid(self.directory_id)
         return f"ReplicaKey(id={self.voter_id}, directoryId={directory})"
 
 
