@@ -5,6 +5,8 @@ a restart of every node the voter set is the one in the log, not controller.quor
 from __future__ import annotations
 
 import base64
+import json
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +148,59 @@ def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster,
     assert wait_for("the voters after the restart",
                     lambda: _voters(cluster, [n for n in (1, 2, 3) if n != leader]) == remaining or None, 60)[0]
     wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, unique("after")), 60)
+
+
+def _quorum_tool(bootstrap: str, *args: str, check: bool = True) -> Any:
+    sys.path.insert(0, str(REPO / "compat-tests"))
+    import oracle_fixture
+
+    result = oracle_fixture.run_kafka_tool("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
+                                           bootstrap, *args, jvm_opts=oracle_fixture.QUICK_JVM_OPTS, timeout=90,
+                                           check=check)
+    print(result.stdout, result.stderr[-2000:])
+    return result
+
+
+def _kafka_tools_installed() -> bool:
+    sys.path.insert(0, str(REPO / "compat-tests"))
+    import oracle_fixture
+
+    try:
+        oracle_fixture.ensure_installed()
+    except oracle_fixture.OracleError:
+        return False
+    return True
+
+
+@pytest.mark.timeout(300)
+def test_kafka_metadata_quorum_tool_adds_and_removes_a_samsa_controller(cluster: Cluster, fourth: Fourth,
+                                                                        tmp_path: Path) -> None:
+    if not _kafka_tools_installed():
+        pytest.skip("Kafka's tools are not installed (make compat-deps)")
+    wait_for("node 4 among the observers",
+             lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    # The new controller's own configuration, as Kafka's tool reads it: id, roles, listeners, log dir.
+    config = tmp_path / "controller-4.properties"
+    config.write_text("node.id=4\nprocess.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"
+                      f"listeners=PLAINTEXT://{HOST}:{fourth.port},CONTROLLER://{HOST}:{fourth.controller_port}\n"
+                      f"log.dirs={fourth.options.data_dir}\n")
+    bootstrap = f"{HOST}:{cluster.port(1)}"
+    directory = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
+
+    def added() -> bool | None:
+        result = _quorum_tool(bootstrap, "--command-config", str(config), "add-controller", check=False)
+        return True if result.returncode == 0 else None
+
+    out = wait_for("kafka-metadata-quorum add-controller", added, 120)
+    assert out[0]
+    assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
+    status = _quorum_tool(bootstrap, "describe", "--status").stdout
+    voters = json.loads(next(line.split(":", 1)[1] for line in status.splitlines() if line.startswith("CurrentVoters")))
+    assert {v["id"]: v["directoryId"] for v in voters}[4] == directory
+    assert {v["id"]: v["endpoints"] for v in voters}[4] == [f"CONTROLLER://{HOST}:{fourth.controller_port}"]
+
+    result = _quorum_tool(bootstrap, "remove-controller", "--controller-id", "4", "--controller-directory-id",
+                          directory)
+    assert f"Removed KRaft controller 4 with directory id {directory}" in result.stdout
+    assert wait_for("3 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3} or None, 20)[0]
+
