@@ -196,6 +196,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (unregister_broker.API, unregister_broker.handle_unregister_broker),
     (raft_voters.ADD_RAFT_VOTER, raft_voters.handle_add_raft_voter),
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
+    (describe_cluster.API, describe_cluster.handle_describe_cluster_on_controller),  # KIP-919
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

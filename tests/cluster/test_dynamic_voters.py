@@ -204,3 +204,34 @@ def test_kafka_metadata_quorum_tool_adds_and_removes_a_samsa_controller(cluster:
     assert f"Removed KRaft controller 4 with directory id {directory}" in result.stdout
     assert wait_for("3 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3} or None, 20)[0]
 
+
+
+@pytest.mark.timeout(200)
+def test_kafka_metadata_quorum_tool_with_bootstrap_controller(cluster: Cluster, fourth: Fourth) -> None:
+    """--bootstrap-controller: the admin client asks a controller listener DescribeCluster (KIP-919) for the
+    controllers and the active one, then sends DescribeQuorum and the voter changes there."""
+    if not _kafka_tools_installed():
+        pytest.skip("Kafka's tools are not installed (make compat-deps)")
+    sys.path.insert(0, str(REPO / "compat-tests"))
+    import oracle_fixture
+
+    wait_for("node 4 among the observers",
+             lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    controller = f"{HOST}:{cluster.plan.node(1).controller_port}"
+    directory = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
+
+    def tool(*args: str) -> Any:
+        result = oracle_fixture.run_kafka_tool("org.apache.kafka.tools.MetadataQuorumCommand",
+                                               "--bootstrap-controller", controller, *args,
+                                               jvm_opts=oracle_fixture.QUICK_JVM_OPTS, timeout=90, check=False)
+        print(result.stdout, result.stderr[-2000:])
+        return result
+
+    status = tool("describe", "--status")
+    assert status.returncode == 0
+    observers = json.loads(next(line.split(":", 1)[1] for line in status.stdout.splitlines()
+                                if line.startswith("CurrentObservers")))
+    assert 4 in [o["id"] for o in observers]
+    # Removing a controller that is not a voter: Kafka's VOTER_NOT_FOUND, as the tool reports it.
+    refused = tool("remove-controller", "--controller-id", "4", "--controller-directory-id", directory)
+    assert refused.returncode != 0 and "VoterNotFoundException" in refused.stdout + refused.stderr
