@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -235,3 +236,37 @@ def test_kafka_metadata_quorum_tool_with_bootstrap_controller(cluster: Cluster, 
     # Removing a controller that is not a voter: Kafka's VOTER_NOT_FOUND, as the tool reports it.
     refused = tool("remove-controller", "--controller-id", "4", "--controller-directory-id", directory)
     assert refused.returncode != 0 and "VoterNotFoundException" in refused.stdout + refused.stderr
+
+
+def _samsa(*args: str) -> Any:
+    result = subprocess.run([sys.executable, "-m", "samsa.broker.cli", *args], cwd=REPO, capture_output=True,
+                            text=True, timeout=90, stdin=subprocess.DEVNULL)
+    print(result.stdout, result.stderr)
+    return result
+
+
+@pytest.mark.timeout(200)
+def test_samsa_cluster_add_and_remove_controller(cluster: Cluster, fourth: Fourth) -> None:
+    wait_for("node 4 among the observers",
+             lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    bootstrap = ("-b", f"{HOST}:{cluster.port(2)}")
+    endpoint = f"{HOST}:{fourth.controller_port}"
+    directory = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
+
+    def added() -> bool | None:
+        result = _samsa("cluster", "add-controller", "--controller-id", "4", "--controller-data-dir",
+                        str(fourth.options.data_dir), "--controller-endpoint", endpoint, *bootstrap)
+        return True if result.returncode == 0 else None
+
+    wait_for("samsa cluster add-controller", added, 60)
+    assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
+    again = _samsa("cluster", "add-controller", "--controller-id", "4", "--controller-directory-id", directory,
+                   "--controller-endpoint", endpoint, *bootstrap)
+    assert again.returncode == 1 and "DUPLICATE_VOTER" in again.stderr
+    gone = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id", directory,
+                  *bootstrap)
+    assert gone.returncode == 0 and f"Removed KRaft controller 4 with directory id {directory}" in gone.stdout
+    assert wait_for("3 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3} or None, 20)[0]
+    bad = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id", "nope",
+                 *bootstrap)
+    assert bad.returncode == 1 and "--controller-directory-id" in bad.stderr
