@@ -258,38 +258,15 @@ class RaftCore:
 
     # -- voter changes (KIP-853; the rules are raft.reconfig's) ---------------------------------
 
-    def begin_add_voter(self, voter_id: int, directory_id: uuid.UUID, timeout_ms: int, now_ms: int
-                        ) -> VoterChangeRefused | NotLeader | None:
-        """AddRaftVoter's checks before the new voter's ApiVersions; None: ask it, then complete_add_voter."""
-        self._advance_clock(now_ms)
-        s = self.state
-        if not isinstance(s, Leader):
-            return NotLeader(self.leader_id, self.epoch)
-        return reconfig.begin_add_voter(self, s, voter_id, directory_id, timeout_ms)
-
-    def complete_add_voter(self, voter: VoterNode, api_versions_error: ErrorCode,
-                           kraft_versions: tuple[int, int] | None, now_ms: int
-                           ) -> tuple[VoterChangeAppended | VoterChangeRefused | NotLeader, list[Action]]:
+    def change_voters(self, change: reconfig.VoterChangeCall, now_ms: int
+                      ) -> tuple[VoterChangeAppended | VoterChangeRefused | NotLeader | None, list[Action]]:
+        """Run one of raft.reconfig's leader operations (begin_add_voter, complete_add_voter, remove_voter,
+        update_voter, abort_voter_change) on this leader; a follower answers NotLeader."""
         self._advance_clock(now_ms)
         s = self.state
         if not isinstance(s, Leader):
             return NotLeader(self.leader_id, self.epoch), []
-        result, actions = reconfig.complete_add_voter(self, s, voter, api_versions_error, kraft_versions)
-        actions += self._after_voter_change()
-        self._check_invariants()
-        return result, actions
-
-    def abort_add_voter(self, voter_id: int) -> None:
-        if isinstance(self.state, Leader):
-            reconfig.abort_voter_change(self.state, voter_id)
-
-    def remove_voter(self, voter_id: int, directory_id: uuid.UUID, now_ms: int
-                     ) -> tuple[VoterChangeAppended | VoterChangeRefused | NotLeader, list[Action]]:
-        self._advance_clock(now_ms)
-        s = self.state
-        if not isinstance(s, Leader):
-            return NotLeader(self.leader_id, self.epoch), []
-        result, actions = reconfig.remove_voter(self, s, voter_id, directory_id)
+        result, actions = change(self, s)
         actions += self._after_voter_change()
         self._check_invariants()
         return result, actions

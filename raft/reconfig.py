@@ -15,6 +15,7 @@ Functions over the core (typed against raft.core_view.RaftCoreView), like raft.r
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from samsa.raft.core_view import RaftCoreView
@@ -33,12 +34,15 @@ from samsa.raft.voter_set import (
 __all__ = [
     "CAUGHT_UP_FETCH_WINDOW_MS",
     "VoterChangeAppended",
+    "VoterChangeCall",
     "VoterChangeRefused",
+    "abort_voter_change",
     "begin_add_voter",
     "complete_add_voter",
     "current_voter_set",
     "on_high_watermark",
     "remove_voter",
+    "update_voter",
 ]
 
 # Kafka: LeaderState.isReplicaCaughtUp -- an observer that caught up once and fetched within the hour.
@@ -57,6 +61,11 @@ class VoterChangeAppended:
 
     offset: int
     epoch: int
+
+
+# What RaftCore.change_voters runs: one of the operations below, bound to its arguments.
+VoterChangeCall = Callable[[RaftCoreView, Leader],
+                           tuple["VoterChangeAppended | VoterChangeRefused | None", list[Action]]]
 
 
 def current_voter_set(core: RaftCoreView, leader: Leader) -> VoterSet:
@@ -106,19 +115,19 @@ def _common_refusal(core: RaftCoreView, leader: Leader) -> VoterChangeRefused | 
 
 
 def begin_add_voter(core: RaftCoreView, leader: Leader, voter_id: int, directory_id: uuid.UUID,
-                    timeout_ms: int) -> VoterChangeRefused | None:
+                    timeout_ms: int) -> tuple[VoterChangeRefused | None, list[Action]]:
     """Kafka: AddVoterHandler.handleAddVoterRequest up to its ApiVersions request. None: ask the new voter
     for its ApiVersions, then call complete_add_voter (or abort_voter_change)."""
     refused = _common_refusal(core, leader)
     if refused is not None:
-        return refused
+        return refused, []
     voters = current_voter_set(core, leader)
     if voter_id in voters.ids:
         return VoterChangeRefused(ErrorCode.duplicate_voter,
                                   f"The voter id for {replica_key_text(voter_id, directory_id)} is already part "
-                                  f"of the set of voters {voters.keys_text()}.")
+                                  f"of the set of voters {voters.keys_text()}."), []
     leader.voter_change = VoterChange(True, voter_id, directory_id, core.now_ms + timeout_ms)
-    return None
+    return None, []
 
 
 def complete_add_voter(core: RaftCoreView, leader: Leader, voter: VoterNode, api_versions_error: ErrorCode,
@@ -178,6 +187,22 @@ def remove_voter(core: RaftCoreView, leader: Leader, voter_id: int, directory_id
     return appended, actions
 
 
+def update_voter(core: RaftCoreView, leader: Leader, voter: VoterNode
+                 ) -> tuple[VoterChangeAppended | VoterChangeRefused, list[Action]]:
+    """Kafka: UpdateVoterHandler -- a voter tells the leader its listeners and kraft.version range (and its
+    directory id, where the set has none). Answered at once, without waiting for the commit; no messages."""
+    refused = _common_refusal(core, leader)
+    if refused is not None:
+        return VoterChangeRefused(refused.error_code, None), []
+    finalized = 1
+    if not voter.min_kraft_version <= finalized <= voter.max_kraft_version:
+        return VoterChangeRefused(ErrorCode.invalid_request, None), []
+    updated = current_voter_set(core, leader).update_voter(voter)
+    if updated is None:
+        return VoterChangeRefused(ErrorCode.voter_not_found, None), []
+    return _append_voters(core, leader, updated)
+
+
 def _append_voters(core: RaftCoreView, leader: Leader, voters: VoterSet
                    ) -> tuple[VoterChangeAppended, list[Action]]:
     """Kafka: LeaderState.appendVotersRecord; the first VotersRecord of a Samsa log follows a
@@ -191,11 +216,12 @@ def _append_voters(core: RaftCoreView, leader: Leader, voters: VoterSet
     return VoterChangeAppended(entries[-1].offset, leader.epoch), actions
 
 
-def abort_voter_change(leader: Leader, voter_id: int) -> None:
+def abort_voter_change(core: RaftCoreView, leader: Leader, voter_id: int) -> tuple[None, list[Action]]:
     """The driver could not complete an add (the new voter's ApiVersions failed to arrive)."""
     change = leader.voter_change
     if change is not None and change.voter_id == voter_id and change.offset is None:
         leader.voter_change = None
+    return None, []
 
 
 def on_high_watermark(core: RaftCoreView, leader: Leader) -> None:

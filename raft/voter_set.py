@@ -118,6 +118,14 @@ class VoterSet:
             return None
         return VoterSet((*self.voters, voter))
 
+    def update_voter(self, voter: VoterNode) -> VoterSet | None:
+        """Kafka: VoterSet.updateVoter -- the voter with this id and a matching directory id (or none known yet)
+        gets the new directory id, listeners and kraft.version range; None when there is no such voter."""
+        old = self.get(voter.voter_id)
+        if old is None or old.directory_id not in (ZERO_DIRECTORY_ID, voter.directory_id):
+            return None
+        return VoterSet(tuple(voter if v.voter_id == voter.voter_id else v for v in self.voters))
+
     def remove_voter(self, voter_id: int, directory_id: uuid.UUID) -> VoterSet | None:
         """Kafka: VoterSet.removeVoter -- None when no voter has exactly this replica key, or it is the last."""
         v = self.get(voter_id)

@@ -197,6 +197,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (raft_voters.ADD_RAFT_VOTER, raft_voters.handle_add_raft_voter),
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
     (describe_cluster.API, describe_cluster.handle_describe_cluster_on_controller),  # KIP-919
+    (raft_voters.UPDATE_RAFT_VOTER, raft_voters.handle_update_raft_voter),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from samsa.broker.metadata.quorum import MetadataQuorum, NotControllerError
@@ -21,12 +22,13 @@ from samsa.broker.node_client import ClientSecurity, NodeClient, NodeUnavailable
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
 from samsa.kproto.wire import build
+from samsa.raft import reconfig
 from samsa.raft.codec import CONTROLLER_LISTENER_NAME
 from samsa.raft.events import NotLeader
-from samsa.raft.reconfig import VoterChangeAppended
+from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
 from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode
 
-__all__ = ["Answer", "add_voter", "remove_voter"]
+__all__ = ["Answer", "add_voter", "remove_voter", "update_voter"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +49,17 @@ async def add_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UU
                                            f"default listener ListenerName({CONTROLLER_LISTENER_NAME})")
     core = quorum.core
     timeout_ms = max(1, min(timeout_ms, 5 * 60_000)) if timeout_ms > 0 else core.config.request_timeout_ms
-    refused = core.begin_add_voter(voter_id, directory_id, timeout_ms, now_ms())
+    refused, _ = core.change_voters(partial(reconfig.begin_add_voter, voter_id=voter_id, directory_id=directory_id,
+                                            timeout_ms=timeout_ms), now_ms())
     if isinstance(refused, NotLeader):
         return ErrorCode.not_leader_or_follower, None
-    if refused is not None:
+    if isinstance(refused, VoterChangeRefused):
         return refused.error_code, refused.message
     api_error, kraft_versions = await _kraft_versions(own, core.config.request_timeout_ms / 1000, security)
     voter = VoterNode(voter_id, directory_id, tuple(endpoints))
-    result, actions = core.complete_add_voter(voter, api_error, kraft_versions, now_ms())
+    result, actions = core.change_voters(partial(reconfig.complete_add_voter, voter=voter,
+                                                 api_versions_error=api_error, kraft_versions=kraft_versions),
+                                         now_ms())
     return await _finish(quorum, result, actions, timeout_ms, ack_when_committed)
 
 
@@ -62,8 +67,28 @@ async def remove_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid
     if voter_id < 0 or directory_id is None or directory_id == ZERO_DIRECTORY_ID:
         return ErrorCode.invalid_request, "Remove voter request didn't include a valid voter"
     core = quorum.core
-    result, actions = core.remove_voter(voter_id, directory_id, now_ms())
-    return await _finish(quorum, result, actions, core.config.request_timeout_ms, True)
+    result, actions = core.change_voters(partial(reconfig.remove_voter, voter_id=voter_id,
+                                                 directory_id=directory_id), now_ms())
+    # Kafka's RemoveVoterHandlerState expires after controller.quorum.request.timeout.ms (2 s by default).
+    return await _finish(quorum, result, actions, max(core.config.request_timeout_ms, 2000), True)
+
+
+def update_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UUID | None,
+                 endpoints: Sequence[VoterEndpoint], kraft_versions: tuple[int, int]) -> ErrorCode:
+    """Kafka: KafkaRaftClient.handleUpdateVoterRequest (after the epoch check) -- answered at the append."""
+    if voter_id < 0 or directory_id is None or directory_id == ZERO_DIRECTORY_ID:
+        return ErrorCode.invalid_request
+    if not any(e.name == CONTROLLER_LISTENER_NAME for e in endpoints):
+        return ErrorCode.invalid_request
+    low, high = kraft_versions
+    if low < 0 or high < 0 or high < low:
+        return ErrorCode.invalid_request
+    voter = VoterNode(voter_id, directory_id, tuple(endpoints), low, high)
+    result, actions = quorum.core.change_voters(partial(reconfig.update_voter, voter=voter), now_ms())
+    quorum.execute(actions)
+    if isinstance(result, NotLeader):
+        return ErrorCode.not_leader_or_follower
+    return result.error_code if isinstance(result, VoterChangeRefused) else ErrorCode.none
 
 
 async def _finish(quorum: MetadataQuorum, result: Any, actions: Any, timeout_ms: int, ack_when_committed: bool
@@ -72,6 +97,7 @@ async def _finish(quorum: MetadataQuorum, result: Any, actions: Any, timeout_ms:
         return ErrorCode.not_leader_or_follower, None
     if not isinstance(result, VoterChangeAppended):
         quorum.execute(actions)
+        assert isinstance(result, VoterChangeRefused)
         return result.error_code, result.message
     logger.info("voter change appended at offset %d (epoch %d); voters now %s", result.offset, result.epoch,
                 sorted(quorum.core.config.voters))

@@ -147,6 +147,7 @@ TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
     (quorum, "ALLOCATE_PRODUCER_IDS", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse"),
     (raft_voters, "ADD_RAFT_VOTER", "AddRaftVoterRequest", "AddRaftVoterResponse"),
     (raft_voters, "REMOVE_RAFT_VOTER", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse"),
+    (raft_voters, "UPDATE_RAFT_VOTER", "UpdateRaftVoterRequest", "UpdateRaftVoterResponse"),
 ]
 
 # Every typed API once: (module, its ApiSpec's name, request union, response union).

@@ -122,10 +122,37 @@ def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster,
     wait_for("node 4 added", added, 60)
     assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
 
+    # UpdateRaftVoter (a voter telling the leader its listeners), on the leader's controller listener.
+    view = wait_for("a leader", cluster.quorum_leader, 20)[0]
+    controller_port = cluster.plan.node(view.leader_id).controller_port
+
+    def update(epoch: int) -> Any:
+        with Connection(HOST, controller_port, client_id="kip853-test", timeout_s=20) as conn:
+            return conn.request(82, {"cluster_id": None, "current_leader_epoch": epoch, "voter_id": 4,
+                                     "voter_directory_id": fourth.directory_id,
+                                     "listeners": [{"name": "CONTROLLER", "host": HOST,
+                                                    "port": fourth.controller_port}],
+                                     "k_raft_version_feature": {"min_supported_version": 0,
+                                                                "max_supported_version": 1}}, version=0)
+
+    stale = update(view.leader_epoch - 1)
+    assert stale.error_code == ErrorCode.fenced_leader_epoch
+    updated = update(view.leader_epoch)
+    assert updated.error_code == ErrorCode.none, updated
+    assert (updated.current_leader.leader_id, updated.current_leader.port) == (view.leader_id, controller_port)
+
     # Remove the leader: the change commits, it resigns, and the others elect a new one.
+    # (The update above answered at its append: until it commits, a change is refused REQUEST_TIMED_OUT.)
     leader = wait_for("a leader", cluster.quorum_leader, 20)[0].leader_id
-    removed = _remove(cluster.port(leader), leader, _directory_id(cluster.plan.node(leader).data_dir))
-    assert removed is not None and removed.error_code == ErrorCode.none, removed
+
+    def removed() -> Any:
+        r = _remove(cluster.port(leader), leader, _directory_id(cluster.plan.node(leader).data_dir))
+        # REQUEST_TIMED_OUT: refused while a change is uncommitted, or appended but not committed in time (then
+        # the next try finds it gone: VOTER_NOT_FOUND; the voter set is checked below either way).
+        assert r is None or r.error_code in (ErrorCode.none, ErrorCode.request_timed_out, ErrorCode.voter_not_found), r
+        return r if r is not None and r.error_code in (ErrorCode.none, ErrorCode.voter_not_found) else None
+
+    wait_for("the leader removed", removed, 30)
     remaining = {1, 2, 3, 4} - {leader}
     view = wait_for("a new leader among the remaining voters",
                     lambda: ((v := cluster.quorum_leader([n for n in (1, 2, 3) if n != leader])) is not None

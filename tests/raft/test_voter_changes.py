@@ -11,7 +11,9 @@ import base64
 import random
 import uuid
 from collections.abc import Callable
+from functools import partial
 
+from samsa.raft import reconfig
 from samsa.raft.batch_codec import decode_entries, encode_entries
 from samsa.raft.core import RaftCore
 from samsa.raft.events import Action, CommitUpTo, LoadSnapshot, Received, Send, TakeSnapshot, Tick
@@ -99,19 +101,24 @@ class Network:
                   kraft: tuple[int, int] | None = (0, 1)) -> VoterChangeAppended | VoterChangeRefused:
         leader = self.leader()
         key = directory(n) if directory_id is None else directory_id
-        refused = leader.begin_add_voter(n, key, 30_000, self.now)
-        assert not isinstance(refused, Follower)
+        refused, _ = leader.change_voters(partial(reconfig.begin_add_voter, voter_id=n, directory_id=key,
+                                                  timeout_ms=30_000), self.now)
         if refused is not None:
             assert isinstance(refused, VoterChangeRefused)
             return refused
-        result, actions = leader.complete_add_voter(VoterNode(n, key, endpoint(n)), ErrorCode.none, kraft, self.now)
+        voter = VoterNode(n, key, endpoint(n))
+        result, actions = leader.change_voters(partial(reconfig.complete_add_voter, voter=voter,
+                                                       api_versions_error=ErrorCode.none, kraft_versions=kraft),
+                                               self.now)
         self.feed(leader.node_id, actions)
         assert isinstance(result, VoterChangeAppended | VoterChangeRefused)
         return result
 
     def remove_voter(self, n: int, directory_id: uuid.UUID | None = None) -> VoterChangeAppended | VoterChangeRefused:
         leader = self.leader()
-        result, actions = leader.remove_voter(n, directory(n) if directory_id is None else directory_id, self.now)
+        result, actions = leader.change_voters(partial(
+            reconfig.remove_voter, voter_id=n, directory_id=directory(n) if directory_id is None else directory_id),
+            self.now)
         self.feed(leader.node_id, actions)
         assert isinstance(result, VoterChangeAppended | VoterChangeRefused)
         return result
@@ -170,7 +177,8 @@ def test_a_new_leader_refuses_until_it_committed_its_epoch() -> None:
     assert leaders, "no leader elected"
     new = leaders[0]
     assert isinstance(new.state, Leader) and new.high_watermark <= new.state.epoch_start_offset
-    refused = new.begin_add_voter(4, directory(4), 30_000, fresh.now)
+    refused, _ = new.change_voters(partial(reconfig.begin_add_voter, voter_id=4, directory_id=directory(4),
+                                           timeout_ms=30_000), fresh.now)
     assert refused == VoterChangeRefused(
         ErrorCode.request_timed_out,
         "Request timed out waiting for leader to establish HWM and fence previous voter changes")
@@ -296,3 +304,28 @@ def test_voter_records_round_trip_through_batches_and_snapshot_frames() -> None:
 
 def _b64(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def test_update_voter_fills_in_a_directory_id_and_listeners() -> None:
+    """Kafka: UpdateVoterHandler -- the voter with that id (and directory id, or none known) gets the new
+    listeners and kraft.version range; an unknown voter or a range without the finalized level is refused."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    follower = next(n for n in (1, 2, 3) if n != leader.node_id)
+    moved = VoterNode(follower, directory(follower), (VoterEndpoint("CONTROLLER", "10.0.0.9", 9999),), 0, 1)
+
+    def update(voter: VoterNode) -> object:
+        result, actions = leader.change_voters(partial(reconfig.update_voter, voter=voter), net.now)
+        net.feed(leader.node_id, actions)
+        return result
+
+    assert update(VoterNode(42, directory(42), endpoint(42))) == VoterChangeRefused(ErrorCode.voter_not_found, None)
+    assert update(VoterNode(follower, uuid.UUID(int=9), endpoint(follower))) == VoterChangeRefused(
+        ErrorCode.voter_not_found, None)
+    old_range = VoterNode(follower, directory(follower), endpoint(follower), 0, 0)
+    assert update(old_range) == VoterChangeRefused(ErrorCode.invalid_request, None)
+    assert isinstance(update(moved), VoterChangeAppended)
+    net.run(500)
+    assert leader.voter_set().get(follower) == moved
+    assert net.cores[follower].voter_set().get(follower) == moved
