@@ -12,8 +12,9 @@ The driver executes actions in order; persist actions are durable before anythin
 in-memory log + epoch cache), quorum_state (roles and config), core (the state machine), election
 (Vote, BeginQuorumEpoch, EndQuorumEpoch), replication (Fetch, FetchSnapshot, high watermark,
 check-quorum), voter_set (KIP-853: the voters as VotersRecord / KRaftVersionRecord control records),
-reconfig (the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter rules, run by core.change_voters), core_view (the Protocol election and replication see the core through), invariants
-(InvariantViolation), codec and batch_codec (the wire and on-disk encodings).
+reconfig (the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter rules, run by core.change_voters),
+core_view (the Protocol election and replication see the core through), invariants (InvariantViolation),
+codec and batch_codec (the wire and on-disk encodings).
 
 Where the driver is: not here. The production driver is samsa.broker.metadata.quorum (MetadataQuorum),
 with its disk writer in samsa.broker.metadata.raft_disk. It lives in the broker because it needs what
