@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import base64
 import random
+import shutil
+import subprocess
 import uuid
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
+
+import pytest
 
 from samsa.raft import reconfig
 from samsa.raft.batch_codec import decode_entries, encode_entries
@@ -26,9 +31,12 @@ from samsa.raft.voter_set import (
     VoterEndpoint,
     VoterNode,
     VoterSet,
+    encode_kraft_version,
     frame_snapshot,
     unframe_snapshot,
 )
+
+ORACLE = Path(__file__).resolve().parents[2] / "compat-tests" / "oracle"
 
 
 def directory(node_id: int) -> uuid.UUID:
@@ -329,3 +337,24 @@ def test_update_voter_fills_in_a_directory_id_and_listeners() -> None:
     net.run(500)
     assert leader.voter_set().get(follower) == moved
     assert net.cores[follower].voter_set().get(follower) == moved
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("java") and any((ORACLE / "lib").glob("kafka_*.jar"))),
+                    reason="Kafka jars (compat-tests/oracle/lib) or java missing")
+def test_kafka_dump_log_reads_our_voter_records(tmp_path: Path) -> None:
+    """Kafka's own DumpLogSegments decodes Samsa's KIP-853 control batches as KRaftVersion and KRaftVoters."""
+    voters = VoterSet((VoterNode(1, directory(1), endpoint(1)), VoterNode(4, directory(4), endpoint(4))))
+    entries = [LogEntry(0, 1, b"leader=1", EntryKind.LEADER_CHANGE),
+               LogEntry(1, 1, encode_kraft_version(1), EntryKind.KRAFT_VERSION),
+               LogEntry(2, 1, voters.encode(), EntryKind.VOTERS)]
+    segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(encode_entries(entries, timestamp_ms=1))
+    run = [str(ORACLE / "kafka-run.sh"), "org.apache.kafka.tools.DumpLogSegments", "--files", str(segment),
+           "--print-data-log"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=300, check=True).stdout
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in out
+    assert (f'"voterId":4,"voterDirectoryId":"{_b64(directory(4))}","endpoints":[{{"name":"CONTROLLER",'
+            f'"host":"127.0.0.1","port":9004}}]') in out
+    assert out.count("isvalid: true") == 3
