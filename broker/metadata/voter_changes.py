@@ -18,7 +18,7 @@ from typing import Any
 
 from samsa.broker.metadata.quorum import MetadataQuorum, NotControllerError
 from samsa.broker.metadata.quorum_types import now_ms
-from samsa.broker.node_client import ClientSecurity, NodeClient, NodeUnavailableError
+from samsa.broker.node_client import ClientSecurity, NodeClient
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
 from samsa.kproto.wire import build
@@ -55,7 +55,12 @@ async def add_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UU
         return ErrorCode.not_leader_or_follower, None
     if isinstance(refused, VoterChangeRefused):
         return refused.error_code, refused.message
-    api_error, kraft_versions = await _kraft_versions(own, core.config.request_timeout_ms / 1000, security)
+    try:
+        api_error, kraft_versions = await _kraft_versions(own, core.config.request_timeout_ms / 1000, security)
+    except BaseException:
+        # (cancelled, or an answer that does not decode): the pending add must not block the next change
+        core.change_voters(partial(reconfig.abort_voter_change, voter_id=voter_id), now_ms())
+        raise
     voter = VoterNode(voter_id, directory_id, tuple(endpoints))
     result, actions = core.change_voters(partial(reconfig.complete_add_voter, voter=voter,
                                                  api_versions_error=api_error, kraft_versions=kraft_versions),
@@ -122,7 +127,7 @@ async def _kraft_versions(endpoint: VoterEndpoint, timeout_s: float, security: C
                     {"client_software_name": "samsa", "client_software_version": "1"})
     try:
         response = await client.request(request, timeout_s=timeout_s)
-    except (TimeoutError, NodeUnavailableError) as e:
+    except Exception as e:  # unreachable, no answer in time, or an answer that does not decode: the peer's
         logger.info("ApiVersions to the new voter at %s:%d failed: %s", endpoint.host, endpoint.port, e)
         return ErrorCode.broker_not_available, None  # Kafka's KafkaNetworkChannel: a disconnection
     finally:
