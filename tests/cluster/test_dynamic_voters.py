@@ -227,8 +227,9 @@ def test_kafka_metadata_quorum_tool_adds_and_removes_a_samsa_controller(cluster:
     assert {v["id"]: v["directoryId"] for v in voters}[4] == directory
     assert {v["id"]: v["endpoints"] for v in voters}[4] == [f"CONTROLLER://{HOST}:{fourth.controller_port}"]
 
-    result = _quorum_tool(bootstrap, "remove-controller", "--controller-id", "4", "--controller-directory-id",
-                          directory)
+    # (the = form: a Kafka id may start with "-", which argparse would take for an option)
+    result = _quorum_tool(bootstrap, "remove-controller", "--controller-id", "4",
+                          f"--controller-directory-id={directory}")
     assert f"Removed KRaft controller 4 with directory id {directory}" in result.stdout
     assert wait_for("3 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3} or None, 20)[0]
 
@@ -261,7 +262,7 @@ def test_kafka_metadata_quorum_tool_with_bootstrap_controller(cluster: Cluster, 
                                 if line.startswith("CurrentObservers")))
     assert 4 in [o["id"] for o in observers]
     # Removing a controller that is not a voter: Kafka's VOTER_NOT_FOUND, as the tool reports it.
-    refused = tool("remove-controller", "--controller-id", "4", "--controller-directory-id", directory)
+    refused = tool("remove-controller", "--controller-id", "4", f"--controller-directory-id={directory}")
     assert refused.returncode != 0 and "VoterNotFoundException" in refused.stdout + refused.stderr
 
 
@@ -287,13 +288,13 @@ def test_samsa_cluster_add_and_remove_controller(cluster: Cluster, fourth: Fourt
 
     wait_for("samsa cluster add-controller", added, 60)
     assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
-    again = _samsa("cluster", "add-controller", "--controller-id", "4", "--controller-directory-id", directory,
+    again = _samsa("cluster", "add-controller", "--controller-id", "4", f"--controller-directory-id={directory}",
                    "--controller-endpoint", endpoint, *bootstrap)
     assert again.returncode == 1 and "DUPLICATE_VOTER" in again.stderr
-    gone = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id", directory,
+    gone = _samsa("cluster", "remove-controller", "--controller-id", "4", f"--controller-directory-id={directory}",
                   *bootstrap)
     assert gone.returncode == 0 and f"Removed KRaft controller 4 with directory id {directory}" in gone.stdout
     assert wait_for("3 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3} or None, 20)[0]
-    bad = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id", "nope",
+    bad = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id=nope",
                  *bootstrap)
     assert bad.returncode == 1 and "--controller-directory-id" in bad.stderr

@@ -4,7 +4,9 @@ broker (it forwards them to the active controller).
 
     samsa cluster add-controller --controller-id 4 --controller-data-dir /data/node-4 \\
         --controller-endpoint 10.0.0.4:9093 -b 10.0.0.1:9092
-    samsa cluster remove-controller --controller-id 4 --controller-directory-id ChsP_1uqSjWwP4kz6kIx0A
+    samsa cluster remove-controller --controller-id 4 --controller-directory-id=-qpS8KRkRaGpWBfk3rGoVw
+
+(`--controller-directory-id=ID`: a Kafka id may start with "-", which would otherwise read as an option.)
 
 The new controller must already run and follow the quorum (an observer that has caught up); its directory id is
 the `directory.id` of its meta.properties (--controller-data-dir reads it) or given with --controller-directory-id.
