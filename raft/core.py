@@ -294,6 +294,7 @@ class RaftCore:
         if isinstance(s, Leader):
             for v in ids - {self.node_id}:
                 s.replicas.setdefault(v, ReplicaState(last_fetch_ms=self.now_ms))
+            s.begin_quorum_pending &= ids  # a removed voter is no longer told of this epoch
 
     def _after_voter_change(self) -> list[Action]:
         """What a change of the voter set asks of this node at the end of a step: a node no longer a voter
