@@ -21,7 +21,16 @@ import pytest
 from samsa.raft import reconfig
 from samsa.raft.batch_codec import decode_entries, encode_entries
 from samsa.raft.core import RaftCore
-from samsa.raft.events import Action, CommitUpTo, LoadSnapshot, Received, Send, TakeSnapshot, Tick
+from samsa.raft.events import (
+    Action,
+    CommitUpTo,
+    LoadSnapshot,
+    PersistQuorumState,
+    Received,
+    Send,
+    TakeSnapshot,
+    Tick,
+)
 from samsa.raft.log import EntryKind, LogEntry, RaftLog, Snapshot, SnapshotId
 from samsa.raft.messages import ErrorCode, VoteRequest, VoteResponse
 from samsa.raft.quorum_state import Follower, Leader, QuorumConfig
@@ -62,11 +71,12 @@ class Network:
         for n in sorted(voters | set(observers)):
             self.start(n)
 
-    def start(self, n: int, entries: tuple[LogEntry, ...] = (), snapshot: Snapshot | None = None) -> None:
+    def start(self, n: int, entries: tuple[LogEntry, ...] = (), snapshot: Snapshot | None = None,
+              quorum_state: PersistQuorumState | None = None) -> None:
         bootstrap = VoterSet(tuple(VoterNode(v, ZERO_DIRECTORY_ID, endpoint(v)) for v in self.voters))
         self.cores[n] = RaftCore(n, QuorumConfig(voters=self.voters), random.Random(self.seed * 100 + n), self.now,
                                  directory_id=directory(n), bootstrap_voters=bootstrap, entries=entries,
-                                 snapshot=snapshot)
+                                 snapshot=snapshot, quorum_state=quorum_state)
         self.committed.setdefault(n, [])
         self.down.discard(n)
         self.feed(n, self.cores[n].step(Tick(), self.now))
@@ -358,3 +368,34 @@ def test_kafka_dump_log_reads_our_voter_records(tmp_path: Path) -> None:
     assert (f'"voterId":4,"voterDirectoryId":"{_b64(directory(4))}","endpoints":[{{"name":"CONTROLLER",'
             f'"host":"127.0.0.1","port":9004}}]') in out
     assert out.count("isvalid: true") == 3
+
+
+def test_an_uncommitted_removal_is_undone_when_a_new_leader_truncates_it() -> None:
+    """KIP-853: the set in force is the latest in the log, committed or not; the leader that appended a removal
+    and crashed before it committed goes back to the previous set when the new leader truncates the record."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    old = leader.node_id
+    followers = sorted({1, 2, 3} - {old})
+    net.down = set(followers)  # the removal reaches no one
+    removed = net.remove_voter(followers[0])
+    assert isinstance(removed, VoterChangeAppended)
+    assert leader.config.voters == {old, followers[1]}
+    epoch, entries = leader.epoch, tuple(leader.log.entries)
+    net.down = {old}  # the leader crashes; the two others elect a leader among the three voters they know
+    new = None
+    for _ in range(1000):
+        net.run(10)
+        leaders = [c for n, c in net.cores.items() if n != old and isinstance(c.state, Leader)]
+        if leaders and leaders[0].high_watermark > leaders[0].state.epoch_start_offset:  # type: ignore[union-attr]
+            new = leaders[0]
+            break
+    assert new is not None and new.config.voters == {1, 2, 3}
+    net.start(old, entries=entries, quorum_state=PersistQuorumState(epoch, old, old))
+    restarted = net.cores[old]
+    assert restarted.config.voters == {old, followers[1]}  # its log still holds the removal
+    net.run(3000)
+    assert restarted.log.voter_set is None and restarted.config.voters == {1, 2, 3}
+    assert restarted.leader_id == new.node_id
+    assert all(e.kind != EntryKind.VOTERS for e in restarted.log.entries)
