@@ -298,3 +298,18 @@ def test_samsa_cluster_add_and_remove_controller(cluster: Cluster, fourth: Fourt
     bad = _samsa("cluster", "remove-controller", "--controller-id", "4", "--controller-directory-id=nope",
                  *bootstrap)
     assert bad.returncode == 1 and "--controller-directory-id" in bad.stderr
+
+    # AddRaftVoter v1 with ack_when_committed=false (KIP-1186) on the leader's controller listener: answered at
+    # the append; the set shows the new voter once the record is committed.
+    def added_unacknowledged() -> bool | None:
+        view = cluster.quorum_leader()
+        if view is None:
+            return None
+        port = cluster.plan.node(view.leader_id).controller_port
+        r = _ask(port, 80, {"cluster_id": None, "timeout": 30_000, "voter_id": 4,
+                            "voter_directory_id": fourth.directory_id, "ack_when_committed": False,
+                            "listeners": [{"name": "CONTROLLER", "host": HOST, "port": fourth.controller_port}]})
+        return True if r is not None and r.error_code == ErrorCode.none else None
+
+    wait_for("node 4 added without waiting for the commit", added_unacknowledged, 60)
+    assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
