@@ -49,8 +49,9 @@ async def add_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UU
                                            f"default listener ListenerName({CONTROLLER_LISTENER_NAME})")
     core = quorum.core
     timeout_ms = max(1, min(timeout_ms, 5 * 60_000)) if timeout_ms > 0 else core.config.request_timeout_ms
-    refused, _ = core.change_voters(partial(reconfig.begin_add_voter, voter_id=voter_id, directory_id=directory_id,
-                                            timeout_ms=timeout_ms), now_ms())
+    refused, actions = core.change_voters(partial(reconfig.begin_add_voter, voter_id=voter_id,
+                                                  directory_id=directory_id, timeout_ms=timeout_ms), now_ms())
+    quorum.execute(actions)  # (none of its own; whatever the end of a core call asks, as after any step)
     if isinstance(refused, NotLeader):
         return ErrorCode.not_leader_or_follower, None
     if isinstance(refused, VoterChangeRefused):
@@ -59,7 +60,7 @@ async def add_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UU
         api_error, kraft_versions = await _kraft_versions(own, core.config.request_timeout_ms / 1000, security)
     except BaseException:
         # (cancelled, or an answer that does not decode): the pending add must not block the next change
-        core.change_voters(partial(reconfig.abort_voter_change, voter_id=voter_id), now_ms())
+        quorum.execute(core.change_voters(partial(reconfig.abort_voter_change, voter_id=voter_id), now_ms())[1])
         raise
     voter = VoterNode(voter_id, directory_id, tuple(endpoints))
     result, actions = core.change_voters(partial(reconfig.complete_add_voter, voter=voter,
