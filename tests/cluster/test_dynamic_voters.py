@@ -30,7 +30,8 @@ class Fourth:
         self.port, self.controller_port = launcher.free_ports(2)
         self.options = launcher.ServeOptions(
             data_dir=directory / "node-4", port=self.port, host=HOST, node_id=4, roles="broker,controller",
-            controller_quorum=cluster.plan.quorum, controller_listen=f"{HOST}:{self.controller_port}")
+            controller_quorum=cluster.plan.quorum, controller_listen=f"{HOST}:{self.controller_port}",
+            overrides=cluster.plan.overrides)  # the cluster's own settings
         self.log = directory / "node-4.log"
         self.served: launcher.ServeProcess | None = None
 
@@ -313,3 +314,47 @@ def test_samsa_cluster_add_and_remove_controller(cluster: Cluster, fourth: Fourt
 
     wait_for("node 4 added without waiting for the commit", added_unacknowledged, 60)
     assert wait_for("4 voters", lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 20)[0]
+
+
+@pytest.mark.timeout(300)
+def test_the_voter_set_survives_in_snapshots(cluster_factory: Any, tmp_path: Path) -> None:
+    """Snapshots every 5 entries: the VotersRecord falls below every node's log start, so after a restart the
+    voter set can only come from the snapshot (which carries it, framed before the image)."""
+    from samsa.broker.metadata.raft_disk import latest_snapshot
+    from samsa.raft.voter_set import VoterSet
+
+    cluster = cluster_factory(3, overrides=("samsa.metadata.snapshot.interval.entries=5",))
+    fourth = Fourth(cluster, tmp_path)
+    fourth.start()
+    try:
+        wait_for("node 4 among the observers",
+                 lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+        wait_for("node 4 added", lambda: ((r := _add(cluster.port(1), 4, fourth.directory_id,
+                                                     fourth.controller_port)) is not None
+                 and r.error_code == ErrorCode.none) or None, 60)
+        for i in range(8):
+            wait_for(f"topic {i}", lambda i=i: _created(cluster, cluster.port(1), f"snap-{i}"), 30)
+        metadata_dirs = [cluster.plan.node(n).data_dir / "__cluster_metadata-0" for n in cluster.node_ids]
+        metadata_dirs.append(fourth.options.data_dir / "__cluster_metadata-0")
+
+        def snapshots_hold_the_set() -> bool | None:
+            for d in metadata_dirs:
+                snapshot = latest_snapshot(d)
+                if snapshot is None or not snapshot.voters or VoterSet.decode(snapshot.voters).ids != {1, 2, 3, 4}:
+                    return None
+            return True
+
+        wait_for("every node's snapshot holding the 4 voters", snapshots_hold_the_set, 30)
+        fourth.stop()
+        cluster.stop()
+        for n in cluster.node_ids:
+            cluster.start(n, wait=False)
+        fourth.served = launcher.start_serve(fourth.options, fourth.log, cwd=REPO)
+        for n in cluster.node_ids:
+            cluster.wait_listening(n)
+        fourth.served.wait_listening()
+        assert wait_for("4 voters after the restart",
+                        lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 60)[0]
+        wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, "snap-after"), 60)
+    finally:
+        fourth.stop()
