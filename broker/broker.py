@@ -41,6 +41,7 @@ from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
 from samsa.raft.quorum_state import QuorumConfig
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID
 from samsa.storage.config import LogConfig
 from samsa.storage.dir_lock import DataDirLock, DataDirLockedError
 from samsa.storage.log_manager import LogManager
@@ -57,6 +58,15 @@ def now_ms() -> int:
 def random_kafka_uuid() -> str:
     """A Kafka-style id: 16 random bytes as 22 characters of URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID | None:
+    """The inverse of random_kafka_uuid (Kafka's Uuid.fromString); None for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError):
+        return None
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
 
 
 def _read_meta_properties(path: Path) -> dict[str, str]:
@@ -158,6 +168,7 @@ class Broker:
             snapshot_every_entries=config.get_int("samsa.metadata.snapshot.interval.entries"),
             disk_guard=self.log_manager.disk_guard,
             security=self.controller_security,
+            directory_id=parse_kafka_uuid(meta.get("directory.id", "")) or ZERO_DIRECTORY_ID,
         )
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.
@@ -211,7 +222,7 @@ class Broker:
         leader = self.quorum.leader_id
         if leader is None or leader == self.node_id:
             return None
-        endpoint = self.quorum.voters.get(leader)
+        endpoint = self.quorum.endpoint(leader)
         return None if endpoint is None else (leader, endpoint)
 
     def _dynamic_config(self, image: MetadataImage) -> BrokerConfig:

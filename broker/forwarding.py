@@ -32,6 +32,7 @@ ENVELOPE = 58
 ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
 UNREGISTER_BROKER = 64
+ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -122,6 +123,11 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
     ALTER_USER_SCRAM_CREDENTIALS: _alter_scram_error,
     UPDATE_FEATURES: _update_features_error,
     UNREGISTER_BROKER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
+                                                         "error_message": message},
+    # KIP-853 (Kafka's KafkaApis forwards both to the controller)
+    ADD_RAFT_VOTER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
+                                                      "error_message": message},
+    REMOVE_RAFT_VOTER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
                                                          "error_message": message},
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)

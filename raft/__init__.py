@@ -1,4 +1,4 @@
-"""The metadata quorum: a sans-IO KRaft core (KIP-595, KIP-630 snapshots, KIP-996 pre-vote).
+"""The metadata quorum: a sans-IO KRaft core (KIP-595, KIP-630 snapshots, KIP-996 pre-vote, KIP-853 voters).
 
     core = RaftCore(node_id, QuorumConfig(voters=frozenset({1, 2, 3})), random.Random(seed), now_ms,
                     quorum_state=..., snapshot=..., entries=...)      # what survived on disk
@@ -11,8 +11,10 @@ The driver executes actions in order; persist actions are durable before anythin
 (raft.events has the contract). Modules: messages (the RPCs), events (inputs, actions), log (the
 in-memory log + epoch cache), quorum_state (roles and config), core (the state machine), election
 (Vote, BeginQuorumEpoch, EndQuorumEpoch), replication (Fetch, FetchSnapshot, high watermark,
-check-quorum), core_view (the Protocol election and replication see the core through), invariants
-(InvariantViolation), codec and batch_codec (the wire and on-disk encodings).
+check-quorum), voter_set (KIP-853: the voters as VotersRecord / KRaftVersionRecord control records),
+reconfig (the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter rules, run by core.change_voters),
+core_view (the Protocol election and replication see the core through), invariants (InvariantViolation),
+codec and batch_codec (the wire and on-disk encodings).
 
 Where the driver is: not here. The production driver is samsa.broker.metadata.quorum (MetadataQuorum),
 with its disk writer in samsa.broker.metadata.raft_disk. It lives in the broker because it needs what

@@ -3,7 +3,9 @@
 Kafka: KafkaMetadataLog over UnifiedLog, BatchBuilder and RecordsIterator. Consecutive DATA entries of
 one epoch share a batch, one record each (key null, value the payload), partition_leader_epoch the
 epoch; a LEADER_CHANGE entry is a control batch of its own holding one LEADER_CHANGE control record
-whose value is Kafka's LeaderChangeMessage (MemoryRecords.withLeaderChangeMessage).
+whose value is Kafka's LeaderChangeMessage (MemoryRecords.withLeaderChangeMessage). KIP-853's
+KRAFT_VERSION and VOTERS entries are control batches of one KRAFT_VERSION / KRAFT_VOTERS control record
+each, whose value is the entry's payload (KRaftVersionRecord / VotersRecord bytes).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from samsa.kproto.batch import CorruptBatchError
 from samsa.kproto.records import ControlType, Record, RecordInput, decode_batches, decode_control_record, encode_batch
 from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import EntryKind, LogEntry
+from samsa.raft.voter_set import VoterSet, decode_kraft_version
 
 __all__ = ["MAX_DECOMPRESSED_BATCH_BYTES", "CodecError", "decode_entries", "encode_entries"]
 
@@ -32,6 +35,9 @@ MAX_DECOMPRESSED_BATCH_BYTES = 64 * 1024 * 1024
 
 _CONTROL_KEY = struct.Struct(">hh")  # ControlRecordType key: version 0, type
 _LEADER_CHANGE_KEY = _CONTROL_KEY.pack(0, ControlType.LEADER_CHANGE)
+# KIP-853 control entries: their control type, and the check that a payload is one.
+_KIP853_TYPES = {EntryKind.KRAFT_VERSION: ControlType.KRAFT_VERSION, EntryKind.VOTERS: ControlType.KRAFT_VOTERS}
+_KIP853_KINDS = {t: k for k, t in _KIP853_TYPES.items()}
 
 
 class CodecError(Exception):
@@ -70,13 +76,15 @@ def _encode_batch(batch: Sequence[LogEntry], timestamp_ms: int) -> bytes:
     records: list[RecordInput]
     if first.kind == EntryKind.LEADER_CHANGE:
         records = [(_LEADER_CHANGE_KEY, _leader_change_value(first.payload), ())]
+    elif first.kind in _KIP853_TYPES:
+        records = [(_CONTROL_KEY.pack(0, _KIP853_TYPES[first.kind]), first.payload, ())]
     else:
         records = [(None, e.payload, ()) for e in batch]
     return encode_batch(
         records,
         base_offset=first.offset,
         timestamp_ms=timestamp_ms,
-        is_control=first.kind == EntryKind.LEADER_CHANGE,
+        is_control=first.kind != EntryKind.DATA,
         partition_leader_epoch=first.epoch,
     )
 
@@ -107,14 +115,29 @@ def decode_entries(data: bytes | bytearray | memoryview) -> list[LogEntry]:
 def _entry(record: Record, epoch: int, is_control: bool) -> LogEntry:
     if is_control:
         control = decode_control_record(record)
-        if control.type != ControlType.LEADER_CHANGE:
-            raise CodecError(ErrorCode.corrupt_message, f"control record type {control.type} at {record.offset}")
         if record.value is None:
             raise CodecError(ErrorCode.corrupt_message, f"null value at offset {record.offset}")
+        kind = _KIP853_KINDS.get(ControlType(control.type)) if control.type in _KIP853_KINDS else None
+        if kind is not None:
+            return LogEntry(record.offset, epoch, _checked_kip853_value(kind, bytes(record.value), record.offset),
+                            kind)
+        if control.type != ControlType.LEADER_CHANGE:
+            raise CodecError(ErrorCode.corrupt_message, f"control record type {control.type} at {record.offset}")
         return LogEntry(record.offset, epoch, _leader_change_payload(bytes(record.value)), EntryKind.LEADER_CHANGE)
     if record.value is None:
         raise CodecError(ErrorCode.corrupt_message, f"null value at offset {record.offset}")
     return LogEntry(record.offset, epoch, bytes(record.value), EntryKind.DATA)
+
+
+def _checked_kip853_value(kind: EntryKind, value: bytes, offset: int) -> bytes:
+    try:
+        if kind == EntryKind.VOTERS:
+            VoterSet.decode(value)
+        else:
+            decode_kraft_version(value)
+    except ValueError as e:
+        raise CodecError(ErrorCode.corrupt_message, f"{kind.name} control record at {offset}: {e}") from e
+    return value
 
 
 # The core's LEADER_CHANGE payload is b"leader=<id>"; on the wire and on disk it is Kafka's

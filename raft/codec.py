@@ -179,6 +179,8 @@ def encode_request(
                 "last_fetched_epoch": msg.last_fetched_epoch,
                 "log_start_offset": msg.log_start_offset,
                 "partition_max_bytes": FETCH_MAX_BYTES,
+                # v17 (KIP-853): the leader tells observers apart by replica key, and AddRaftVoter checks it
+                "replica_directory_id": None if msg.replica_directory_id == _ZERO_UUID else msg.replica_directory_id,
             }
             body = {
                 "replica_state": {"replica_id": msg.replica_id, "replica_epoch": -1},
@@ -267,6 +269,7 @@ def _decode_fetch_request(req: Any, version: int) -> tuple[int, FetchRequest]:
         p.last_fetched_epoch,
         p.log_start_offset,
         ms(req.max_wait),
+        getattr(p, "replica_directory_id", None) or _ZERO_UUID,
     )
     # Kafka: handleFetchRequest refuses these before it looks at its own state.
     if (
@@ -502,8 +505,9 @@ def describe_quorum_response(
 
     v1 adds the replicas' last_fetch_timestamp and last_caught_up_timestamp: the tool shows them as
     wall-clock epoch milliseconds ("ms ago" with --human-readable, which refuses a time in the future),
-    so the driver passes wall-clock timestamps. v2 adds error messages, replica_directory_id (zero: we
-    have no directory ids) and `nodes`, one CONTROLLER listener each, which --status prints as endpoints.
+    so the driver passes wall-clock timestamps. v2 adds error messages, replica_directory_id (KIP-853: what
+    the voter set or the replica's fetches say; zero: unknown) and `nodes`, one CONTROLLER listener each,
+    which --status prints as endpoints.
     """
     _check_version(DESCRIBE_QUORUM_KEY, version)
     partition = {
@@ -531,7 +535,7 @@ def describe_quorum_response(
 def _replica_state(r: ReplicaDescription) -> dict[str, Any]:
     return {
         "replica_id": r.replica_id,
-        "replica_directory_id": _ZERO_UUID,
+        "replica_directory_id": r.replica_directory_id,
         "log_end_offset": r.log_end_offset,
         "last_fetch_timestamp": r.last_fetch_timestamp,
         "last_caught_up_timestamp": r.last_caught_up_timestamp,

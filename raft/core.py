@@ -8,11 +8,13 @@ in raft.replication.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from samsa.raft import election, replication
+from samsa.raft import election, reconfig, replication
 from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
@@ -58,9 +60,12 @@ from samsa.raft.quorum_state import (
     Leader,
     Prospective,
     QuorumConfig,
+    ReplicaState,
     Resigned,
     Unattached,
 )
+from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterNode, VoterSet
 
 __all__ = ["RaftCore"]
 
@@ -89,14 +94,28 @@ class RaftCore:
         quorum_state: PersistQuorumState | None = None,
         snapshot: Snapshot | None = None,
         entries: Sequence[LogEntry] = (),
+        directory_id: uuid.UUID = ZERO_DIRECTORY_ID,
+        bootstrap_voters: VoterSet | None = None,
     ) -> None:
         """Start from what survived on disk; the driver has already loaded `snapshot` into its state
         machine, and should call step(Tick()) at once: a follower's first fetch goes out then, and the
-        first actions may clean up the log (entries a snapshot made moot when a crash interrupted it)."""
+        first actions may clean up the log (entries a snapshot made moot when a crash interrupted it).
+
+        `config.voters` are the voters the cluster was formed with (`bootstrap_voters` adds their
+        listeners); the latest voter set in the log or snapshot (KIP-853) replaces them from then on, and
+        `self.config.voters` is always the set in force. `directory_id` is this replica's (meta.properties)."""
         self.node_id = node_id
+        self.directory_id = directory_id
+        self.bootstrap_voters = bootstrap_voters or VoterSet(
+            tuple(VoterNode(v, directory_id if v == node_id else ZERO_DIRECTORY_ID) for v in config.voters))
+        if self.bootstrap_voters.ids != config.voters:
+            raise InvariantViolation(f"bootstrap voters {sorted(self.bootstrap_voters.ids)} != {sorted(config.voters)}")
+        self._bootstrap_config = config
         self.config = config
         self.rng = rng
         self.log = RaftLog(snapshot, entries)
+        self._voters_generation = -1
+        self._sync_voters()
         # What a crash in the middle of installing a snapshot left behind: the driver deletes it too.
         self._startup_actions: list[Action] = []
         if entries and entries[-1].offset >= self.log.end_offset:
@@ -114,7 +133,7 @@ class RaftCore:
         self._persisted = (q.epoch, q.voted_id, q.leader_id)
         self._notified: tuple[bool, int, int | None] = (False, q.epoch, q.leader_id)
         self.state: EpochState
-        alone = config.voters == {node_id}  # a one-voter quorum elects itself at once
+        alone = self.config.voters == {node_id}  # a one-voter quorum elects itself at once
         if q.leader_id == node_id:
             # A restarted leader cannot resume: its unflushed tail may be gone (Kafka: ResignedState).
             self.state = Resigned(q.epoch, now_ms if alone else self.election_deadline(now_ms))
@@ -155,9 +174,16 @@ class RaftCore:
 
         def describe(replica_id: int) -> ReplicaDescription:
             if replica_id == self.node_id:
-                return ReplicaDescription(replica_id, self.log.end_offset, self.now_ms, self.now_ms)
+                return ReplicaDescription(replica_id, self.log.end_offset, self.now_ms, self.now_ms,
+                                          self.directory_id)
             r = s.replicas[replica_id]
-            return ReplicaDescription(replica_id, r.end_offset, r.last_fetch_ms, r.last_caught_up_ms)
+            directory = r.directory_id
+            voter = voters.get(replica_id)
+            if voter is not None and voter.directory_id != ZERO_DIRECTORY_ID:
+                directory = voter.directory_id
+            return ReplicaDescription(replica_id, r.end_offset, r.last_fetch_ms, r.last_caught_up_ms, directory)
+
+        voters = reconfig.current_voter_set(self, s)
 
         observers = sorted(set(s.replicas) - self.config.voters)
         return DescribeQuorumResponse(
@@ -208,6 +234,7 @@ class RaftCore:
                 actions += election.resign(self) if isinstance(self.state, Leader) else []
             case TakeSnapshot():
                 actions += replication.take_snapshot(self, event)
+        actions += self._after_voter_change()
         self._check_invariants()
         return _coalesce(actions)
 
@@ -225,8 +252,61 @@ class RaftCore:
         base = self.log.end_offset
         entries = tuple(LogEntry(base + i, s.epoch, p) for i, p in enumerate(payloads))
         actions = self.leader_append(s, entries)
+        actions += self._after_voter_change()
         self._check_invariants()
         return Appended(base, base + len(entries) - 1, s.epoch), actions
+
+    # -- voter changes (KIP-853; the rules are raft.reconfig's) ---------------------------------
+
+    def change_voters(self, change: reconfig.VoterChangeCall, now_ms: int
+                      ) -> tuple[VoterChangeAppended | VoterChangeRefused | NotLeader | None, list[Action]]:
+        """Run one of raft.reconfig's leader operations (begin_add_voter, complete_add_voter, remove_voter,
+        update_voter, abort_voter_change) on this leader; a follower answers NotLeader."""
+        self._advance_clock(now_ms)
+        s = self.state
+        if not isinstance(s, Leader):
+            return NotLeader(self.leader_id, self.epoch), []
+        result, actions = change(self, s)
+        actions += self._after_voter_change()
+        self._check_invariants()
+        return result, actions
+
+    def voter_set(self) -> VoterSet:
+        """The voter set in force (the bootstrap voters until the log has one)."""
+        return self.log.voter_set or self.bootstrap_voters
+
+    def _advance_clock(self, now_ms: int) -> None:
+        if now_ms < self.now_ms:
+            raise InvariantViolation(f"time went backwards: {now_ms} < {self.now_ms}")
+        self.now_ms = now_ms
+
+    def _sync_voters(self) -> None:
+        """Make config.voters the set in force, once the log's voter set changed (KIP-853: at once, on
+        append and on truncation); a leader starts tracking a new voter's fetches."""
+        if self._voters_generation == self.log.voters_generation:
+            return
+        self._voters_generation = self.log.voters_generation
+        voters = self.log.voter_set
+        ids = voters.ids if voters is not None else self._bootstrap_config.voters
+        if ids != self.config.voters:
+            self.config = dataclasses.replace(self._bootstrap_config, voters=ids)
+        s = self.state if hasattr(self, "state") else None
+        if isinstance(s, Leader):
+            for v in ids - {self.node_id}:
+                s.replicas.setdefault(v, ReplicaState(last_fetch_ms=self.now_ms))
+            s.begin_quorum_pending &= ids  # a removed voter is no longer told of this epoch
+
+    def _after_voter_change(self) -> list[Action]:
+        """What a change of the voter set asks of this node at the end of a step: a node no longer a voter
+        stops standing for election; a leader removed from the committed set resigns (Kafka: requestResign)."""
+        self._sync_voters()
+        s = self.state
+        if isinstance(s, Leader) and s.resign_requested:
+            return election.resign(self)
+        if not self.is_voter and isinstance(s, Prospective | Candidate):
+            return self.transition(Unattached(s.epoch, s.voted_id if isinstance(s, Prospective) else self.node_id,
+                                              self.election_deadline(self.now_ms)))
+        return []
 
     # -- messages --------------------------------------------------------------------------------
 
@@ -299,6 +379,7 @@ class RaftCore:
 
     def leader_append(self, leader: Leader, entries: tuple[LogEntry, ...]) -> list[Action]:
         self.log.append(entries)
+        self._sync_voters()  # KIP-853: a VotersRecord counts from its append, for the high watermark too
         actions: list[Action] = [AppendToLog(entries)]
         actions += replication.maybe_advance_high_watermark(self, leader)
         actions += replication.complete_parked_fetches(self, leader, expired_only=False)
@@ -318,7 +399,11 @@ class RaftCore:
             case Prospective():
                 return election.prospective_lost(self) if now >= s.election_deadline_ms else []
             case Candidate() | Resigned():
-                return election.become_prospective(self) if now >= s.election_deadline_ms else []
+                if now < s.election_deadline_ms:
+                    return []
+                if not self.is_voter:  # removed from the voters (KIP-853): it now only follows
+                    return self.transition(Unattached(s.epoch, self.node_id, self.election_deadline(now)))
+                return election.become_prospective(self)
             case Follower():
                 if now >= s.fetch_deadline_ms:
                     if self.is_voter:
@@ -382,7 +467,7 @@ class RaftCore:
         old = self.state
         if new.epoch < old.epoch:
             raise InvariantViolation(f"epoch went backwards: {old.epoch} -> {new.epoch}")
-        if not (self.is_voter or isinstance(new, Unattached | Follower)):
+        if not (self.is_voter or isinstance(new, Unattached | Follower | Resigned)):
             raise InvariantViolation(
                 f"observer {self.node_id} cannot become {type(new).__name__}: an observer only follows")
         self.state = new

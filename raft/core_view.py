@@ -7,12 +7,14 @@ RaftCore satisfies it structurally; mypy checks that at every call that passes `
 
 from __future__ import annotations
 
+import uuid
 from typing import Protocol
 
 from samsa.raft.events import Action, Send
 from samsa.raft.log import LogEntry, RaftLog
 from samsa.raft.messages import RaftMessage
 from samsa.raft.quorum_state import EpochState, Leader, QuorumConfig
+from samsa.raft.voter_set import VoterSet
 
 __all__ = ["RaftCoreView"]
 
@@ -21,6 +23,8 @@ class RaftCoreView(Protocol):
     """The RaftCore's state and helpers that elections and replication read and call."""
 
     node_id: int
+    directory_id: uuid.UUID
+    bootstrap_voters: VoterSet
     config: QuorumConfig
     log: RaftLog
     state: EpochState

@@ -31,8 +31,9 @@ from samsa.raft.quorum_state import Candidate, Follower, Leader, Prospective, Re
 
 def on_vote_request(core: RaftCoreView, source: int, req: VoteRequest, cid: int) -> list[Action]:
     actions: list[Action] = []
-    if not core.is_voter or req.replica_id not in core.config.voters:
-        return [core.respond(source, cid, _vote_response(core, False, ErrorCode.inconsistent_voter_set))]
+    # KIP-853 (Kafka 3.9+): no voter-set check on either side. The voter set in a replica's log may lag the
+    # candidate's (a voter added in a record it has not fetched yet must still vote, or a two-voter set after
+    # an add could never elect); the candidate only counts the answers of the voters it asked.
     if req.replica_epoch < core.epoch:
         return [core.respond(source, cid, _vote_response(core, False, ErrorCode.fenced_leader_epoch))]
     log_ok = (req.last_offset_epoch, req.last_offset) >= (core.log.last_fetched_epoch, core.log.end_offset)

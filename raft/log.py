@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from samsa.raft.invariants import InvariantViolation
+from samsa.raft.voter_set import VoterSet
 
 __all__ = [
     "Diverging",
@@ -29,6 +30,8 @@ __all__ = [
 class EntryKind(enum.IntEnum):
     DATA = 0
     LEADER_CHANGE = 1  # control record appended by every new leader (Kafka: LeaderChangeMessage)
+    KRAFT_VERSION = 2  # control record: KRaftVersionRecord (KIP-853), payload its bytes
+    VOTERS = 3  # control record: VotersRecord (KIP-853), payload its bytes; the voter set from here on
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,8 @@ class SnapshotId:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     snapshot_id: SnapshotId
-    data: bytes
+    data: bytes  # the state machine's image
+    voters: bytes = b""  # the VotersRecord in force at end_offset (empty: none in the log yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,11 @@ class RaftLog:
         # Epoch cache (Kafka: LeaderEpochFileCache): parallel lists, epochs strictly increasing.
         self._epochs: list[int] = []
         self._epoch_starts: list[int] = []
+        # KIP-853 (Kafka: KRaftControlRecordStateMachine): the VOTERS entries of the log, in order, as
+        # (offset, voter set); the snapshot's set stands below them. `voters_generation` counts changes.
+        self._voter_history: list[tuple[int, VoterSet]] = []
+        self._snapshot_voters = _snapshot_voter_set(snapshot)
+        self.voters_generation = 0
         self.append(self._entries_after_snapshot(list(entries)))
 
     def _entries_after_snapshot(self, entries: list[LogEntry]) -> list[LogEntry]:
@@ -108,6 +117,26 @@ class RaftLog:
         if self._entries:
             return self._entries[-1].epoch
         return self.snapshot.snapshot_id.epoch if self.snapshot else 0
+
+    @property
+    def voter_set(self) -> VoterSet | None:
+        """The latest voter set in the log (committed or not) or the snapshot; None: none stored yet."""
+        return self._voter_history[-1][1] if self._voter_history else self._snapshot_voters
+
+    @property
+    def voter_set_offset(self) -> int | None:
+        """Offset of the VOTERS entry that set voter_set; -1 when it came from the snapshot; None: none."""
+        if self._voter_history:
+            return self._voter_history[-1][0]
+        return -1 if self._snapshot_voters is not None else None
+
+    def voter_set_at(self, end_offset: int) -> VoterSet | None:
+        """The voter set in force for a snapshot of every entry below `end_offset`."""
+        found = self._snapshot_voters
+        for offset, voters in self._voter_history:
+            if offset < end_offset:
+                found = voters
+        return found
 
     @property
     def entries(self) -> Sequence[LogEntry]:
@@ -193,6 +222,9 @@ class RaftLog:
                 self._epochs.append(entry.epoch)
                 self._epoch_starts.append(entry.offset)
             self._entries.append(entry)
+            if entry.kind == EntryKind.VOTERS:
+                self._voter_history.append((entry.offset, VoterSet.decode(entry.payload)))
+                self.voters_generation += 1
 
     def truncate_to(self, offset: int) -> None:
         """Drop every entry at or above `offset` (a follower discarding a divergent suffix)."""
@@ -202,6 +234,9 @@ class RaftLog:
         while self._epoch_starts and self._epoch_starts[-1] >= offset:
             self._epochs.pop()
             self._epoch_starts.pop()
+        while self._voter_history and self._voter_history[-1][0] >= offset:
+            self._voter_history.pop()  # KIP-853: back to the previous voter set
+            self.voters_generation += 1
 
     def extends(self, snapshot_id: SnapshotId) -> bool:
         """Does this log hold the entry at snapshot_id.end_offset - 1, with the snapshot's epoch?"""
@@ -227,4 +262,13 @@ class RaftLog:
         self._entries = []
         self._epochs = []
         self._epoch_starts = []
+        self._voter_history = []
+        self._snapshot_voters = _snapshot_voter_set(snapshot)
+        self.voters_generation += 1
         self.append(keep)
+
+
+def _snapshot_voter_set(snapshot: Snapshot | None) -> VoterSet | None:
+    if snapshot is None or not snapshot.voters:
+        return None
+    return VoterSet.decode(snapshot.voters)

@@ -17,11 +17,13 @@ Who sent a message and which request a response answers travel beside it (`Recei
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
 from samsa.raft.log import LogEntry, SnapshotId
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID
 
 __all__ = [
     "NO_EPOCH",
@@ -110,6 +112,7 @@ class FetchRequest:
     last_fetched_epoch: int
     log_start_offset: int
     max_wait_ms: int
+    replica_directory_id: uuid.UUID = ZERO_DIRECTORY_ID  # v17 (KIP-853); zero: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,7 @@ class ReplicaDescription:
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
+    replica_directory_id: uuid.UUID = ZERO_DIRECTORY_ID
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,12 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import SnapshotId
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID
 
 __all__ = [
     "Candidate",
@@ -31,6 +33,7 @@ __all__ = [
     "Resigned",
     "SnapshotFetch",
     "Unattached",
+    "VoterChange",
 ]
 
 
@@ -107,6 +110,7 @@ class ReplicaState:
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
     last_sent_high_watermark: int = -1  # so a fetch is parked only if the replica is fully up to date
+    directory_id: uuid.UUID = ZERO_DIRECTORY_ID  # what its last Fetch said (v17, KIP-853); zero: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,20 @@ class ParkedFetch:
 
 
 @dataclass(slots=True)
+class VoterChange:
+    """The one voter change a leader has under way (Kafka: AddVoterHandlerState / RemoveVoterHandlerState).
+
+    An add waits for the new voter's ApiVersions (offset None) before its VotersRecord is appended; either
+    is done when the high watermark passes `offset`, or abandoned at `deadline_ms`."""
+
+    adding: bool
+    voter_id: int
+    directory_id: uuid.UUID
+    deadline_ms: int
+    offset: int | None = None
+
+
+@dataclass(slots=True)
 class Leader:
     epoch: int
     epoch_start_offset: int  # offset of this epoch's LeaderChange entry
@@ -127,6 +145,8 @@ class Leader:
     begin_quorum_pending: set[int]  # voters that have not acknowledged this epoch yet
     begin_quorum_retry_ms: int
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
+    voter_change: VoterChange | None = None
+    resign_requested: bool = False  # removed from the committed voter set (KIP-853): hand over
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from samsa.raft import election
+from samsa.raft import election, reconfig
 from samsa.raft.core_view import RaftCoreView
 from samsa.raft.events import (
     Action,
@@ -37,6 +37,7 @@ from samsa.raft.messages import (
     FetchSnapshotResponse,
 )
 from samsa.raft.quorum_state import Follower, Leader, ParkedFetch, ReplicaState, SnapshotFetch, Unattached
+from samsa.raft.voter_set import frame_snapshot, unframe_snapshot
 
 _NEVER_MS = 2**62
 
@@ -78,6 +79,7 @@ def on_fetch_request(core: RaftCoreView, source: int, req: FetchRequest, cid: in
         _forget_expired_observers(core, leader)
         replica = leader.replicas[source] = ReplicaState()
     replica.last_fetch_ms = core.now_ms
+    replica.directory_id = req.replica_directory_id
     actions: list[Action] = []
     hw_before = core.high_watermark
     if isinstance(core.log.validate_offset_and_epoch(req.fetch_offset, req.last_fetched_epoch), Valid):
@@ -128,13 +130,15 @@ def _answer_fetch(
 def maybe_advance_high_watermark(core: RaftCoreView, leader: Leader) -> list[Action]:
     """Kafka: LeaderState.maybeUpdateHighWatermark — the majority's durable offset, once it covers an
     entry of the current epoch (the LeaderChange record at epoch_start_offset)."""
-    offsets = [core.log.end_offset]
-    offsets += [leader.replicas[v].end_offset for v in core.config.voters if v != core.node_id]
+    # KIP-853: the voters in force, which need not include the leader (it removed itself, uncommitted yet).
+    offsets = [core.log.end_offset if v == core.node_id else leader.replicas[v].end_offset
+               for v in core.config.voters]
     offsets.sort(reverse=True)
     majority_offset = offsets[core.config.majority - 1]
     if majority_offset <= core.high_watermark or majority_offset <= leader.epoch_start_offset:
         return []
     core.high_watermark = majority_offset
+    reconfig.on_high_watermark(core, leader)
     return commit(core) + complete_parked_fetches(core, leader, expired_only=False)
 
 
@@ -175,7 +179,7 @@ def reject_parked_fetches(core: RaftCoreView, old: Leader) -> list[Action]:
 
 def _check_quorum_fail_ms(core: RaftCoreView, leader: Leader) -> int:
     """When the leader will have heard from fewer than a majority of voters within the timeout."""
-    needed = core.config.majority - 1  # the leader counts itself
+    needed = core.config.majority - (1 if core.is_voter else 0)  # the leader counts itself, if a voter
     if needed == 0:
         return _NEVER_MS
     last = sorted((leader.replicas[v].last_fetch_ms for v in core.config.voters if v != core.node_id), reverse=True)
@@ -205,7 +209,7 @@ def on_fetch_snapshot_request(core: RaftCoreView, source: int, req: FetchSnapsho
     snapshot = core.log.snapshot
     if error is None and (snapshot is None or snapshot.snapshot_id != req.snapshot_id):
         error = ErrorCode.snapshot_not_found
-    if error is None and snapshot is not None and not 0 <= req.position <= len(snapshot.data):
+    if error is None and snapshot is not None and not 0 <= req.position <= snapshot_size(snapshot):
         error = ErrorCode.position_out_of_range
     leader = NO_LEADER if core.leader_id is None else core.leader_id
     if error is not None or snapshot is None:
@@ -217,11 +221,16 @@ def on_fetch_snapshot_request(core: RaftCoreView, source: int, req: FetchSnapsho
     assert isinstance(state, Leader)
     state.replicas.setdefault(source, ReplicaState()).last_fetch_ms = core.now_ms
     size = min(req.max_bytes, core.config.snapshot_chunk_bytes)
-    chunk = snapshot.data[req.position : req.position + size]
+    raw = frame_snapshot(snapshot.voters, snapshot.data)  # KIP-853: the voter set travels with the snapshot
+    chunk = raw[req.position : req.position + size]
     response = FetchSnapshotResponse(
-        ErrorCode.none, leader, core.epoch, snapshot.snapshot_id, len(snapshot.data), req.position, chunk
+        ErrorCode.none, leader, core.epoch, snapshot.snapshot_id, len(raw), req.position, chunk
     )
     return [core.respond(source, cid, response)]
+
+
+def snapshot_size(snapshot: Snapshot) -> int:
+    return len(frame_snapshot(snapshot.voters, snapshot.data))
 
 
 def take_snapshot(core: RaftCoreView, event: TakeSnapshot) -> list[Action]:
@@ -231,7 +240,9 @@ def take_snapshot(core: RaftCoreView, event: TakeSnapshot) -> list[Action]:
     log = core.log
     if event.end_offset <= log.log_start_offset:
         return []
-    snapshot = Snapshot(SnapshotId(event.end_offset, log.epoch_at(event.end_offset - 1)), event.data)
+    voters = log.voter_set_at(event.end_offset)
+    snapshot = Snapshot(SnapshotId(event.end_offset, log.epoch_at(event.end_offset - 1)), event.data,
+                        voters.encode() if voters is not None else b"")
     log.install_snapshot(snapshot)
     return [PersistSnapshot(snapshot), AdvanceLogStartOffset(event.end_offset)]
 
@@ -248,6 +259,7 @@ def fetch_request(core: RaftCoreView) -> FetchRequest:
         last_fetched_epoch=log.last_fetched_epoch,
         log_start_offset=log.log_start_offset,
         max_wait_ms=core.config.fetch_max_wait_ms,
+        replica_directory_id=core.directory_id,
     )
 
 
@@ -323,7 +335,13 @@ def on_fetch_snapshot_response(core: RaftCoreView, source: int, resp: FetchSnaps
         raise InvariantViolation(f"{len(sf.received)} snapshot bytes received of {resp.size}")
     actions: list[Action] = []
     if len(sf.received) == resp.size:
-        actions += _install_snapshot(core, s, Snapshot(sf.snapshot_id, bytes(sf.received)))
+        try:
+            voters, data = unframe_snapshot(bytes(sf.received))
+        except ValueError:
+            s.snapshot_fetch = None  # damaged in transit: fetch it again
+            core.retry_fetch_later()
+            return []
+        actions += _install_snapshot(core, s, Snapshot(sf.snapshot_id, data, voters))
     actions.append(next_fetch(core, s))
     return actions
 

@@ -61,6 +61,7 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    raft_voters,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -159,6 +160,8 @@ HANDLERS: dict[int, Api] = _table(
     (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
     (update_features.API, update_features.handle_update_features),
     (unregister_broker.API, unregister_broker.handle_unregister_broker),
+    (raft_voters.ADD_RAFT_VOTER, raft_voters.handle_add_raft_voter),
+    (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -191,6 +194,10 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (alter_user_scram_credentials.API, alter_user_scram_credentials.handle_alter_user_scram_credentials),
     (update_features.API, update_features.handle_update_features),
     (unregister_broker.API, unregister_broker.handle_unregister_broker),
+    (raft_voters.ADD_RAFT_VOTER, raft_voters.handle_add_raft_voter),
+    (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
+    (describe_cluster.API, describe_cluster.handle_describe_cluster_on_controller),  # KIP-919
+    (raft_voters.UPDATE_RAFT_VOTER, raft_voters.handle_update_raft_voter),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

@@ -6,6 +6,12 @@ v2 adds include_fenced_brokers to the request and is_fenced to each broker (KIP-
 registered broker is listed, fenced ones marked, so `kafka-cluster.sh list-endpoints --include-fenced-brokers`
 and admin tools can tell a broker that is down from one that was never there. Without it (and before v2)
 only unfenced brokers are listed, as before.
+
+On the controller listener (KIP-919, what `kafka-metadata-quorum.sh --bootstrap-controller` and the admin
+client's bootstrap.controllers ask first) it answers endpoint_type 2 only, as Kafka's ControllerApis: the
+controllers are the quorum's voters at their controller listener (Samsa has no ControllerRegistrationRecord,
+so a controller that is not a voter yet is not listed), controller_id the quorum's leader, and it needs ALTER
+on the cluster.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.handlers.metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, broker_entries
-from samsa.broker.security.acl_requests import cluster_authorized_operations
+from samsa.broker.security.acl import AclOperation
+from samsa.broker.security.acl_requests import cluster_authorized_operations, cluster_error
 from samsa.broker.security.listeners import endpoint_on
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
 API = ApiSpec(key=60, min_version=0, max_version=2)
 
 BROKERS = 1
+CONTROLLERS = 2
 
 
 def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext) -> DescribeClusterResponse:
@@ -49,6 +57,38 @@ def handle_describe_cluster(request: DescribeClusterRequest, ctx: RequestContext
         "controller_id": broker.node_id,
         "brokers": _brokers(broker, include_fenced=bool(field(request, "include_fenced_brokers", False)),
                            listener=ctx.listener_name),  # v2+
+        "cluster_authorized_operations": (cluster_authorized_operations(ctx, CLUSTER_OPERATIONS)
+                                          if request.include_cluster_authorized_operations
+                                          else AUTHORIZED_OPERATIONS_OMITTED),
+    })
+
+
+def handle_describe_cluster_on_controller(request: DescribeClusterRequest,
+                                          ctx: RequestContext) -> DescribeClusterResponse:
+    """Kafka: ControllerApis.handleDescribeCluster and AuthHelper.computeDescribeClusterResponse."""
+    broker = ctx.broker
+    cls: type[DescribeClusterResponse] = response_class(60, ctx.version)
+    endpoint_type: int = field(request, "endpoint_type", BROKERS)
+    base = {"throttle_time": 0, "endpoint_type": CONTROLLERS, "cluster_id": broker.cluster_id, "brokers": ()}
+    denied = cluster_error(ctx, AclOperation.ALTER)
+    if denied:
+        return build(cls, {**base, "error_code": denied, "error_message": None})
+    if endpoint_type not in (BROKERS, CONTROLLERS):
+        return build(cls, {**base, "error_code": ErrorCode.invalid_request if ctx.version == 0
+                           else ErrorCode.unsupported_endpoint_type,
+                           "error_message": f"Unsupported endpoint type {endpoint_type}"})
+    if endpoint_type != CONTROLLERS:
+        return build(cls, {**base, "error_code": ErrorCode.invalid_request if ctx.version == 0
+                           else ErrorCode.mismatched_endpoint_type,
+                           "error_message": "The request was sent to an endpoint of type CONTROLLER, but we wanted "
+                                            "an endpoint of type BROKER"})
+    voters = broker.quorum.voters
+    leader = broker.quorum.leader_id if not broker.quorum.is_leader else broker.node_id
+    return build(cls, {
+        **base, "error_code": ErrorCode.none, "error_message": None,
+        "controller_id": leader if leader in voters else -1,
+        "brokers": [{"broker_id": n, "host": e.host, "port": e.port, "rack": None, "is_fenced": False}
+                    for n, e in sorted(voters.items())],
         "cluster_authorized_operations": (cluster_authorized_operations(ctx, CLUSTER_OPERATIONS)
                                           if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),

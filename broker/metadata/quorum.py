@@ -32,14 +32,21 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import os
 import random
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from samsa.broker.metadata.image import MetadataImage
+from samsa.broker.metadata.quorum_types import (
+    Endpoint,
+    MetadataWriteRefusedError,
+    NotControllerError,
+    PendingWrite,
+    halt_process,
+)
+from samsa.broker.metadata.quorum_types import now_ms as _now_ms
 from samsa.broker.metadata.raft_disk import (
     PERSIST_ACTIONS,
     MetadataLogWriter,
@@ -60,7 +67,6 @@ from samsa.broker.metadata.records import (
 )
 from samsa.broker.node_client import ClientSecurity, NodeClient, NodeUnavailableError
 from samsa.broker.observability.histogram import Histogram
-from samsa.kproto.errors import ErrorCode
 from samsa.raft import codec
 from samsa.raft.core import RaftCore
 from samsa.raft.events import (
@@ -87,6 +93,7 @@ from samsa.raft.messages import (
     VoteResponse,
 )
 from samsa.raft.quorum_state import Leader, QuorumConfig
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode, VoterSet
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.log import Log
 
@@ -102,61 +109,6 @@ RESERVE_REFUSED_RECORDS = (TopicRecord, PartitionRecord, ProducerIdsRecord)
 # How long a fatal metadata-log failure waits before ending the process, so that the KAFKA_STORAGE_ERROR
 # answers to the waiting writes reach their clients.
 FATAL_EXIT_DELAY_S = 0.2
-
-
-class NotControllerError(Exception):
-    """This node cannot carry out a metadata write now; `leader_id` is the active controller if known.
-
-    `error_code` is what a client of a controller API gets for it (server.py answers with it)."""
-
-    error_code: ErrorCode = ErrorCode.not_controller
-
-    def __init__(self, leader_id: int | None, message: str = "this node is not the active controller") -> None:
-        super().__init__(message)
-        self.leader_id = leader_id
-
-
-class MetadataWriteRefusedError(NotControllerError):
-    """The metadata log cannot take this write: free disk is under samsa.min.free.disk.bytes, or the log
-    failed (fatal). Nothing was appended; callers treat it like NotControllerError (retry later)."""
-
-    error_code = ErrorCode.kafka_storage_error
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    host: str
-    port: int
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def halt_process(error: BaseException) -> None:
-    """Kafka's fatal fault handler: the process stops at once (a supervisor restarts it)."""
-    logging.shutdown()
-    os._exit(1)
-
-
-class _PendingWrite:
-    __slots__ = ("epoch", "error", "future", "offset", "proposed_s")
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch, self.proposed_s = epoch, time.perf_counter()
-        self.offset: int | None = None
-        self.error: NotControllerError | None = None
-        self.future: asyncio.Future[int] | None = None
-
-    def succeed(self, offset: int) -> None:
-        self.offset = offset
-        if self.future is not None and not self.future.done():
-            self.future.set_result(offset)
-
-    def fail(self, error: NotControllerError) -> None:
-        self.error = error
-        if self.future is not None and not self.future.done():
-            self.future.set_exception(error)
 
 
 # --- the driver ---------------------------------------------------------------------------------------
@@ -178,13 +130,16 @@ class MetadataQuorum:
         disk_guard: DiskSpaceGuard | None = None,
         on_fatal: Callable[[BaseException], None] = halt_process,
         security: ClientSecurity | None = None,
+        directory_id: uuid.UUID = ZERO_DIRECTORY_ID,
     ) -> None:
         """`disk_guard` is the data directory's free-disk reserve (the one `log` appends under): writes
         that create data are refused below it, and the driver's own writes pass it. `on_fatal` is called
         once a metadata-log write failed after the core advanced (default: end the process)."""
         self.node_id = node_id
         self.cluster_id = cluster_id
-        self.voters = dict(voters)
+        self.directory_id = directory_id  # meta.properties' directory.id (KIP-853 replica key)
+        self._static_voters = dict(voters)
+        self._endpoints = dict(voters)  # every controller listener ever known, by node id
         self._log = log
         self.directory = log.directory
         self._publish = publish
@@ -202,10 +157,15 @@ class MetadataQuorum:
         self.provisional_image = provisional_image(snapshot, entries)
         self._last_snapshot_offset = snapshot.snapshot_id.end_offset if snapshot is not None else 0
         state = read_quorum_state(self.directory)
+        bootstrap = VoterSet(tuple(
+            VoterNode(n, directory_id if n == node_id else ZERO_DIRECTORY_ID,
+                      (VoterEndpoint(codec.CONTROLLER_LISTENER_NAME, e.host, e.port),))
+            for n, e in voters.items()))
         self.core = RaftCore(node_id, quorum_config, rng or random.Random(), _now_ms(), quorum_state=state,
-                             snapshot=snapshot, entries=entries)
+                             snapshot=snapshot, entries=entries, directory_id=directory_id,
+                             bootstrap_voters=bootstrap)
         # offset of the last entry of a write -> the write, until its commit (or loss)
-        self._waiting: dict[int, _PendingWrite] = {}
+        self._waiting: dict[int, PendingWrite] = {}
         self.commit_latency = Histogram()  # raft-metrics commit-latency: a write's propose to its commit
         self._inbound: dict[int, asyncio.Future[Any]] = {}
         self._next_inbound_cid = 1 << 40  # the core's own correlation ids count up from 0
@@ -261,6 +221,43 @@ class MetadataQuorum:
     def describe(self) -> Any:
         return self.core.describe_quorum()
 
+    @property
+    def voters(self) -> dict[int, Endpoint]:
+        """The voters in force (KIP-853: the latest VotersRecord in the log, else controller.quorum.voters)
+        and their controller listeners."""
+        out: dict[int, Endpoint] = {}
+        for v in self.core.voter_set().voters:
+            e = v.endpoint(codec.CONTROLLER_LISTENER_NAME) or (v.endpoints[0] if v.endpoints else None)
+            if (found := Endpoint(e.host, e.port) if e else self._static_voters.get(v.voter_id)) is not None:
+                out[v.voter_id] = found
+        self._endpoints.update(out)
+        return out
+
+    def endpoint(self, node_id: int) -> Endpoint | None:
+        """A node's controller listener: a voter's, else the last one known (a leader that removed itself
+        from the voters still leads until the change commits, and its followers keep fetching from it)."""
+        return self.voters.get(node_id) or self._endpoints.get(node_id)
+
+    def execute(self, actions: list[Action]) -> None:  # a core call's, made by broker.metadata.voter_changes
+        self._execute(actions)
+        self._kick()
+
+    def await_commit(self, actions: list[Action], offset: int, epoch: int) -> asyncio.Future[int]:
+        """Carry out `actions` (which appended the entry at `offset` in `epoch`); the future resolves when that
+        entry commits, or fails with NotControllerError if it is lost."""
+        pending = PendingWrite(epoch)
+        self._waiting[offset] = pending
+        self._execute(actions)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if pending.error is not None:
+            future.set_exception(pending.error)
+        elif pending.offset is not None:
+            future.set_result(pending.offset)
+        else:
+            pending.future = future
+        self._kick()
+        return future
+
     # --- writes -----------------------------------------------------------------------------------
 
     def write_nowait(self, records: Sequence[MetadataRecord]) -> asyncio.Future[int] | int:
@@ -287,7 +284,7 @@ class MetadataQuorum:
             if isinstance(result, Busy):
                 raise NotControllerError(self.node_id, f"{result.uncommitted_count} metadata entries await commit")
             raise NotControllerError(result.leader_id)
-        pending = _PendingWrite(result.epoch)
+        pending = PendingWrite(result.epoch)
         self._waiting[result.last_offset] = pending
         self._execute(actions)
         if pending.error is not None:
@@ -507,7 +504,7 @@ class MetadataQuorum:
             if future is not None and not future.done():
                 future.set_result(send.message)
             return
-        endpoint = self.voters.get(send.destination)
+        endpoint = self.endpoint(send.destination)
         if endpoint is None:
             return
         try:
@@ -523,7 +520,7 @@ class MetadataQuorum:
         if client is None:
             client = self._clients[send.destination] = NodeClient(
                 endpoint.host, endpoint.port, client_id=f"raft-client-{self.node_id}", security=self._security)
-        own = self.voters.get(self.node_id)
+        own = self.endpoint(self.node_id)
         request = codec.encode_request(
             send.message, cluster_id=self.cluster_id, destination_id=send.destination,  # type: ignore[arg-type]
             leader_endpoint=(own.host, own.port) if own is not None else None)

@@ -45,6 +45,7 @@ from samsa.raft.events import (
     TruncateLog,
 )
 from samsa.raft.log import EntryKind, LogEntry, Snapshot, SnapshotId
+from samsa.raft.voter_set import frame_snapshot, unframe_snapshot
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.log import Log
 
@@ -121,8 +122,10 @@ def _snapshot_path(directory: Path, sid: SnapshotId) -> Path:
 
 
 def write_snapshot(directory: Path, snapshot: Snapshot) -> None:
-    header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, crc32c(snapshot.data))
-    _write_durably(_snapshot_path(directory, snapshot.snapshot_id), header + snapshot.data)
+    # The voter set in force at the snapshot (KIP-853) is framed in front of the image, as FetchSnapshot sends it.
+    body = frame_snapshot(snapshot.voters, snapshot.data)
+    header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, crc32c(body))
+    _write_durably(_snapshot_path(directory, snapshot.snapshot_id), header + body)
 
 
 def delete_snapshots_below(directory: Path, end_offset: int) -> None:
@@ -152,7 +155,12 @@ def latest_snapshot(directory: Path) -> Snapshot | None:
             magic, crc = _SNAPSHOT_HEADER.unpack_from(raw)
             data = raw[_SNAPSHOT_HEADER.size:]
             if magic == _SNAPSHOT_MAGIC and crc32c(data) == crc:
-                return Snapshot(sid, data)
+                try:
+                    voters, image = unframe_snapshot(data)
+                except ValueError:
+                    pass  # damaged although its checksum matched: treated as damaged below
+                else:
+                    return Snapshot(sid, image, voters)
         logger.error("metadata snapshot %s is damaged; ignoring it", path)
     return None
 

@@ -39,8 +39,6 @@ _TOKENS = ("delegation tokens (KIP-48) are not offered: a client authenticates w
            "or mTLS; tokens need a token store, renewal and expiry, and SCRAM-over-token logins")
 _QUOTAS = ("client quotas (KIP-546) are not stored: Samsa throttles no client (throttle_time is always 0), so a "
            "quota it accepted would promise limits it does not apply; DescribeClientQuotas answers that there are none")
-_VOTERS = ("dynamic quorum membership (KIP-853): a Samsa cluster's voters are fixed when it is formed "
-           "(controller.quorum.voters)")
 _NO_SCHEMA = "has no schema in kio 0.6.5, Samsa's protocol library (Kafka's JSON schemas as Python types)"
 NOTES = {
     0: f"Kafka 4 advertises v0{DASH}2 for old librdkafka's sake but refuses them (KIP-896, KAFKA-18659): it closes "
@@ -54,10 +52,9 @@ NOTES = {
     49: _QUOTAS,
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    80: _VOTERS, 81: _VOTERS,
     88: _STREAMS, 89: _STREAMS, 93: _STREAMS + " (it sends a streams group's topology description)",
-    94: "removes a controller's registration, for dynamic quorum membership (KIP-853): a Samsa cluster's "
-        "controllers are fixed when it is formed",
+    94: f"it removes a controller's registration (KIP-853) and {_NO_SCHEMA}; AddRaftVoter and RemoveRaftVoter change "
+        "the voters without it",
 }
 # Names of APIs newer than kio 0.6.5.
 EXTRA_API_NAMES = {93: "StreamsGroupTopologyDescriptionUpdate", 94: "UnregisterController"}

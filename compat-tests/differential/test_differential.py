@@ -21,6 +21,7 @@ from differential import (  # noqa: F401  (register the scenarios)
     features,
     kip848,
     newer_apis,
+    raft_voters,
     scenarios,
     topic_compression,
     txn_v2,

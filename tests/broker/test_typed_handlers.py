@@ -62,6 +62,7 @@ from samsa.broker.handlers import (
     partition_reassignments,
     produce,
     quorum,
+    raft_voters,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -144,6 +145,9 @@ TYPED_APIS: list[tuple[ModuleType, str, str, str]] = [
     (quorum, "BROKER_REGISTRATION", "BrokerRegistrationRequest", "BrokerRegistrationResponse"),
     (quorum, "BROKER_HEARTBEAT", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse"),
     (quorum, "ALLOCATE_PRODUCER_IDS", "AllocateProducerIdsRequest", "AllocateProducerIdsResponse"),
+    (raft_voters, "ADD_RAFT_VOTER", "AddRaftVoterRequest", "AddRaftVoterResponse"),
+    (raft_voters, "REMOVE_RAFT_VOTER", "RemoveRaftVoterRequest", "RemoveRaftVoterResponse"),
+    (raft_voters, "UPDATE_RAFT_VOTER", "UpdateRaftVoterRequest", "UpdateRaftVoterResponse"),
 ]
 
 # Every typed API once: (module, its ApiSpec's name, request union, response union).

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import heapq
 import random
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
+from samsa.raft import reconfig
 from samsa.raft.core import RaftCore
 from samsa.raft.events import (
     Action,
@@ -37,12 +40,14 @@ from samsa.raft.log import EntryKind, LogEntry, Snapshot
 from samsa.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
+    ErrorCode,
     FetchRequest,
     FetchSnapshotRequest,
     RaftMessage,
     VoteRequest,
 )
 from samsa.raft.quorum_state import Leader, QuorumConfig
+from samsa.raft.voter_set import VoterNode
 from sim.invariants import Checker
 
 _REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
@@ -183,6 +188,7 @@ class Simulation:
         self._proposal_count = 0
         self.snapshot_every_count = 20
         self.events_count = 0
+        self.reconfigured = False  # a VotersRecord was appended somewhere (KIP-853)
         for node in self.nodes.values():
             self._start(node)
 
@@ -242,6 +248,7 @@ class Simulation:
             quorum_state=d.quorum,
             snapshot=d.snapshot,
             entries=list(d.entries),
+            directory_id=uuid.UUID(int=node.node_id),
         )
         node.sm = StateMachine.from_image(d.snapshot.data) if d.snapshot else StateMachine()
         node.pending.clear()
@@ -393,6 +400,45 @@ class Simulation:
         if isinstance(result, Appended):
             for p in payloads:
                 self.proposed[p] = self.now_ms
+        self._after_core(node, actions)
+
+    def change_voters(self, rng: random.Random) -> None:
+        """KIP-853 on a live leader: add a caught-up observer, or remove a voter other than the leader.
+
+        Not the leader itself: if it is cut off or crashes after appending its own removal and before the
+        commit, it is an observer in its own log (it stands for no election) while a voter that missed the
+        record needs its vote and cannot get it (its log is behind): no leader, found by seeds 954 and 1603.
+        Kafka's KafkaRaftClient reads the same way (only voters stand; a vote needs an up-to-date log).
+        tests/raft covers the removal of a leader without faults."""
+        leaders = [n for n in self.nodes.values() if n.core is not None and isinstance(n.core.state, Leader)]
+        if not leaders:
+            return
+        node = leaders[0]
+        core = node.core
+        assert core is not None
+        observers = sorted(set(self.nodes) - core.config.voters)
+        if observers and rng.random() < 0.5:
+            added = rng.choice(observers)
+            key = uuid.UUID(int=added)
+            refused, _ = core.change_voters(partial(reconfig.begin_add_voter, voter_id=added, directory_id=key,
+                                                    timeout_ms=5_000), self.now_ms)
+            if refused is not None:
+                self._log(node, f"add voter {added} refused: {refused}")
+                return
+            result, actions = core.change_voters(partial(reconfig.complete_add_voter, voter=VoterNode(added, key),
+                                                         api_versions_error=ErrorCode.none, kraft_versions=(0, 1)),
+                                                 self.now_ms)
+            self._log(node, f"add voter {added}: {result}")
+        else:
+            others = sorted(core.config.voters - {node.node_id})
+            if not others:
+                return
+            removed = rng.choice(others)
+            result, actions = core.change_voters(partial(reconfig.remove_voter, voter_id=removed,
+                                                         directory_id=uuid.UUID(int=removed)), self.now_ms)
+            self._log(node, f"remove voter {removed}: {result}")
+        if isinstance(result, reconfig.VoterChangeAppended):
+            self.reconfigured = True
         self._after_core(node, actions)
 
     def leaders(self) -> list[int]:

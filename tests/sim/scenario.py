@@ -44,6 +44,9 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
         max_delay_ms=r.choice([2, 10, 50, 200]),
     )
     fault_gap_ms = r.choice([100, 400, 1_000, 2_500])
+    # KIP-853 voter changes in half the seeds, from their own generator: the other half replay as before.
+    reconfig_rng = random.Random(seed ^ 0x853)
+    reconfigure = reconfig_rng.random() < 0.5
     client_gap_ms = r.choice([5, 30, 100])
     all_ids = sorted(sim.nodes)
 
@@ -85,6 +88,8 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
                 sim._after_core(node, node.core.step(Resign(), sim.now_ms))
             case _:
                 pass
+        if reconfigure and reconfig_rng.random() < 0.3:
+            sim.change_voters(reconfig_rng)
         sim.at(sim.now_ms + r.randint(fault_gap_ms // 2, fault_gap_ms * 3 // 2), fault)
 
     sim.at(r.randint(0, 500), client)

@@ -30,22 +30,27 @@ def one_line(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def _add_cluster_views(sub: Any) -> None:
     """`samsa cluster info|health` beside cluster_cli's `up|down`, on the same parser."""
     from samsa.broker.cli import cluster as cluster_cli
+    from samsa.broker.cli.commands import quorum_voters
     from samsa.broker.cli.commands.cluster_info import cmd_cluster_view
 
     cluster_cli.add_commands(sub)
     cluster: argparse.ArgumentParser = sub.choices["cluster"]
     for action in cluster._actions:  # the positional `action` that cluster_cli declares with choices
         if action.dest == "action" and action.choices is not None:
-            action.choices = [*action.choices, "info", "health"]
-            action.help = "up, down: a local cluster; info, health: any cluster's state"
+            action.choices = [*action.choices, "info", "health", *quorum_voters.ACTIONS]
+            action.help = ("up, down: a local cluster; info, health: any cluster's state; add-controller, "
+                           "remove-controller: change the metadata quorum's voters (KIP-853)")
     add_connection_options(cluster)
     add_output_option(cluster)
     cluster.add_argument("--exit-status", action="store_true", help="health: exit 1 when not healthy")
+    quorum_voters.add_options(cluster)
     one_line(cluster)
 
     def run(args: argparse.Namespace) -> int:
         if args.action in ("info", "health"):
             return cmd_cluster_view(args)
+        if args.action in quorum_voters.ACTIONS:
+            return quorum_voters.cmd_voter_change(args)
         result: int = cluster_cli.cmd_cluster(args)
         return result
 

@@ -1,0 +1,401 @@
+"""KIP-853 voter changes in the Raft core: the voter set in the log, AddRaftVoter's and RemoveRaftVoter's rules.
+
+A small in-memory network drives real RaftCores (no I/O, no wall clock): every Send is delivered at once,
+timers fire when the test advances the clock. The rules and messages are Kafka's (AddVoterHandler,
+RemoveVoterHandler, VoterSet); see raft.reconfig.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from samsa.raft import reconfig
+from samsa.raft.batch_codec import decode_entries, encode_entries
+from samsa.raft.core import RaftCore
+from samsa.raft.events import (
+    Action,
+    CommitUpTo,
+    LoadSnapshot,
+    PersistQuorumState,
+    Received,
+    Send,
+    TakeSnapshot,
+    Tick,
+)
+from samsa.raft.log import EntryKind, LogEntry, RaftLog, Snapshot, SnapshotId
+from samsa.raft.messages import ErrorCode, VoteRequest, VoteResponse
+from samsa.raft.quorum_state import Follower, Leader, QuorumConfig
+from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
+from samsa.raft.voter_set import (
+    ZERO_DIRECTORY_ID,
+    VoterEndpoint,
+    VoterNode,
+    VoterSet,
+    encode_kraft_version,
+    frame_snapshot,
+    unframe_snapshot,
+)
+
+ORACLE = Path(__file__).resolve().parents[2] / "compat-tests" / "oracle"
+
+
+def directory(node_id: int) -> uuid.UUID:
+    return uuid.UUID(int=1000 + node_id)
+
+
+def endpoint(node_id: int) -> tuple[VoterEndpoint, ...]:
+    return (VoterEndpoint("CONTROLLER", "127.0.0.1", 9000 + node_id),)
+
+
+class Network:
+    """Cores 1..n; `voters` form the cluster, the others are observers. Everything on disk is kept per node
+    (the log is the core's own, the commits are counted) so a node can be restarted from it."""
+
+    def __init__(self, voters: set[int], observers: set[int] = frozenset(), seed: int = 7) -> None:  # type: ignore[assignment]
+        self.now = 0
+        self.voters = frozenset(voters)
+        self.seed = seed
+        self.cores: dict[int, RaftCore] = {}
+        self.committed: dict[int, list[LogEntry]] = {}
+        self.down: set[int] = set()
+        self.delivers: Callable[[Send], bool] = lambda send: True
+        for n in sorted(voters | set(observers)):
+            self.start(n)
+
+    def start(self, n: int, entries: tuple[LogEntry, ...] = (), snapshot: Snapshot | None = None,
+              quorum_state: PersistQuorumState | None = None) -> None:
+        bootstrap = VoterSet(tuple(VoterNode(v, ZERO_DIRECTORY_ID, endpoint(v)) for v in self.voters))
+        self.cores[n] = RaftCore(n, QuorumConfig(voters=self.voters), random.Random(self.seed * 100 + n), self.now,
+                                 directory_id=directory(n), bootstrap_voters=bootstrap, entries=entries,
+                                 snapshot=snapshot, quorum_state=quorum_state)
+        self.committed.setdefault(n, [])
+        self.down.discard(n)
+        self.feed(n, self.cores[n].step(Tick(), self.now))
+
+    def feed(self, n: int, actions: list[Action]) -> None:
+        queue = [(n, a) for a in actions]
+        while queue:
+            source, action = queue.pop(0)
+            if isinstance(action, CommitUpTo):
+                self.committed[source] += action.entries
+            elif isinstance(action, LoadSnapshot):
+                self.committed[source] = []
+            elif isinstance(action, Send) and action.destination in self.cores and action.destination not in self.down \
+                    and source not in self.down and self.delivers(action):
+                core = self.cores[action.destination]
+                received = Received(source, action.message, action.correlation_id)
+                queue += [(action.destination, a) for a in core.step(received, self.now)]
+
+    def run(self, ms: int) -> None:
+        for _ in range(ms // 10):
+            self.now += 10
+            for n, core in sorted(self.cores.items()):
+                if n not in self.down and core.next_deadline_ms() <= self.now:
+                    self.feed(n, core.step(Tick(), self.now))
+
+    def leader(self) -> RaftCore:
+        leaders = [c for n, c in self.cores.items() if isinstance(c.state, Leader) and n not in self.down]
+        assert len(leaders) == 1, [(n, type(c.state).__name__) for n, c in self.cores.items()]
+        return leaders[0]
+
+    def run_until_leader(self, limit_ms: int = 20_000) -> RaftCore:
+        for _ in range(limit_ms // 10):
+            self.run(10)
+            leaders = [c for n, c in self.cores.items() if isinstance(c.state, Leader) and n not in self.down]
+            if leaders and leaders[0].high_watermark > leaders[0].state.epoch_start_offset:  # type: ignore[union-attr]
+                return leaders[0]
+        raise AssertionError("no leader committed its epoch")
+
+    def add_voter(self, n: int, directory_id: uuid.UUID | None = None,
+                  kraft: tuple[int, int] | None = (0, 1)) -> VoterChangeAppended | VoterChangeRefused:
+        leader = self.leader()
+        key = directory(n) if directory_id is None else directory_id
+        refused, _ = leader.change_voters(partial(reconfig.begin_add_voter, voter_id=n, directory_id=key,
+                                                  timeout_ms=30_000), self.now)
+        if refused is not None:
+            assert isinstance(refused, VoterChangeRefused)
+            return refused
+        voter = VoterNode(n, key, endpoint(n))
+        result, actions = leader.change_voters(partial(reconfig.complete_add_voter, voter=voter,
+                                                       api_versions_error=ErrorCode.none, kraft_versions=kraft),
+                                               self.now)
+        self.feed(leader.node_id, actions)
+        assert isinstance(result, VoterChangeAppended | VoterChangeRefused)
+        return result
+
+    def remove_voter(self, n: int, directory_id: uuid.UUID | None = None) -> VoterChangeAppended | VoterChangeRefused:
+        leader = self.leader()
+        result, actions = leader.change_voters(partial(
+            reconfig.remove_voter, voter_id=n, directory_id=directory(n) if directory_id is None else directory_id),
+            self.now)
+        self.feed(leader.node_id, actions)
+        assert isinstance(result, VoterChangeAppended | VoterChangeRefused)
+        return result
+
+
+def test_an_added_voter_counts_at_once_everywhere_and_the_change_commits() -> None:
+    net = Network({1, 2, 3}, {4})
+    leader = net.run_until_leader()
+    net.run(1000)  # the observer finds the leader and catches up
+    result = net.add_voter(4)
+    assert isinstance(result, VoterChangeAppended)
+    assert leader.config.voters == {1, 2, 3, 4}  # the leader uses the new set from the append
+    assert leader.log.entry(result.offset - 1).kind == EntryKind.KRAFT_VERSION  # the log's first voter record
+    assert leader.log.entry(result.offset).kind == EntryKind.VOTERS
+    net.run(1000)
+    assert leader.high_watermark > result.offset
+    assert isinstance(leader.state, Leader) and leader.state.voter_change is None
+    for core in net.cores.values():
+        assert core.config.voters == {1, 2, 3, 4}
+        assert core.voter_set().get(4) == VoterNode(4, directory(4), endpoint(4), 0, 1)
+    assert net.cores[4].is_voter
+    described = leader.describe_quorum()
+    assert [r.replica_id for r in described.current_voters] == [1, 2, 3, 4]
+    assert described.observers == ()
+    # The static voters got the directory ids their fetches carried.
+    assert {r.replica_id: r.replica_directory_id for r in described.current_voters} == {
+        n: directory(n) for n in (1, 2, 3, 4)}
+
+
+def test_a_change_is_refused_while_another_is_under_way_or_uncommitted() -> None:
+    net = Network({1, 2, 3}, {4, 5})
+    leader = net.run_until_leader()
+    net.run(1000)
+    net.down = {1, 2, 3} - {leader.node_id}  # the followers stop answering: nothing more commits
+    first = net.add_voter(4)
+    assert isinstance(first, VoterChangeAppended)
+    assert net.add_voter(5) == VoterChangeRefused(
+        ErrorCode.request_timed_out, "Request timed out waiting for leader to handle previous voter change request")
+    net.now += leader.config.request_timeout_ms * 30 + 1  # the first change's deadline passes (uncommitted)
+    refused = net.remove_voter(leader.node_id)
+    assert refused == VoterChangeRefused(
+        ErrorCode.request_timed_out,
+        f"Request timed out waiting for voters to commit the latest voter change at Optional[{first.offset}] with "
+        f"HWM {leader.high_watermark}")
+
+
+def test_a_new_leader_refuses_until_it_committed_its_epoch() -> None:
+    # Only votes are delivered: the new leader's LeaderChange entry cannot commit without a fetch.
+    fresh = Network({1, 2, 3}, seed=11)
+    fresh.delivers = lambda send: isinstance(send.message, VoteRequest | VoteResponse)
+    for _ in range(2000):
+        fresh.run(10)
+        leaders = [c for c in fresh.cores.values() if isinstance(c.state, Leader)]
+        if leaders:
+            break
+    assert leaders, "no leader elected"
+    new = leaders[0]
+    assert isinstance(new.state, Leader) and new.high_watermark <= new.state.epoch_start_offset
+    refused, _ = new.change_voters(partial(reconfig.begin_add_voter, voter_id=4, directory_id=directory(4),
+                                           timeout_ms=30_000), fresh.now)
+    assert refused == VoterChangeRefused(
+        ErrorCode.request_timed_out,
+        "Request timed out waiting for leader to establish HWM and fence previous voter changes")
+
+
+def test_add_refusals_duplicate_lagging_and_kraft_version() -> None:
+    net = Network({1, 2, 3}, {4})
+    net.run_until_leader()
+    net.run(1000)
+    dup = net.add_voter(2)
+    assert isinstance(dup, VoterChangeRefused) and dup.error_code == ErrorCode.duplicate_voter
+    assert dup.message == (f"The voter id for ReplicaKey(id=2, directoryId={_b64(directory(2))}) is "
+                           "already part of the set of voters [" + ", ".join(
+                               f"ReplicaKey(id={n}, directoryId={_b64(directory(n))})" for n in (1, 2, 3))
+                           + "].")
+    # Node 9 never fetched: not a caught-up observer.
+    lagging = net.add_voter(9)
+    assert lagging == VoterChangeRefused(
+        ErrorCode.request_timed_out,
+        f"Aborted add voter operation for ReplicaKey(id=9, directoryId={_b64(directory(9))}) since it is "
+        "lagging behind")
+    # Node 4 fetches with another directory: another replica key, so not that observer either.
+    other = uuid.UUID(int=77)
+    wrong_dir = net.add_voter(4, directory_id=other)
+    assert isinstance(wrong_dir, VoterChangeRefused) and wrong_dir.error_code == ErrorCode.request_timed_out
+    old = net.add_voter(4, kraft=(0, 0))
+    assert old == VoterChangeRefused(
+        ErrorCode.invalid_request,
+        f"Aborted add voter operation for ReplicaKey(id=4, directoryId={_b64(directory(4))}) since the "
+        "kraft.version range (min: 0, max: 0 doesn't support the finalized version 1")
+    assert net.leader().config.voters == {1, 2, 3}  # nothing was appended
+    assert all(e.kind != EntryKind.VOTERS for e in net.leader().log.entries)
+
+
+def test_remove_refusals_and_a_removed_follower_becomes_an_observer() -> None:
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    follower = next(n for n in (1, 2, 3) if n != leader.node_id)
+    refused = net.remove_voter(follower, directory_id=uuid.UUID(int=5))
+    assert isinstance(refused, VoterChangeRefused) and refused.error_code == ErrorCode.voter_not_found
+    assert refused.message is not None and refused.message.startswith(
+        f"Cannot remove voter ReplicaKey(id={follower}, directoryId={_b64(uuid.UUID(int=5))}) from")
+    assert net.remove_voter(42).error_code == ErrorCode.voter_not_found  # type: ignore[union-attr]
+    removed = net.remove_voter(follower)
+    assert isinstance(removed, VoterChangeAppended)
+    assert leader.config.voters == {1, 2, 3} - {follower}
+    net.run(2000)
+    assert not net.cores[follower].is_voter
+    assert isinstance(net.cores[follower].state, Follower)  # it keeps replicating, as an observer
+    described = leader.describe_quorum()
+    assert [r.replica_id for r in described.observers] == [follower]
+    # Producing goes on with two voters.
+    result, actions = leader.propose([b"after"], net.now)
+    net.feed(leader.node_id, actions)
+    net.run(500)
+    assert leader.high_watermark > result.last_offset  # type: ignore[union-attr]
+
+
+def test_a_removed_leader_resigns_once_the_change_commits_and_the_rest_elect() -> None:
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    old = leader.node_id
+    removed = net.remove_voter(old)
+    assert isinstance(removed, VoterChangeAppended)
+    assert not leader.is_voter  # from the append; it still leads until the change commits
+    net.run(6000)
+    assert not isinstance(net.cores[old].state, Leader)
+    new = net.leader()
+    assert new.node_id != old and new.config.voters == {1, 2, 3} - {old}
+    assert net.cores[old].leader_id == new.node_id  # the old leader follows, as an observer
+    assert new.voter_set().ids == {1, 2, 3} - {old}
+
+
+def test_a_restarted_node_and_a_truncated_log_use_the_set_in_their_log() -> None:
+    net = Network({1, 2, 3}, {4})
+    leader = net.run_until_leader()
+    net.run(1000)
+    added = net.add_voter(4)
+    assert isinstance(added, VoterChangeAppended)
+    net.run(1000)
+    entries = tuple(net.cores[4].log.entries)
+    net.start(4, entries=entries)  # a restart from its log
+    assert net.cores[4].is_voter and net.cores[4].config.voters == {1, 2, 3, 4}
+    # Truncating the VotersRecord away goes back to the previous set (KIP-853).
+    log = RaftLog(None, entries)
+    assert log.voter_set is not None and log.voter_set.ids == {1, 2, 3, 4}
+    log.truncate_to(added.offset)
+    assert log.voter_set is None
+    assert leader.is_voter
+
+
+def test_a_snapshot_carries_the_voter_set_to_a_new_replica() -> None:
+    net = Network({1, 2, 3}, {4})
+    leader = net.run_until_leader()
+    net.run(1000)
+    assert isinstance(net.add_voter(4), VoterChangeAppended)
+    net.run(1000)
+    for core in net.cores.values():
+        net.feed(core.node_id, core.step(TakeSnapshot(core.high_watermark, b"[]"), net.now))
+    assert leader.log.snapshot is not None and VoterSet.decode(leader.log.snapshot.voters).ids == {1, 2, 3, 4}
+    net.start(5)  # a new node formed with the old voters: the snapshot tells it the current set
+    net.run(2000)
+    assert net.cores[5].log.log_start_offset == leader.log.log_start_offset
+    assert net.cores[5].config.voters == {1, 2, 3, 4}
+    assert not net.cores[5].is_voter
+
+
+def test_voter_records_round_trip_through_batches_and_snapshot_frames() -> None:
+    voters = VoterSet((VoterNode(2, directory(2), endpoint(2)), VoterNode(1, ZERO_DIRECTORY_ID, endpoint(1), 0, 1)))
+    assert [v.voter_id for v in voters.voters] == [1, 2]
+    assert VoterSet.decode(voters.encode()) == voters
+    entries = [LogEntry(0, 1, b"leader=1", EntryKind.LEADER_CHANGE), LogEntry(1, 1, b"x"),
+               LogEntry(2, 1, voters.encode(), EntryKind.VOTERS), LogEntry(3, 1, b"y")]
+    assert decode_entries(encode_entries(entries)) == entries
+    framed = frame_snapshot(voters.encode(), b"[1]")
+    assert unframe_snapshot(framed) == (voters.encode(), b"[1]")
+    assert unframe_snapshot(b"[1]") == (b"", b"[1]")
+    log = RaftLog(Snapshot(SnapshotId(5, 1), b"[]", voters.encode()), ())
+    assert log.voter_set == voters and log.voter_set_offset == -1
+
+
+def _b64(u: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+def test_update_voter_fills_in_a_directory_id_and_listeners() -> None:
+    """Kafka: UpdateVoterHandler -- the voter with that id (and directory id, or none known) gets the new
+    listeners and kraft.version range; an unknown voter or a range without the finalized level is refused."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    follower = next(n for n in (1, 2, 3) if n != leader.node_id)
+    moved = VoterNode(follower, directory(follower), (VoterEndpoint("CONTROLLER", "10.0.0.9", 9999),), 0, 1)
+
+    def update(voter: VoterNode) -> object:
+        result, actions = leader.change_voters(partial(reconfig.update_voter, voter=voter), net.now)
+        net.feed(leader.node_id, actions)
+        return result
+
+    assert update(VoterNode(42, directory(42), endpoint(42))) == VoterChangeRefused(ErrorCode.voter_not_found, None)
+    assert update(VoterNode(follower, uuid.UUID(int=9), endpoint(follower))) == VoterChangeRefused(
+        ErrorCode.voter_not_found, None)
+    old_range = VoterNode(follower, directory(follower), endpoint(follower), 0, 0)
+    assert update(old_range) == VoterChangeRefused(ErrorCode.invalid_request, None)
+    assert isinstance(update(moved), VoterChangeAppended)
+    net.run(500)
+    assert leader.voter_set().get(follower) == moved
+    assert net.cores[follower].voter_set().get(follower) == moved
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("java") and any((ORACLE / "lib").glob("kafka_*.jar"))),
+                    reason="Kafka jars (compat-tests/oracle/lib) or java missing")
+def test_kafka_dump_log_reads_our_voter_records(tmp_path: Path) -> None:
+    """Kafka's own DumpLogSegments decodes Samsa's KIP-853 control batches as KRaftVersion and KRaftVoters."""
+    voters = VoterSet((VoterNode(1, directory(1), endpoint(1)), VoterNode(4, directory(4), endpoint(4))))
+    entries = [LogEntry(0, 1, b"leader=1", EntryKind.LEADER_CHANGE),
+               LogEntry(1, 1, encode_kraft_version(1), EntryKind.KRAFT_VERSION),
+               LogEntry(2, 1, voters.encode(), EntryKind.VOTERS)]
+    segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(encode_entries(entries, timestamp_ms=1))
+    run = [str(ORACLE / "kafka-run.sh"), "org.apache.kafka.tools.DumpLogSegments", "--files", str(segment),
+           "--print-data-log"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=300, check=True).stdout
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in out
+    assert (f'"voterId":4,"voterDirectoryId":"{_b64(directory(4))}","endpoints":[{{"name":"CONTROLLER",'
+            f'"host":"127.0.0.1","port":9004}}]') in out
+    assert out.count("isvalid: true") == 3
+
+
+def test_an_uncommitted_removal_is_undone_when_a_new_leader_truncates_it() -> None:
+    """KIP-853: the set in force is the latest in the log, committed or not; the leader that appended a removal
+    and crashed before it committed goes back to the previous set when the new leader truncates the record."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    old = leader.node_id
+    followers = sorted({1, 2, 3} - {old})
+    net.down = set(followers)  # the removal reaches no one
+    removed = net.remove_voter(followers[0])
+    assert isinstance(removed, VoterChangeAppended)
+    assert leader.config.voters == {old, followers[1]}
+    epoch, entries = leader.epoch, tuple(leader.log.entries)
+    net.down = {old}  # the leader crashes; the two others elect a leader among the three voters they know
+    new = None
+    for _ in range(1000):
+        net.run(10)
+        leaders = [c for n, c in net.cores.items() if n != old and isinstance(c.state, Leader)]
+        if leaders and leaders[0].high_watermark > leaders[0].state.epoch_start_offset:  # type: ignore[union-attr]
+            new = leaders[0]
+            break
+    assert new is not None and new.config.voters == {1, 2, 3}
+    net.start(old, entries=entries, quorum_state=PersistQuorumState(epoch, old, old))
+    restarted = net.cores[old]
+    assert restarted.config.voters == {old, followers[1]}  # its log still holds the removal
+    net.run(3000)
+    assert restarted.log.voter_set is None and restarted.config.voters == {1, 2, 3}
+    assert restarted.leader_id == new.node_id
+    assert all(e.kind != EntryKind.VOTERS for e in restarted.log.entries)
