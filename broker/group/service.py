@@ -58,6 +58,8 @@ from samsa.broker.group.records import (
     encode_key,
     partition_for_group,
 )
+from samsa.broker.group.streams_config import StreamsGroupConfig
+from samsa.broker.group.streams_coordinator import StreamsGroupCoordinator
 from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
@@ -126,6 +128,22 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
     )
 
 
+def streams_group_config(broker: GroupBroker) -> StreamsGroupConfig:
+    """Kafka's group.streams.* broker configs (a dynamic assignment interval is read at start only)."""
+    def clamp(key: str, default: int, lower: int, upper: int) -> int:
+        return min(max(config_int(broker, key, default), config_int(broker, f"group.streams.min.{key[14:]}", lower)),
+                   config_int(broker, f"group.streams.max.{key[14:]}", upper))
+    return StreamsGroupConfig(
+        session_timeout_ms=clamp("group.streams.session.timeout.ms", 45_000, 45_000, 60_000),
+        heartbeat_interval_ms=clamp("group.streams.heartbeat.interval.ms", 5_000, 5_000, 15_000),
+        max_size=config_int(broker, "group.streams.max.size", 2**31 - 1),
+        num_standby_replicas=config_int(broker, "group.streams.num.standby.replicas", 0),
+        max_standby_replicas=config_int(broker, "group.streams.max.standby.replicas", 2),
+        initial_rebalance_delay_ms=config_int(broker, "group.streams.initial.rebalance.delay.ms", 3_000),
+        assignment_interval_ms=clamp("group.streams.assignment.interval.ms", 1_000, 0, 15_000),
+        group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}))
+
+
 def _assignment_interval_ms(broker: GroupBroker) -> int:
     """group.consumer.assignment.interval.ms as it is now (dynamic), clamped into the min/max bounds as Kafka's
     GroupCoordinatorConfig clamps a dynamic value."""
@@ -163,6 +181,9 @@ class GroupService:
         # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
         self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker), self.coordinator.emit,
                                                  self._classic_group_in_use, self._upgrade, self._downgrade)
+        # KIP-1071 streams groups (in memory only: see streams_coordinator.py).
+        self.streams = StreamsGroupCoordinator(
+            streams_group_config(broker), lambda g: g in self.consumer.groups or self._classic_group_in_use(g))
         self.migration_policy = MigrationPolicy.parse(_config_str(broker, "group.consumer.migration.policy",
                                                                   MigrationPolicy.BIDIRECTIONAL.value))
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
@@ -199,10 +220,11 @@ class GroupService:
 
     def delete_groups(self, group_ids: list[str], now: int) -> dict[str, ErrorCode]:
         """DeleteGroups for classic and consumer groups alike: only an empty group goes, with its offsets."""
-        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g)]
+        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g) or self.streams.is_streams_group(g)]
         results = self.coordinator.delete_groups([g for g in group_ids if g not in consumer], now)
         for group_id in consumer:
-            results[group_id] = self.consumer.delete_group(group_id)
+            results[group_id] = (self.streams.delete_group(group_id) if self.streams.is_streams_group(group_id)
+                                 else self.consumer.delete_group(group_id))
             if results[group_id] == ErrorCode.none and group_id in self.coordinator.groups:
                 self.coordinator.delete_groups([group_id], now)  # the offsets it leaves
         return results
@@ -439,6 +461,7 @@ class GroupService:
                 self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
             count += self.consumer.unload(lambda group_id: self.partition_for(group_id) in lost)
+            count += self.streams.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
@@ -525,6 +548,7 @@ class GroupService:
         they produced together with the timer writes that failed before."""
         self.coordinator.tick(now)
         self.consumer.tick(now)
+        self.streams.tick(self.broker.image, now)
         if expire_offsets:
             expired = self.expire_offsets(now)
             if expired:

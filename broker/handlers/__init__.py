@@ -63,6 +63,8 @@ from samsa.broker.handlers import (
     quorum,
     sasl_authenticate,
     sasl_handshake,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -159,6 +161,8 @@ HANDLERS: dict[int, Api] = _table(
     (describe_topic_partitions.API, describe_topic_partitions.handle_describe_topic_partitions),
     (update_features.API, update_features.handle_update_features),
     (unregister_broker.API, unregister_broker.handle_unregister_broker),
+    (streams_group_heartbeat.API, streams_group_heartbeat.handle_streams_group_heartbeat),
+    (streams_group_describe.API, streams_group_describe.handle_streams_group_describe),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

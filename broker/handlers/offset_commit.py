@@ -157,11 +157,16 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
         consumer_group = groups.consumer.groups.get(group_id)  # KIP-848: member epochs, not generations
         if consumer_group is not None:
             empty = not consumer_group.members
+        streams_group = groups.streams.groups.get(group_id)  # KIP-1071: member epochs too
+        if streams_group is not None:
+            empty = not streams_group.members
         if not is_administrative_reset(generation, member_id, empty):
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(name, p.partition_index): p.committed_offset for name, p in partitions})
-        if consumer_group is not None:
+        if streams_group is not None:
+            error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version)
+        elif consumer_group is not None:
             error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
         else:
             error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,

@@ -59,7 +59,9 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
-    if error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
+    if error == ErrorCode.none and groups.streams.is_streams_group(group_id):
+        error = groups.streams.validate_offset_commit(group_id, member_id, generation, 8, True)
+    elif error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
         # A KIP-848 group (its members of either protocol commit with their member epoch as the generation).
         error = groups.consumer.validate_offset_commit(group_id, member_id, generation, 8, ctx.now_ms, True)
     elif error == ErrorCode.none and (generation >= 0 or member_id):
