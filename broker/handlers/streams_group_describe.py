@@ -58,7 +58,7 @@ def _topology(group: StreamsGroup) -> dict[str, Any] | None:
 
 def _error(group_id: str, error: ErrorCode, ops: int, message: str | None = None) -> dict[str, Any]:
     return {"group_id": group_id, "error_code": error, "error_message": message, "group_state": "",
-            "group_epoch": -1, "assignment_epoch": -1, "topology": None, "members": (),
+            "group_epoch": 0, "assignment_epoch": 0, "topology": None, "members": (),
             "authorized_operations": ops}
 
 

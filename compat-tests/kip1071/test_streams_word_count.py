@@ -12,6 +12,7 @@ word in the output (read_committed) equals the number of times it was produced.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -24,6 +25,7 @@ import pytest
 from compat_targets import Target
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from oracle_fixture import run_kafka_tool
 
 JAVA_DIR = Path(__file__).resolve().parent.parent / "java"
 WORDS = [f"w{i}" for i in range(12)]
@@ -66,6 +68,15 @@ def _produce(bootstrap: str, topic: str, lines: list[str]) -> None:
     assert p.flush(60) == 0
 
 
+def _described_members(bootstrap: str, app: str) -> int:
+    """Members kafka-streams-groups.sh --describe --members shows with active tasks (Kafka 4.4's tool)."""
+    out = run_kafka_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server", bootstrap,
+                         "--describe", "--group", app, "--members", "--verbose").stdout
+    rows = [line for line in out.splitlines() if line.startswith(app + " ")]
+    assert all(" streams " in row for row in rows), out
+    return sum(1 for row in rows if re.search(r"(?<!-)ACTIVE: \w+:\[", row))
+
+
 def _wait_for(what: str, check: object, instances: list[Instance], timeout: float = TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
@@ -91,6 +102,8 @@ def test_word_count_two_instances_one_killed_every_word_counted_once(broker: Tar
     instances = [Instance(broker.bootstrap, app, topic_in, topic_out, tmp_path / f"state-{i}") for i in range(2)]
     try:
         _wait_for("both instances RUNNING", lambda: all("RUNNING" in x.states() for x in instances), instances)
+        _wait_for("kafka-streams-groups.sh --describe --members: two members, tasks split",
+                  lambda: _described_members(broker.bootstrap, app) == 2, instances)
         _produce(broker.bootstrap, topic_in, first)
         time.sleep(3)  # some of the first half processed by both instances
         os.kill(instances[0].proc.pid, signal.SIGKILL)
