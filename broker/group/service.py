@@ -52,6 +52,7 @@ from samsa.broker.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     ResetAuditKey,
+    StreamsGroupSnapshotKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -60,6 +61,7 @@ from samsa.broker.group.records import (
 )
 from samsa.broker.group.streams_config import StreamsGroupConfig
 from samsa.broker.group.streams_coordinator import StreamsGroupCoordinator
+from samsa.broker.group.streams_group import StreamsGroup
 from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
@@ -172,6 +174,7 @@ class Snapshot:
 
     groups: list[offset_manager.GroupSnapshot]
     consumer_groups: tuple[tuple[str, ConsumerGroup | None], ...] = ()  # KIP-848 groups before the change
+    streams_groups: tuple[tuple[str, StreamsGroup | None], ...] = ()  # KIP-1071 groups before the change
 
 
 class GroupService:
@@ -183,7 +186,8 @@ class GroupService:
                                                  self._classic_group_in_use, self._upgrade, self._downgrade)
         # KIP-1071 streams groups (in memory only: see streams_coordinator.py).
         self.streams = StreamsGroupCoordinator(
-            streams_group_config(broker), lambda g: g in self.consumer.groups or self._classic_group_in_use(g))
+            streams_group_config(broker), lambda g: g in self.consumer.groups or self._classic_group_in_use(g),
+            self.coordinator.emit)
         self.migration_policy = MigrationPolicy.parse(_config_str(broker, "group.consumer.migration.policy",
                                                                   MigrationPolicy.BIDIRECTIONAL.value))
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
@@ -254,6 +258,10 @@ class GroupService:
         appended (`persist_replicated(before)`)."""
         return Snapshot([offset_manager.snapshot(self.coordinator.groups, group_id, membership=True)],
                         (self.consumer.snapshot(group_id),))
+
+    def streams_snapshot(self, group_id: str) -> Snapshot:
+        """A KIP-1071 group as it is now, put back if its record cannot be appended."""
+        return Snapshot([], streams_groups=(self.streams.snapshot(group_id),))
 
     def classic_join_to_consumer_group(self, group_id: str, now: int) -> bool:
         """Whether a classic JoinGroup goes to the KIP-848 group of that id (it has members: the joining member
@@ -359,6 +367,9 @@ class GroupService:
             for consumer_group in before.consumer_groups:
                 if self.partition_for(consumer_group[0]) in failed:
                     self.consumer.revert(consumer_group)
+            for streams_group in before.streams_groups:
+                if self.partition_for(streams_group[0]) in failed:
+                    self.streams.revert(streams_group)
             for index in appended:
                 self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
@@ -446,6 +457,7 @@ class GroupService:
         self.last_load_records = count
         self.coordinator.finish_loading(now)
         self.consumer.finish_loading(self.broker.image, now)
+        self.streams.finish_loading(now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)
 
@@ -485,6 +497,8 @@ class GroupService:
                         pass  # the audit trail lives in the log; the CLI reads it from there
                     case ConsumerGroupKey():
                         self.consumer.replay(decoded.record_type, decoded.group_id, decoded.member_id, value)
+                    case StreamsGroupSnapshotKey():
+                        self.streams.replay(decoded.group_id, value)
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:

@@ -14,9 +14,9 @@ Pure: every call takes `now_ms`; `tick(now_ms)` fires the session and rebalance 
    group.streams.assignment.interval.ms (ASSIGNMENT_DELAYED status meanwhile);
 5. reconciles the member towards its target, revocations first (streams_reconciliation.py).
 
-Groups live in memory only: Samsa does not yet write the streams-group records to __consumer_offsets
-(kio 0.6.5 has no schemas for them), so a restart loses the membership (members rejoin; committed
-offsets, which are ordinary offset commits, survive).
+Every change of a group goes to `emit` as one record of the group's state (streams_records.py: Samsa's
+own record type, kio 0.6.5 having none of Kafka's streams-group schemas); the shell appends it to
+`__consumer_offsets` before it answers, and a restart or a coordinator move replays it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from samsa.broker.group import streams_records
+from samsa.broker.group.classic_group import GroupRecord
 from samsa.broker.group.classic_members import TopicCatalog
 from samsa.broker.group.metadata_hash import subscription_hash
 from samsa.broker.group.streams_assignor import AssignmentMember, assign
@@ -106,11 +108,23 @@ def _invalid(message: str) -> StreamsHeartbeatError:
 
 
 class StreamsGroupCoordinator:
-    def __init__(self, config: StreamsGroupConfig, other_group_exists: Callable[[str], bool]) -> None:
-        """`other_group_exists(group id)`: a classic or consumer group has that id (it is not a streams group)."""
+    def __init__(self, config: StreamsGroupConfig, other_group_exists: Callable[[str], bool],
+                 emit: Callable[[GroupRecord], None] | None = None) -> None:
+        """`other_group_exists(group id)`: a classic or consumer group has that id (it is not a streams group);
+        `emit`: where the records of a change go (None: kept in memory only)."""
         self.config = config
         self._other_group_exists = other_group_exists
+        self._emit = emit
         self.groups: dict[str, StreamsGroup] = {}
+
+    def _write(self, group: StreamsGroup) -> None:
+        """A record of the group's state if it changed since the last one written."""
+        if self._emit is None or self.groups.get(group.group_id) is not group:
+            return
+        data = streams_records.encode(group)
+        if data != group.written:
+            group.written = data
+            self._emit(GroupRecord(group.group_id, streams_records.key(group.group_id), data))
 
     # --- StreamsGroupHeartbeat -----------------------------------------------------------------
 
@@ -127,6 +141,10 @@ class StreamsGroupCoordinator:
             return StreamsHeartbeatResult(e.error, e.message)
         except FencedStreamsMemberError as e:
             return StreamsHeartbeatResult(ErrorCode.fenced_member_epoch, str(e))
+        finally:
+            group = self.groups.get(req.group_id)
+            if group is not None:
+                self._write(group)
 
     def _validate(self, req: StreamsHeartbeatRequest) -> None:
         if req.source_topic_regex_used:
@@ -398,6 +416,13 @@ class StreamsGroupCoordinator:
     def tick(self, catalog: TopicCatalog, now_ms: int) -> None:
         for group in list(self.groups.values()):
             self._fire_timers(group, catalog, now_ms)
+            self._write(group)
+
+    def fire_timers(self, group_id: str, catalog: TopicCatalog, now_ms: int) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._fire_timers(group, catalog, now_ms)
+            self._write(group)
 
     def _fire_timers(self, group: StreamsGroup, catalog: TopicCatalog, now_ms: int) -> None:
         for member_id, deadline in list(group.session_deadlines_ms.items()):
@@ -455,10 +480,47 @@ class StreamsGroupCoordinator:
         if group.members:
             return ErrorCode.non_empty_group
         del self.groups[group_id]
+        if self._emit is not None:
+            self._emit(streams_records.tombstone(group_id))
         return ErrorCode.none
 
     def list_groups(self) -> list[tuple[str, StreamsGroupState]]:
         return [(g.group_id, g.state) for g in self.groups.values()]
+
+    # --- persistence: reverting a refused change, loading ---------------------------------------
+
+    def snapshot(self, group_id: str) -> tuple[str, StreamsGroup | None]:
+        group = self.groups.get(group_id)
+        return group_id, None if group is None else group.copy()
+
+    def revert(self, snapshot: tuple[str, StreamsGroup | None]) -> None:
+        """Put a group back as `snapshot` had it (its record was not appended)."""
+        group_id, group = snapshot
+        if group is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = group
+
+    def replay(self, group_id: str, value: bytes | None) -> None:
+        if value is None:
+            self.groups.pop(group_id, None)
+        else:
+            group = streams_records.decode(group_id, value)
+            group.written = value
+            self.groups[group_id] = group
+
+    def finish_loading(self, now_ms: int) -> None:
+        """After replay: every member of a group just loaded gets a fresh session, a member still revoking a
+        fresh rebalance timeout (Kafka schedules both on load)."""
+        for group in self.groups.values():
+            if group.session_deadlines_ms or not group.members:
+                continue  # live already
+            for member in group.members.values():
+                group.session_deadlines_ms[member.member_id] = now_ms + self.config.session_timeout_for(
+                    group.group_id)
+                if member.state is StreamsMemberState.UNREVOKED_TASKS:
+                    group.rebalance_deadlines_ms[member.member_id] = (member.member_epoch,
+                                                                      now_ms + max(member.rebalance_timeout_ms, 0))
 
     def unload(self, owned: Callable[[str], bool]) -> int:
         gone = [g for g in self.groups if owned(g)]

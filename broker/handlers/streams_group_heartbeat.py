@@ -143,7 +143,14 @@ async def handle_streams_group_heartbeat(request: StreamsGroupHeartbeatRequest,
         error = groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return build(cls, _response(StreamsHeartbeatResult(error)))
+    # Timers first, written on their own, so a refused append of this request's record reverts only it.
+    groups.streams.fire_timers(request.group_id, ctx.broker.image, ctx.now_ms)
+    groups.persist()
+    before = groups.streams_snapshot(request.group_id)
     result = groups.streams.heartbeat(_request(request, ctx), ctx.broker.image, ctx.now_ms)
+    persisted = await groups.persist_replicated(before)
+    if persisted != ErrorCode.none and result.error == ErrorCode.none:
+        result = StreamsHeartbeatResult(persisted)
     if result.to_create:
         _create_internal_topics(ctx, result)
     return build(cls, _response(result))

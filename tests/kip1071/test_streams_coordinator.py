@@ -207,3 +207,36 @@ def test_offset_commit_validation_uses_member_epochs() -> None:
     assert c.validate_offset_commit("app", "a", r.member_epoch - 1, 9) is ErrorCode.stale_member_epoch
     assert c.validate_offset_commit("app", "zz", r.member_epoch, 9) is ErrorCode.unknown_member_id
     assert c.validate_offset_commit("app", "a", r.member_epoch, 8) is ErrorCode.unsupported_version
+
+
+def test_a_group_written_to_its_record_is_loaded_back_as_it_was() -> None:
+    from samsa.broker.group.classic_group import GroupRecord
+    from samsa.broker.group.records import StreamsGroupSnapshotKey, decode_key
+
+    written: list[GroupRecord] = []
+    c, catalog = StreamsGroupCoordinator(StreamsGroupConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0),
+                                         lambda _g: False, written.append), ready_catalog()
+    c.heartbeat(join("a", instance_id="i1"), catalog, 0)
+    c.heartbeat(join("b"), catalog, 1)
+    a = c.heartbeat(beat("a", 2, TasksTuple(ALL)), catalog, 2)  # a revoking half: UNREVOKED_TASKS
+    assert written and decode_key(written[-1].key) == StreamsGroupSnapshotKey("app")
+    count = len(written)
+    c.heartbeat(beat("a", 2, None), catalog, 3)  # nothing changed: nothing written
+    assert len(written) == count
+
+    loaded = StreamsGroupCoordinator(StreamsGroupConfig(), lambda _g: False)
+    loaded.replay("app", written[-1].value)
+    loaded.finish_loading(1000)
+    before, after = c.groups["app"], loaded.groups["app"]
+    assert (after.group_epoch, after.assignment_epoch, after.topology) == (
+        before.group_epoch, before.assignment_epoch, before.topology)
+    assert after.members == before.members and after.target_assignment == before.target_assignment
+    assert after.static_member("i1") is not None and set(after.session_deadlines_ms) == {"a", "b"}
+    # The member carries on where it was: it finishes revoking and b gets the tasks.
+    assert a.tasks is not None
+    assert loaded.heartbeat(beat("a", 2, a.tasks), catalog, 1001).member_epoch == 3
+    b = loaded.heartbeat(beat("b", 3), catalog, 1002)
+    assert b.error is ErrorCode.none and b.tasks is not None and b.tasks.active == {
+        "0": frozenset({2, 3}), "1": frozenset({2, 3})}
+    loaded.replay("app", None)  # a tombstone
+    assert "app" not in loaded.groups
