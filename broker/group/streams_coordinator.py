@@ -536,7 +536,7 @@ def _check_epoch(member: StreamsGroupMember, received: int, owned: TasksTuple | 
         raise StreamsHeartbeatError(ErrorCode.fenced_member_epoch,
                                     f"The streams group member has a greater member epoch ({received}) than the one "
                                     f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-                                    "all its tasks and rejoin.")
+                                    "all its partitions and rejoin.")
     if received < member.member_epoch:
         held = member.assigned
         subset = owned is not None and all(
@@ -547,4 +547,4 @@ def _check_epoch(member: StreamsGroupMember, received: int, owned: TasksTuple | 
             raise StreamsHeartbeatError(ErrorCode.fenced_member_epoch,
                                         f"The streams group member has a smaller member epoch ({received}) than the "
                                         f"one known by the group coordinator ({member.member_epoch}). The member must "
-                                        "abandon all its tasks and rejoin.")
+                                        "abandon all its partitions and rejoin.")

@@ -46,7 +46,8 @@ def _topology(group: StreamsGroup) -> dict[str, Any] | None:
     if group.topology is None:
         return None
     configured = group.configured if isinstance(group.configured, ConfiguredTopology) else None
-    decided = configured.internal_partitions if configured is not None else {}
+    # As Kafka: the partitions the broker decided once the topology is ready, the declared ones (0) before.
+    decided = configured.internal_partitions if configured is not None and configured.ready else {}
     return {"epoch": group.topology.epoch, "subtopologies": [{
         "subtopology_id": s.subtopology_id, "source_topics": list(s.source_topics),
         "repartition_sink_topics": list(s.repartition_sink_topics),
