@@ -252,8 +252,8 @@ class StreamsGroupCoordinator:
             user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
             client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
             client_id=req.client_id, client_host=req.client_host)
-        if req.shutdown_application:
-            group.shutdown_requested = True
+        if req.shutdown_application and group.shutdown_requested is None:
+            group.shutdown_requested = req.member_id
         is_new = member.member_id not in group.members
         if is_new or updated != member:
             if is_new or (updated.process_id, updated.rack_id, updated.client_tags, updated.instance_id) != (
@@ -281,10 +281,10 @@ class StreamsGroupCoordinator:
             statuses.append((StreamsStatus.STALE_TOPOLOGY,
                              f"The member's topology epoch {final.topology_epoch} is behind the group's topology "
                              f"epoch {group.topology.epoch}."))
-        if group.shutdown_requested:
+        if group.shutdown_requested is not None:
             statuses.append((StreamsStatus.SHUTDOWN_APPLICATION,
-                             "A KafkaStreams instance encountered a fatal error and requested a shutdown for the "
-                             "entire application."))
+                             f"Streams group member {group.shutdown_requested} encountered a fatal error and "
+                             "requested a shutdown for the entire application."))
         endpoints = self._endpoints(group, catalog)
         return StreamsHeartbeatResult(
             ErrorCode.none, None, final.member_id, final.member_epoch,
@@ -407,7 +407,7 @@ class StreamsGroupCoordinator:
         group.remove_member(member_id)
         group.group_epoch += 1
         if not group.members:
-            group.shutdown_requested = False
+            group.shutdown_requested = None
             group.assignment_epoch, group.assignment_timestamp_ms = group.group_epoch, 0
             group.target_assignment.clear()
 

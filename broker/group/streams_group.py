@@ -180,7 +180,7 @@ class StreamsGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.endpoint_information_epoch = 0
         self.endpoints: tuple[object, ...] = ()  # what the last endpoint information epoch told
-        self.shutdown_requested = False  # a member asked the whole application to shut down
+        self.shutdown_requested: str | None = None  # the member that asked the whole application to shut down
         self.written: bytes | None = None  # the group's last record (streams_records.py)
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}  # member -> (epoch, deadline)

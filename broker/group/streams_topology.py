@@ -46,6 +46,28 @@ def _summarize(names: set[str] | list[str]) -> str:
     return ", ".join(sorted(names))
 
 
+def _java_string_hash(s: str) -> int:
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_map_order(names: list[str], capacity_for: int) -> list[str]:
+    """`names` (in insertion order) as a java.util.HashMap that held `capacity_for` entries iterates them:
+    Kafka words "Internal topics are missing: ..." from such a map's key set."""
+    capacity = 16
+    while capacity_for > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = _java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    order = {name: i for i, name in enumerate(names)}
+    return sorted(names, key=lambda n: (bucket(n), order[n]))
+
+
 def configure(topology: Topology, partition_count: Callable[[str], int | None]) -> ConfiguredTopology:
     """`partition_count(topic)`: the topic's partitions in the metadata image, None if it does not exist."""
     try:
@@ -70,7 +92,7 @@ def configure(topology: Topology, partition_count: Callable[[str], int | None]) 
             tasks[s.subtopology_id] = max(known)
         to_create: list[InternalTopicToCreate] = []
         internal: dict[str, int] = {}
-        for s in topology.subtopologies:
+        for s in sorted(topology.subtopologies, key=lambda sub: sub.subtopology_id):
             for info, partitions in ([(r, decided.get(r.name, r.partitions)) for r in s.repartition_source_topics]
                                      + [(c, tasks[s.subtopology_id]) for c in s.state_changelog_topics]):
                 internal[info.name] = partitions
@@ -84,10 +106,10 @@ def configure(topology: Topology, partition_count: Callable[[str], int | None]) 
                         f"Existing topic {info.name} has different number of partitions: expected {partitions}, "
                         f"found {existing}")
         if to_create:
-            names = {t.name for t in to_create}
+            names = java_hash_map_order([t.name for t in to_create], len(internal))
             return ConfiguredTopology(False, tasks, internal,
                                       (StreamsStatus.MISSING_INTERNAL_TOPICS,
-                                       f"Internal topics are missing: {_summarize(names)}"),
+                                       f"Internal topics are missing: {', '.join(names)}"),
                                       tuple(sorted(to_create, key=lambda t: t.name)))
         return ConfiguredTopology(True, tasks, internal)
     except _TopicConfigurationError as e:

@@ -150,3 +150,78 @@ def streams_group_heartbeat(ctx: Ctx) -> Any:
     steps.append(("describe deleted", s.describe()))
     out["steps"] = steps
     return out
+
+
+@scenario
+def streams_group_members(ctx: Ctx) -> Any:
+    """Standby tasks (the group's streams.num.standby.replicas), user endpoints for interactive queries, a static
+    member leaving with -2 and coming back, a member asking the application to shut down, offsets committed
+    and fetched with member epochs."""
+    c = ctx.connect()
+    group = ctx.topic("app")
+    ctx.find_coordinator(c, group, 0)
+    source = ctx.topic("in")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, source, 2))}
+    alter = c.request(44, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": "streams.num.standby.replicas", "config_operation": 0, "value": "1"},
+        {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"}]}],
+        "validate_only": False}, version=1)
+    out["standbys configured"] = err(alter.responses[0])
+    s = Streams(c, group, source)
+    steps: list[tuple[str, Any]] = []
+    a = s.join("member-a", instance="static-a")
+    steps.append(("a joins", a))
+    a = s.until_assigned("member-a", a["member_epoch"], [])
+    steps.append(("a assigned", a))
+    time.sleep(1.2)
+    endpoint = {"host": "localhost", "port": 7070}
+    r = c.request(88, {
+        "group_id": group, "member_id": "member-b", "member_epoch": 0, "endpoint_information_epoch": 0,
+        "instance_id": None, "rack_id": None, "rebalance_timeout": 30000, "topology": _topology(group, source),
+        "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "process-member-b",
+        "user_endpoint": endpoint, "client_tags": [{"key": "zone", "value": "z1"}], "task_offsets": None,
+        "task_end_offsets": None, "shutdown_application": False}, version=0)
+    steps.append(("b joins with an endpoint", (err(r), r.member_epoch, r.endpoint_information_epoch,
+                                                r.partitions_by_user_endpoint is not None)))
+    b_epoch = r.member_epoch
+    a2 = s.heartbeat("member-a", a["member_epoch"], owned=a["active"])
+    steps.append(("a asked to revoke", a2))
+    a3 = s.heartbeat("member-a", a2["member_epoch"], owned=a2["active"])
+    steps.append(("a revoked", a3))
+    b = s.until_assigned("member-b", b_epoch, [])
+    steps.append(("b assigned", b))
+    a4 = s.until_assigned("member-a", a3["member_epoch"], a3["active"])
+    steps.append(("a with standbys", a4))
+    steps.append(("describe with standbys", s.describe()))
+    g = c.request(89, {"group_ids": [group], "include_authorized_operations": False}, version=0).groups[0]
+    steps.append(("members' endpoints and tags", sorted(
+        (m.member_id, None if m.user_endpoint is None else (m.user_endpoint.host, m.user_endpoint.port),
+         [(kv.key, kv.value) for kv in m.client_tags], _tasks(m.assignment.standby_tasks)) for m in g.members)))
+    commit = {"group_id": group, "generation_id_or_member_epoch": b["member_epoch"], "member_id": "member-b",
+              "group_instance_id": None, "topics": [{"name": source, "partitions": [
+                  {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                   "committed_metadata": ""}]}]}
+    steps.append(("commit", err(c.request(8, commit, version=9).topics[0].partitions[0])))
+    stale = {**commit, "generation_id_or_member_epoch": b["member_epoch"] - 1}
+    steps.append(("commit stale epoch", err(c.request(8, stale, version=9).topics[0].partitions[0])))
+    fetched = c.request(9, {"groups": [{"group_id": group, "member_id": "member-b", "member_epoch": b["member_epoch"],
+                                        "topics": [{"name": source, "partition_indexes": [0]}]}],
+                            "require_stable": False}, version=9).groups[0]
+    steps.append(("fetch", (err(fetched), [(p.partition_index, p.committed_offset)
+                                           for t in fetched.topics for p in t.partitions])))
+    steps.append(("a leaves for now (-2)", s.heartbeat("member-a", -2, owned=None, instance="static-a")))
+    steps.append(("describe a gone for now", s.describe()))
+    steps.append(("another member takes a's instance",
+                  s.join("member-a2", instance="static-a")))
+    steps.append(("describe a2 in a's place", s.describe()))
+    shutdown = c.request(88, {
+        "group_id": group, "member_id": "member-b", "member_epoch": b["member_epoch"],
+        "endpoint_information_epoch": 0, "instance_id": None, "rack_id": None, "rebalance_timeout": -1,
+        "topology": None, "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "process_id": None,
+        "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
+        "shutdown_application": True}, version=0)
+    steps.append(("b asks to shut down", [(x.status_code, x.status_detail) for x in shutdown.status or ()]))
+    steps.append(("a2 told to shut down", s.heartbeat("member-a2", 0 if False else
+                                                       s.describe()["members"][0][1], owned=None)["status"]))
+    out["steps"] = steps
+    return out

@@ -79,8 +79,9 @@ def test_configure_reports_missing_source_then_internal_topics_with_their_partit
     assert missing.status == (StreamsStatus.MISSING_SOURCE_TOPICS, "Source topics in are missing.")
     catalog.add("in", 3)
     internal = configure(TOPOLOGY, count)
+    # Kafka lists them in the order of a java.util.HashMap's key set.
     assert internal.status == (StreamsStatus.MISSING_INTERNAL_TOPICS,
-                               "Internal topics are missing: app-changelog, app-rep")
+                               "Internal topics are missing: app-rep, app-changelog")
     assert [(t.name, t.partitions) for t in internal.to_create] == [("app-changelog", 3), ("app-rep", 3)]
     catalog.add("app-rep", 3)
     catalog.add("app-changelog", 2)
@@ -240,3 +241,34 @@ def test_a_group_written_to_its_record_is_loaded_back_as_it_was() -> None:
         "0": frozenset({2, 3}), "1": frozenset({2, 3})}
     loaded.replay("app", None)  # a tombstone
     assert "app" not in loaded.groups
+
+
+def test_missing_internal_topics_are_listed_in_kafkas_order() -> None:
+    from samsa.broker.group.streams_topology import java_hash_map_order
+
+    # As Kafka 4.4.0 answered (measured): a java.util.HashMap's iteration order, not sorted.
+    assert java_hash_map_order(["app1-rep-repartition", "app1-store-changelog"], 2) == [
+        "app1-rep-repartition", "app1-store-changelog"]
+    assert java_hash_map_order(["diff-streams-group-members-app-rep-repartition",
+                                "diff-streams-group-members-app-store-changelog"], 2) == [
+        "diff-streams-group-members-app-store-changelog", "diff-streams-group-members-app-rep-repartition"]
+
+
+def test_an_active_task_demoted_to_standby_is_a_standby_at_once() -> None:
+    """Kafka 4.4: the member is told of both halves of a role change in one heartbeat (it recycles the task),
+    while the active half is still revoked before anyone else gets it."""
+    c = coordinator(standbys=1)
+    catalog = ready_catalog()
+    c.heartbeat(join("a"), catalog, 0)
+    c.heartbeat(join("b"), catalog, 1)
+    a = c.heartbeat(beat("a", 2, TasksTuple(ALL)), catalog, 2)
+    assert a.tasks is not None
+    moved = {"1": frozenset({2, 3})}  # stateful tasks a gives to b
+    assert a.tasks.standby == moved  # and keeps as standbys, in the same answer
+    b = c.heartbeat(beat("b", 3), catalog, 3)
+    assert b.tasks is None or b.tasks.active == {}  # not before a revoked them
+    a = c.heartbeat(beat("a", 2, TasksTuple(a.tasks.active, a.tasks.standby)), catalog, 4)
+    assert a.member_epoch == 3
+    b = c.heartbeat(beat("b", 3), catalog, 5)
+    assert b.tasks is not None and b.tasks.active == {"0": frozenset({2, 3}), "1": frozenset({2, 3})}
+    assert b.tasks.standby == {"1": frozenset({0, 1})}
