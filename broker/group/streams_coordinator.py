@@ -451,19 +451,32 @@ class StreamsGroupCoordinator:
         return group_id in self.groups
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
-                               transactional: bool = False) -> ErrorCode:
-        """Kafka's StreamsGroup.validateOffsetCommit."""
+                               transactional: bool = False, instance_id: str | None = None
+                               ) -> tuple[ErrorCode, Callable[[str, int], ErrorCode] | None]:
+        """Kafka 4.4's StreamsGroup.validateOffsetCommit: an error for the whole commit, or, for a member epoch
+        older than the member's, a check of each partition: its task must be one the member holds (or is
+        revoking) since that epoch or before."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
-            return ErrorCode.none
+            return ErrorCode.none, None
+        if transactional and member_epoch == -1 and not member_id and instance_id is None:
+            return ErrorCode.none, None
         member = group.members.get(member_id)
         if member is None:
-            return ErrorCode.unknown_member_id
+            return ErrorCode.unknown_member_id, None
         if api_version < 9 and not transactional:
-            return ErrorCode.unsupported_version
+            return ErrorCode.unsupported_version, None
         if member_epoch == member.member_epoch:
-            return ErrorCode.none
-        return ErrorCode.illegal_generation if transactional else ErrorCode.stale_member_epoch
+            return ErrorCode.none, None
+        if member_epoch > member.member_epoch or group.topology is None:
+            return ErrorCode.stale_member_epoch, None
+        topology = group.topology
+
+        def partition_error(topic: str, partition: int) -> ErrorCode:
+            subtopology = topology.subtopology_of(topic)
+            epoch = None if subtopology is None else member.active_epochs.get((subtopology, partition))
+            return ErrorCode.stale_member_epoch if epoch is None or member_epoch < epoch else ErrorCode.none
+        return ErrorCode.none, partition_error
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         if member_id is None and member_epoch < 0:

@@ -130,6 +130,13 @@ class Topology:
     epoch: int
     subtopologies: tuple[Subtopology, ...]
 
+    def subtopology_of(self, topic: str) -> str | None:
+        """The subtopology reading `topic` (a source or repartition source topic; Kafka's sourceTopicMap)."""
+        for s in self.subtopologies:
+            if topic in s.source_topics or any(r.name == topic for r in s.repartition_source_topics):
+                return s.subtopology_id
+        return None
+
     def required_topics(self) -> set[str]:
         """Every topic the topology reads or creates (Kafka's StreamsTopology.requiredTopics)."""
         out: set[str] = set()
@@ -157,6 +164,9 @@ class StreamsGroupMember:
     client_tags: tuple[tuple[str, str], ...] = ()
     assigned: TasksTuple = EMPTY_TASKS
     pending_revocation: TasksTuple = EMPTY_TASKS
+    # (subtopology, partition) -> the member epoch at which each active task (held or being revoked) was
+    # assigned: an offset commit with an older member epoch is accepted for a task assigned by then (Kafka 4.4).
+    active_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is StreamsMemberState.STABLE and self.member_epoch == target_assignment_epoch

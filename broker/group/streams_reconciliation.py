@@ -136,7 +136,15 @@ def _next(member: StreamsGroupMember, epoch: int, group: StreamsGroup, target_ep
     if must_revoke:
         # Revoke first; the member stays at its epoch until its heartbeat shows the tasks gone.
         return replace(member, member_epoch=epoch, previous_member_epoch=member.member_epoch,
-                       state=StreamsMemberState.UNREVOKED_TASKS, assigned=kept_tasks, pending_revocation=revoking)
+                       state=StreamsMemberState.UNREVOKED_TASKS, assigned=kept_tasks, pending_revocation=revoking,
+                       active_epochs=_epochs(member, kept_tasks.merge(revoking).active, target_epoch))
     state = StreamsMemberState.UNRELEASED_TASKS if waiting else StreamsMemberState.STABLE
+    assigned = kept_tasks.merge(adding)
     return replace(member, member_epoch=target_epoch, previous_member_epoch=member.member_epoch, state=state,
-                   assigned=kept_tasks.merge(adding), pending_revocation=EMPTY_TASKS)
+                   assigned=assigned, pending_revocation=EMPTY_TASKS,
+                   active_epochs=_epochs(member, assigned.active, target_epoch))
+
+
+def _epochs(member: StreamsGroupMember, active: Tasks, target_epoch: int) -> dict[tuple[str, int], int]:
+    """The assignment epoch of each active task: kept from before, the target epoch for a new one."""
+    return {(s, p): member.active_epochs.get((s, p), target_epoch) for s, p in _each(active)}

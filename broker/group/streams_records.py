@@ -74,7 +74,8 @@ def _member(m: StreamsGroupMember) -> dict[str, Any]:
             "topology_epoch": m.topology_epoch, "process_id": m.process_id,
             "user_endpoint": None if m.user_endpoint is None else list(m.user_endpoint),
             "client_tags": [list(kv) for kv in m.client_tags], "assigned": _tuple(m.assigned),
-            "pending_revocation": _tuple(m.pending_revocation)}
+            "pending_revocation": _tuple(m.pending_revocation),
+            "active_epochs": sorted([s, p, e] for (s, p), e in m.active_epochs.items())}
 
 
 def encode(group: StreamsGroup) -> bytes:
@@ -127,6 +128,7 @@ def decode(group_id: str, value: bytes) -> StreamsGroup:
             process_id=str(m["process_id"]), user_endpoint=None if endpoint is None else (str(endpoint[0]),
                                                                                            int(endpoint[1])),
             client_tags=tuple((str(k), str(v)) for k, v in m["client_tags"]), assigned=_decode_tuple(m["assigned"]),
-            pending_revocation=_decode_tuple(m["pending_revocation"])))
+            pending_revocation=_decode_tuple(m["pending_revocation"]),
+            active_epochs={(str(s), int(p)): int(e) for s, p, e in m["active_epochs"]}))
     group.target_assignment = {str(member_id): _decode_tuple(t) for member_id, t in state["target"].items()}
     return group

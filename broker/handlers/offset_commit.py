@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.commit_bounds import is_administrative_reset
@@ -151,6 +152,7 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
     instance_id = field(request, "group_instance_id")
     error = groups.coordinator_error(group_id)
     past_end: dict[tuple[str, int], int] = {}
+    partition_error: Callable[[str, int], ErrorCode] | None = None  # a streams member's older epoch (KIP-1071)
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
         empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
@@ -165,7 +167,8 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(name, p.partition_index): p.committed_offset for name, p in partitions})
         if streams_group is not None:
-            error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version)
+            error, partition_error = groups.streams.validate_offset_commit(group_id, member_id, generation,
+                                                                           ctx.version)
         elif consumer_group is not None:
             error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
         else:
@@ -178,6 +181,8 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
         tp: tuple[str, int] = (name, p.partition_index)
         if error != ErrorCode.none:
             errors[tp] = error
+        elif partition_error is not None and partition_error(*tp) != ErrorCode.none:
+            errors[tp] = partition_error(*tp)
         elif tp in past_end:
             errors[tp] = ErrorCode.offset_out_of_range
             logger.info("group %s: commit of %s-%d at %d refused, past the log end %d (client %s@%s)", group_id,

@@ -59,8 +59,10 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
+    partition_error = None
     if error == ErrorCode.none and groups.streams.is_streams_group(group_id):
-        error = groups.streams.validate_offset_commit(group_id, member_id, generation, 8, True)
+        error, partition_error = groups.streams.validate_offset_commit(group_id, member_id, generation, 8, True,
+                                                                       instance_id)
     elif error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
         # A KIP-848 group (its members of either protocol commit with their member epoch as the generation).
         error = groups.consumer.validate_offset_commit(group_id, member_id, generation, 8, ctx.now_ms, True)
@@ -76,6 +78,8 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
             tp = (topic.name, p.partition_index)
             if error != ErrorCode.none:
                 errors[tp] = error
+            elif partition_error is not None and partition_error(*tp) != ErrorCode.none:
+                errors[tp] = partition_error(*tp)
             elif not readable(topic.name):
                 errors[tp] = ErrorCode.topic_authorization_failed
             elif known is None or p.partition_index not in known.partitions:

@@ -201,13 +201,25 @@ def test_leave_static_membership_and_errors() -> None:
     assert c.heartbeat(StreamsHeartbeatRequest("nope", "x", 1), catalog, 9).error is ErrorCode.group_id_not_found
 
 
-def test_offset_commit_validation_uses_member_epochs() -> None:
+def test_offset_commit_validation_uses_member_and_task_assignment_epochs() -> None:
     c, catalog = coordinator(), ready_catalog()
     r = c.heartbeat(join("a"), catalog, 0)
-    assert c.validate_offset_commit("app", "a", r.member_epoch, 9) is ErrorCode.none
-    assert c.validate_offset_commit("app", "a", r.member_epoch - 1, 9) is ErrorCode.stale_member_epoch
-    assert c.validate_offset_commit("app", "zz", r.member_epoch, 9) is ErrorCode.unknown_member_id
-    assert c.validate_offset_commit("app", "a", r.member_epoch, 8) is ErrorCode.unsupported_version
+    epoch = r.member_epoch
+    assert c.validate_offset_commit("app", "a", epoch, 9) == (ErrorCode.none, None)
+    assert c.validate_offset_commit("app", "a", epoch + 1, 9) == (ErrorCode.stale_member_epoch, None)
+    assert c.validate_offset_commit("app", "zz", epoch, 9) == (ErrorCode.unknown_member_id, None)
+    assert c.validate_offset_commit("app", "a", epoch, 8) == (ErrorCode.unsupported_version, None)
+    c.heartbeat(join("b"), catalog, 1)  # a gives up half: it keeps tasks 0 and 1, assigned at its first epoch
+    a = c.heartbeat(beat("a", epoch, TasksTuple(ALL)), catalog, 2)
+    assert a.tasks is not None
+    a = c.heartbeat(beat("a", epoch, a.tasks), catalog, 3)
+    assert a.member_epoch > epoch
+    # Kafka 4.4: a commit with the older epoch is accepted for the tasks the member has held since then.
+    error, per_partition = c.validate_offset_commit("app", "a", epoch, 9)
+    assert error is ErrorCode.none and per_partition is not None
+    assert per_partition("in", 0) is ErrorCode.none and per_partition("app-rep", 1) is ErrorCode.none
+    assert per_partition("in", 3) is ErrorCode.stale_member_epoch  # now b's
+    assert per_partition("elsewhere", 0) is ErrorCode.stale_member_epoch  # not in the topology
 
 
 def test_a_group_written_to_its_record_is_loaded_back_as_it_was() -> None:
