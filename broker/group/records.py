@@ -5,6 +5,7 @@ Keys start with an int16 record type (Kafka's CoordinatorRecordType; "key versio
     0, 1   OffsetCommitKey    group string, topic string, partition int32          (we write 1)
     2      GroupMetadataKey   group string
     32001  Samsa's ResetAuditKey  group string, timestamp int64, id string  -- our own, see below
+    32002  Samsa's StreamsGroupSnapshotKey  group string  -- our own: a streams group (streams_records.py)
 
 Values (int16 version first; a tombstone is a null value):
 
