@@ -101,6 +101,9 @@ def handle_streams_group_describe(request: StreamsGroupDescribeRequest,
                                   ctx: RequestContext) -> StreamsGroupDescribeResponse:
     cls: type[StreamsGroupDescribeResponse] = response_class(89, ctx.version)
     include = bool(request.include_authorized_operations)
+    if ctx.broker.image.feature_level("streams.version") < 1:  # Kafka 4.4: streams groups off
+        return build(cls, {"groups": [_error(g, ErrorCode.unsupported_version, NO_AUTHORIZED_OPERATIONS)
+                                      for g in request.group_ids]})
     described = [_describe(ctx, g, include) for g in request.group_ids]
     for group in described:
         if group["error_code"] != ErrorCode.none:

@@ -138,6 +138,8 @@ async def handle_streams_group_heartbeat(request: StreamsGroupHeartbeatRequest,
                                          ctx: RequestContext) -> StreamsGroupHeartbeatResponse:
     cls: type[StreamsGroupHeartbeatResponse] = response_class(88, ctx.version)
     groups = ctx.broker.groups
+    if ctx.broker.image.feature_level("streams.version") < 1:  # Kafka 4.4: streams groups off, API still listed
+        return build(cls, _response(StreamsHeartbeatResult(ErrorCode.unsupported_version)))
     error = group_error(ctx, AclOperation.READ, request.group_id)  # KafkaApis: READ on the group
     if error == ErrorCode.none:
         error = groups.coordinator_error(request.group_id)

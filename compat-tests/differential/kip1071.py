@@ -225,3 +225,31 @@ def streams_group_members(ctx: Ctx) -> Any:
                                                        s.describe()["members"][0][1], owned=None)["status"]))
     out["steps"] = steps
     return out
+
+
+@scenario
+def streams_group_feature_off(ctx: Ctx) -> Any:
+    """streams.version 0 (UpdateFeatures) turns streams groups off: both APIs stay listed but answer
+    UNSUPPORTED_VERSION; level 1 again turns them back on. The level is restored whatever happens."""
+    c = ctx.connect()
+    group = ctx.topic("app")
+    ctx.find_coordinator(c, group, 0)
+    source = ctx.topic("in")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, source, 1))}
+
+    def level(value: int, kind: int) -> Any:
+        r = c.request(57, {"timeout": 30000, "validate_only": False, "feature_updates": [
+            {"feature": "streams.version", "max_version_level": value, "upgrade_type": kind}]}, version=1)
+        time.sleep(1)  # the brokers apply the new level from the metadata log
+        return (err(r), [(x.feature, err(x)) for x in r.results])
+
+    try:
+        out["off"] = level(0, 2)
+        fresh = ctx.connect()
+        out["still listed"] = (88 in fresh.versions, 89 in fresh.versions)  # (v1: see the API table)
+        out["heartbeat"] = Streams(fresh, group, source).join("m1")["error"]
+        out["describe"] = Streams(fresh, group, source).describe()["error"]
+    finally:
+        out["on"] = level(1, 1)
+    out["heartbeat again"] = Streams(ctx.connect(), group, source).join("m1")["error"]
+    return out
