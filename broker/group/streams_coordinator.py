@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from samsa.broker.group import streams_records
 from samsa.broker.group.classic_group import GroupRecord
@@ -118,10 +119,15 @@ class StreamsGroupCoordinator:
         self.groups: dict[str, StreamsGroup] = {}
 
     def _write(self, group: StreamsGroup) -> None:
-        """A record of the group's state if it changed since the last one written."""
+        """A record of the group's state if it changed since the last one written. Members and assignments are
+        immutable values replaced on change, so an unchanged group is recognized without encoding it."""
         if self._emit is None or self.groups.get(group.group_id) is not group:
             return
+        seen = _fingerprint(group)
+        if group.written_fingerprint is not None and _same(seen, group.written_fingerprint):
+            return
         data = streams_records.encode(group)
+        group.written_fingerprint = seen
         if data != group.written:
             group.written = data
             self._emit(GroupRecord(group.group_id, streams_records.key(group.group_id), data))
@@ -540,6 +546,18 @@ class StreamsGroupCoordinator:
         for group_id in gone:
             del self.groups[group_id]
         return len(gone)
+
+
+def _fingerprint(group: StreamsGroup) -> tuple[Any, ...]:
+    return ((group.group_epoch, group.assignment_epoch, group.assignment_timestamp_ms, group.metadata_hash),
+            group.topology, tuple(group.members.items()), tuple(group.target_assignment.items()))
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Equal scalars, and the very same member, assignment and topology objects (held, so never reused ids)."""
+    return (a[0] == b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and len(a[3]) == len(b[3])
+            and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a[2], b[2], strict=True))
+            and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a[3], b[3], strict=True)))
 
 
 def _check_epoch(member: StreamsGroupMember, received: int, owned: TasksTuple | None) -> None:

@@ -192,6 +192,7 @@ class StreamsGroup:
         self.endpoints: tuple[object, ...] = ()  # what the last endpoint information epoch told
         self.shutdown_requested: str | None = None  # the member that asked the whole application to shut down
         self.written: bytes | None = None  # the group's last record (streams_records.py)
+        self.written_fingerprint: tuple[object, ...] | None = None  # what it was written from
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}  # member -> (epoch, deadline)
         self._owners: tuple[dict[tuple[str, int], str], dict[tuple[str, int], set[str]],
@@ -268,7 +269,8 @@ class StreamsGroup:
         other = StreamsGroup(self.group_id)
         for name in ("group_epoch", "assignment_epoch", "assignment_timestamp_ms", "assignment_not_before_ms",
                      "metadata_hash", "topology", "configured", "endpoint_information_epoch", "endpoints",
-                     "shutdown_requested", "written"):
+                     "shutdown_requested", "written",
+                     "written_fingerprint"):
             setattr(other, name, getattr(self, name))
         other.members, other.target_assignment = dict(self.members), dict(self.target_assignment)
         other.static_members = dict(self.static_members)
