@@ -230,12 +230,18 @@ class StreamsGroupCoordinator:
             raise StreamsHeartbeatError(ErrorCode.group_max_size_reached, "The streams group has reached its maximum "
                                         f"capacity of {self.config.max_size} members.")
         member, replaced = self._get_member(group, req)
+        configured_now = group.configured if isinstance(group.configured, ConfiguredTopology) else None
+        if configured_now is not None and configured_now.ready and req.owned is not None:
+            _check_tasks_exist(configured_now, req.owned)  # before anything changes
         bump = False
         if req.topology is not None:
-            if group.topology is None or (not group.members and req.topology != group.topology):
+            # Kafka 4.4's maybeUpdateTopology: the first topology stays the group's; an older epoch is stale (the
+            # member is told so); any other difference is refused.
+            if group.topology is None:
                 group.topology, group.configured = req.topology, None
                 bump = True
-            elif req.topology.epoch > group.topology.epoch:
+            elif group.topology.epoch <= req.topology.epoch and _canonical(group.topology) != _canonical(
+                    req.topology):
                 raise _invalid("Topology updates are not supported yet.")
         self.groups[group.group_id] = group
         if not group.members and group.assignment_timestamp_ms == 0:
@@ -546,6 +552,24 @@ class StreamsGroupCoordinator:
         for group_id in gone:
             del self.groups[group_id]
         return len(gone)
+
+
+def _canonical(topology: Topology) -> Topology:
+    """Subtopologies in id order (Kafka keeps them in a map), for comparing two topologies."""
+    return replace(topology, subtopologies=tuple(sorted(topology.subtopologies, key=lambda s: s.subtopology_id)))
+
+
+def _check_tasks_exist(configured: ConfiguredTopology, owned: TasksTuple) -> None:
+    """Kafka's throwIfRequestContainsInvalidTasks, once the topology is configured."""
+    for tasks in (owned.active, owned.standby, owned.warmup):
+        for subtopology, partitions in tasks.items():
+            count = configured.tasks.get(subtopology)
+            if count is None:
+                raise _invalid(f"Subtopology {subtopology} does not exist in the topology.")
+            for p in sorted(partitions):
+                if p < 0 or p >= count:
+                    raise _invalid(f"Task {p} for subtopology {subtopology} is invalid. Number of tasks for this "
+                                   f"subtopology: {count}")
 
 
 def _fingerprint(group: StreamsGroup) -> tuple[Any, ...]:

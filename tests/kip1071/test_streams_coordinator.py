@@ -284,3 +284,21 @@ def test_an_active_task_demoted_to_standby_is_a_standby_at_once() -> None:
     b = c.heartbeat(beat("b", 3), catalog, 5)
     assert b.tasks is not None and b.tasks.active == {"0": frozenset({2, 3}), "1": frozenset({2, 3})}
     assert b.tasks.standby == {"1": frozenset({0, 1})}
+
+
+def test_topology_rules_and_owned_tasks_are_checked_as_kafka_does() -> None:
+    c, catalog = coordinator(), ready_catalog()
+    a = c.heartbeat(join("a", topology=Topology(2, TOPOLOGY.subtopologies)), catalog, 0)
+    assert a.error is ErrorCode.none
+    # An older topology epoch is stale: the member joins and is told so.
+    b = c.heartbeat(join("b", topology=TOPOLOGY), catalog, 1)
+    assert b.error is ErrorCode.none and [s for s, _ in b.statuses] == [StreamsStatus.STALE_TOPOLOGY]
+    assert b.statuses[0][1] == "The member's topology epoch 0 is behind the group's topology epoch 2."
+    # The same epoch with other subtopologies is an update, which Kafka 4.4 refuses.
+    other = Topology(2, (Subtopology("0", source_topics=("in",)),))
+    r = c.heartbeat(join("c", topology=other), catalog, 2)
+    assert (r.error, r.error_message) == (ErrorCode.invalid_request, "Topology updates are not supported yet.")
+    r = c.heartbeat(beat("a", a.member_epoch, TasksTuple({"7": frozenset({0})})), catalog, 3)
+    assert (r.error, r.error_message) == (ErrorCode.invalid_request, "Subtopology 7 does not exist in the topology.")
+    r = c.heartbeat(beat("a", a.member_epoch, TasksTuple({"1": frozenset({4})})), catalog, 4)
+    assert r.error_message == "Task 4 for subtopology 1 is invalid. Number of tasks for this subtopology: 4"
