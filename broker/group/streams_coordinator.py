@@ -283,16 +283,16 @@ class StreamsGroupCoordinator:
         final = self._reconcile(group, updated, req.owned, now_ms)
         group.session_deadlines_ms[final.member_id] = now_ms + self.config.session_timeout_for(group.group_id)
         changed = final.assigned != member.assigned or req.member_epoch == 0
-        statuses: list[tuple[StreamsStatus, str]] = []
+        statuses: list[tuple[StreamsStatus, str]] = []  # in Kafka 4.4's order
+        if group.topology is not None and final.topology_epoch < group.topology.epoch:
+            statuses.append((StreamsStatus.STALE_TOPOLOGY,
+                             f"The member's topology epoch {final.topology_epoch} is behind the group's topology "
+                             f"epoch {group.topology.epoch}."))
         if delay is not None:
             statuses.append((StreamsStatus.ASSIGNMENT_DELAYED, delay))
         configured = group.configured if isinstance(group.configured, ConfiguredTopology) else None
         if configured is not None and configured.status is not None:
             statuses.append(configured.status)
-        if group.topology is not None and final.topology_epoch < group.topology.epoch:
-            statuses.append((StreamsStatus.STALE_TOPOLOGY,
-                             f"The member's topology epoch {final.topology_epoch} is behind the group's topology "
-                             f"epoch {group.topology.epoch}."))
         if group.shutdown_requested is not None:
             statuses.append((StreamsStatus.SHUTDOWN_APPLICATION,
                              f"Streams group member {group.shutdown_requested} encountered a fatal error and "

@@ -253,3 +253,24 @@ def streams_group_feature_off(ctx: Ctx) -> Any:
         out["on"] = level(1, 1)
     out["heartbeat again"] = Streams(ctx.connect(), group, source).join("m1")["error"]
     return out
+
+
+@scenario
+def streams_group_topology_rules(ctx: Ctx) -> Any:
+    """A member with an older topology epoch is told its topology is stale; owned tasks that the configured
+    topology does not have are refused."""
+    c = ctx.connect()
+    group = ctx.topic("app")
+    ctx.find_coordinator(c, group, 0)
+    source = ctx.topic("in")
+    out: dict[str, Any] = {"create": err(ctx.create_topic(c, source, 2))}
+    s = Streams(c, group, source)
+    a = s.join("member-a", epoch=2)
+    out["a joins at topology epoch 2"] = a
+    a = s.until_assigned("member-a", a["member_epoch"], [])
+    out["a assigned"] = a
+    out["b joins at epoch 1"] = s.join("member-b", epoch=1)
+    out["unknown subtopology"] = s.heartbeat("member-a", a["member_epoch"], owned=[("9", [0])])
+    out["task out of range"] = s.heartbeat("member-a", a["member_epoch"], owned=[("1", [5])])
+    out["describe"] = s.describe()
+    return out
