@@ -49,11 +49,10 @@ from typing import Protocol
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "compat-tests"))
 
-from confluent_kafka import Producer  # noqa: E402
 from oracle_fixture import OracleError, ensure_installed, kafka_cluster  # noqa: E402
 from samsa_fixture import samsa_broker  # noqa: E402
 
-from samsa.broker.client import Connection  # noqa: E402
+from bench.group_workload import Trickle, create_topic  # noqa: E402
 
 MEMBER = REPO / "bench" / "groups" / "kip848_member.py"
 JAVA_MEMBER = REPO / "bench" / "groups" / "Kip848Member.java"
@@ -182,36 +181,6 @@ def wait(what: str, condition: Callable[[], bool], members: Sequence[Member]) ->
     raise TimeoutError(f"timed out after {WAIT_S:.0f} s waiting for {what}: {state}")
 
 
-class Trickle(AbstractContextManager["Trickle"]):
-    """A producer writing one record to every partition every 20 ms until closed."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(bootstrap, topic, partitions), daemon=True)
-        self.thread.start()
-
-    def _run(self, bootstrap: str, topic: str, partitions: int) -> None:
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
-        while not self.stopped.is_set():
-            for partition in range(partitions):
-                p.produce(topic, b"x", partition=partition)
-            p.poll(0)
-            time.sleep(0.02)
-        p.flush(10)
-
-    def __exit__(self, *exc: object) -> None:
-        self.stopped.set()
-        self.thread.join(15)
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    host, _, port = bootstrap.rpartition(":")
-    with Connection(host, int(port)) as conn:
-        r = conn.request(19, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1}],
-                              "timeout": 30000})
-        assert r.topics[0].error_code.value == 0, r
-
-
 class Group(AbstractContextManager["Group"]):
     """A fresh topic and group, a trickle producer on it, and member processes stopped on exit."""
 
@@ -237,7 +206,7 @@ class Group(AbstractContextManager["Group"]):
     def __exit__(self, *exc: object) -> None:
         for m in self.members:
             m.stop()
-        self.trickle.__exit__()
+        self.trickle.close()
 
 
 def failover(bootstrap: str, protocol: str, workdir: Path) -> float:

@@ -7,19 +7,19 @@
 #   - prometheus (Debian package), only if `prometheus` is not on PATH (compat-tests/test_metrics.py)
 #   - kafkajs (npm, pinned by compat-tests/node/package-lock.json) -> compat-tests/node/node_modules
 #   - the Java client scenario (kafka-clients via Maven) -> compat-tests/java/target
-#   - Kafka Connect (connect-runtime, connect-json via Maven; the connect-file plugin) -> compat-tests/connect/lib
-#     (at CONNECT_VERSION, below)
+#   - Kafka Connect (connect-runtime, connect-json via Maven) -> compat-tests/connect/lib, and the test's own
+#     connector plugin (compat-tests/connect/plugin, compiled against that Connect API) -> lib/plugins/samsa-line-file
 #   - franz-go (Go module proxy, pinned by compat-tests/go/go.sum) -> compat-tests/go/bin (KIP-848 member)
 COMPAT_DIR := compat-tests
 COMPAT_MVN := mvn -q -B
 COMPAT_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 KAFKA_VERSION_FILE := $(COMPAT_DIR)/KAFKA_VERSION
 KAFKA_VERSION := $(strip $(file < $(KAFKA_VERSION_FILE)))
-# Kafka Connect's version for test_kafka_connect.py (a client of the broker under test): the reference's, but the
-# FileStream plugin the test runs (connect-file) is served here only up to 4.3.1, and 4.3.1's plugin does not load in a
-# 4.4 worker (kafka-clients 4.4 moved AppInfoParser to common.utils.internals). So Connect is 4.3.1, worker and
-# plugin; set this to $(KAFKA_VERSION) once connect-file $(KAFKA_VERSION) is served.
-CONNECT_VERSION := 4.3.1
+# Kafka Connect's version for test_kafka_connect.py (a client of the broker under test): the reference's. Kafka's
+# FileStream plugin (connect-file) is not served at 4.4.0 and 4.3.1's does not load in a 4.4 worker (kafka-clients 4.4
+# moved AppInfoParser), so the test runs its own line-file connectors, compiled here against the worker's API.
+CONNECT_VERSION := $(KAFKA_VERSION)
+CONNECT_PLUGIN_DIR := $(COMPAT_DIR)/connect/plugin
 FETCH_KAFKA_JARS := $(COMPAT_DIR)/fetch-kafka-jars.sh
 ORACLE_LIB := $(COMPAT_DIR)/oracle/lib
 ORACLE_STAMP := $(ORACLE_LIB)/.stamp-kafka-$(KAFKA_VERSION)
@@ -69,15 +69,19 @@ $(JAVA_STAMP): $(COMPAT_DIR)/java/pom.xml $(KAFKA_VERSION_FILE) $(wildcard $(COM
 
 compat-connect: $(CONNECT_STAMP)
 
-# Downloaded into lib.tmp and renamed, so an interrupted download never looks complete. connect-file
-# goes to lib/plugins/connect-file: the worker loads it through plugin.path (its own class loader),
-# as a deployed connector is, while the runtime's classpath is lib/* alone.
-$(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml $(KAFKA_VERSION_FILE) $(FETCH_KAFKA_JARS)
-	rm -rf $(CONNECT_LIB).tmp
+# Downloaded into lib.tmp and renamed, so an interrupted download never looks complete. The plugin jar goes to
+# lib/plugins/samsa-line-file: the worker loads it through plugin.path (its own class loader), as a deployed connector
+# is, while the runtime's classpath is lib/* alone.
+$(CONNECT_STAMP): $(COMPAT_DIR)/connect/pom.xml $(KAFKA_VERSION_FILE) $(FETCH_KAFKA_JARS) \
+                  $(wildcard $(CONNECT_PLUGIN_DIR)/src/samsa/connect/*.java $(CONNECT_PLUGIN_DIR)/META-INF/services/*)
+	rm -rf $(CONNECT_LIB).tmp $(CONNECT_PLUGIN_DIR)/classes
 	$(FETCH_KAFKA_JARS) $(COMPAT_DIR)/connect $(CONNECT_LIB).tmp $(CONNECT_VERSION)
-	cd $(COMPAT_DIR)/connect && $(COMPAT_MVN) dependency:copy -Dkafka.version=$(CONNECT_VERSION) \
-	  -Dartifact=org.apache.kafka:connect-file:$(CONNECT_VERSION) -DoutputDirectory=lib.tmp/plugins/connect-file
-	rm -rf $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
+	mkdir -p $(CONNECT_LIB).tmp/plugins/samsa-line-file $(CONNECT_PLUGIN_DIR)/classes
+	javac --release 17 -nowarn -cp '$(CONNECT_LIB).tmp/*' -d $(CONNECT_PLUGIN_DIR)/classes \
+	  $(CONNECT_PLUGIN_DIR)/src/samsa/connect/*.java
+	cp -r $(CONNECT_PLUGIN_DIR)/META-INF $(CONNECT_PLUGIN_DIR)/classes/
+	jar cf $(CONNECT_LIB).tmp/plugins/samsa-line-file/samsa-line-file.jar -C $(CONNECT_PLUGIN_DIR)/classes .
+	rm -rf $(CONNECT_PLUGIN_DIR)/classes $(CONNECT_LIB) && mv $(CONNECT_LIB).tmp $(CONNECT_LIB)
 	touch $@
 
 # franz-go's KIP-848 member (compat-tests/kip848/test_franz_consumer_protocol.py), built when Go is installed.

@@ -4,8 +4,9 @@ A real worker (``org.apache.kafka.connect.cli.ConnectDistributed``, jars from ``
 ``compat-tests/connect/lib``) keeps its connector configs, source offsets and statuses in three
 topics of the broker. It creates them with ``cleanup.policy=compact`` and refuses to start when one
 is not compacted (``TopicAdmin.verifyTopicCleanupPolicyOnlyCompact`` reads the policy from the
-broker's DescribeConfigs answer). A FileStreamSource connector (loaded from
-``plugin.path``) reads a file into a topic and a FileStreamSink connector writes that topic to
+broker's DescribeConfigs answer). A line-file source connector (the test's own, in
+``compat-tests/connect/plugin``, loaded from ``plugin.path``; Kafka's FileStream plugin is not served for 4.4)
+reads a file into a topic and a line-file sink connector writes that topic to
 another file; the sink file must end up with every line, in order, exactly once. The worker is then
 stopped and a new one started on the same topics: it must find its connectors in the config topic
 and resume from the offsets in the offset topic (no line read twice, none lost). Another test gives
@@ -47,7 +48,7 @@ CONNECT_LIB = Path(os.environ.get("CONNECT_LIB_DIR", CONNECT_DIR / "lib"))
 PLUGIN_PATH = CONNECT_LIB / "plugins"
 CONNECT_LOG4J = CONNECT_DIR / "log4j2-connect.xml"
 DISTRIBUTED = "org.apache.kafka.connect.cli.ConnectDistributed"
-# The version make compat-deps installed (compat.mk's CONNECT_VERSION: 4.3.1, whose FileStream plugin is served).
+# The version make compat-deps installed (compat.mk's CONNECT_VERSION: the reference Kafka's).
 CONNECT_VERSION = next((p.name.removeprefix("connect-runtime-").removesuffix(".jar")
                         for p in CONNECT_LIB.glob("connect-runtime-*.jar")), None)
 
@@ -75,7 +76,7 @@ T = TypeVar("T")
 
 
 def _installed() -> bool:
-    return any(CONNECT_LIB.glob("connect-runtime-*.jar")) and any(PLUGIN_PATH.glob("connect-file/connect-file-*.jar"))
+    return any(CONNECT_LIB.glob("connect-runtime-*.jar")) and any(PLUGIN_PATH.glob("samsa-line-file/*.jar"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ def _worker_properties(bootstrap: str, port: int, group_id: str, topics: Connect
         "rest.advertised.host.name": HOST,
         "rest.advertised.port": str(port),
         "plugin.path": str(PLUGIN_PATH),
-        "plugin.discovery": "service_load",  # connect-file ships ServiceLoader manifests (KIP-898): no scan
+        "plugin.discovery": "service_load",  # the plugin ships ServiceLoader manifests (KIP-898): no scan
         "offset.flush.interval.ms": "500",
     }
     return "".join(f"{k}={v}\n" for k, v in values.items())
@@ -262,9 +263,9 @@ def test_distributed_file_source_to_sink(broker: Target) -> None:
         first = [f"line {i} of {run}" for i in range(50)]
         second = [f"after restart {i} of {run}" for i in range(30)]
         connectors = {
-            f"file-source-{run}": {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            f"file-source-{run}": {"connector.class": "samsa.connect.LineFileSourceConnector",
                                    "tasks.max": "1", "file": str(source), "topic": data_topic},
-            f"file-sink-{run}": {"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            f"file-sink-{run}": {"connector.class": "samsa.connect.LineFileSinkConnector",
                                  "tasks.max": "1", "file": str(sink), "topics": data_topic},
         }
 
@@ -380,7 +381,7 @@ def test_offset_topic_is_compacted_by_the_broker(broker: Target) -> None:
         source.touch()
         with _worker(workdir, "worker", properties, f"http://{HOST}:{port}") as worker:
             _wait_rest_up(worker)
-            config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+            config = {"connector.class": "samsa.connect.LineFileSourceConnector",
                       "tasks.max": "1", "file": str(source), "topic": data_topic}
             _wait(worker, f"POST /connectors {name}", CONNECTORS_RUNNING_TIMEOUT_S,
                   lambda: _rest(worker, "POST", "/connectors", {"name": name, "config": config}))

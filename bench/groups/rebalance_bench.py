@@ -1,4 +1,4 @@
-"""Group failover and rebalance times, Samsa vs Apache Kafka 4.1.2, same settings, one run.
+"""Group failover and rebalance times, Samsa vs Apache Kafka (compat-tests/KAFKA_VERSION), same settings, one run.
 
     .venv/bin/python bench/groups/rebalance_bench.py [--reps 3] [--client confluent-kafka]
 
@@ -24,7 +24,6 @@ import platform
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -32,23 +31,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "compat-tests"))
 sys.path.insert(0, str(REPO / "compat-tests" / "groups"))
+sys.path.insert(0, str(REPO))  # bench.group_workload
 
-from confluent_kafka import Producer  # noqa: E402
 from harness import Member, wait_until  # noqa: E402
 from oracle_fixture import kafka_cluster  # noqa: E402
 from samsa_fixture import samsa_broker  # noqa: E402
 
-from samsa.broker.client import Connection  # noqa: E402
+from bench.group_workload import Trickle, create_topic  # noqa: E402
 
 SESSION_MS = 6000
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    host, _, port = bootstrap.rpartition(":")
-    with Connection(host, int(port)) as conn:
-        r = conn.request(19, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1}],
-                              "timeout": 30000})
-        assert r.topics[0].error_code.value == 0, r
 
 
 def owners(members: list[Member], partitions: int) -> bool:
@@ -58,28 +49,6 @@ def owners(members: list[Member], partitions: int) -> bool:
             return False
         seen.extend(m.assignment)
     return sorted(seen) == list(range(partitions))
-
-
-class Trickle:
-    """A producer writing one record to every partition every 20 ms until stopped."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(bootstrap, topic, partitions), daemon=True)
-        self.thread.start()
-
-    def _run(self, bootstrap: str, topic: str, partitions: int) -> None:
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "enable.idempotence": False})
-        while not self.stop.is_set():
-            for partition in range(partitions):
-                p.produce(topic, b"x", partition=partition)
-            p.poll(0)
-            time.sleep(0.02)
-        p.flush(10)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(15)
 
 
 def failover(bootstrap: str, client: str, workdir: Path) -> float:

@@ -17,10 +17,11 @@ holds only offsets); this module only validates who may commit and fetch them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from samsa.broker.group import consumer_group_records as cg_records
+from samsa.broker.group import offset_validation
 from samsa.broker.group.assignors import ASSIGNORS, MemberSubscription
 from samsa.broker.group.classic_group import GroupRecord
 from samsa.broker.group.classic_members import ClassicMemberError, ClassicMembers, TopicCatalog
@@ -32,6 +33,7 @@ from samsa.broker.group.consumer_group import (
     ConsumerGroupMember,
     ConsumerGroupState,
     MemberState,
+    uniform_epochs,
 )
 from samsa.broker.group.consumer_regex import InvalidRegexError, RegexCache
 from samsa.broker.group.metadata_hash import subscription_hash
@@ -307,8 +309,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
                                  f"member {member.member_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # KIP-345 for KIP-848: the instance keeps its partitions for a session timeout, so a restart
-            # that rejoins in time gets them back without a rebalance.
-            away = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            # that rejoins in time gets them back without a rebalance (assigned at epoch 0: KIP-1251).
+            away = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
+                           assignment_epochs=uniform_epochs(member.assigned_partitions, 0))
             group.update_member(away)
             group.rebalance_deadlines_ms.pop(member.member_id, None)
             self._emit_current(group, away)
@@ -496,35 +499,17 @@ class ConsumerGroupCoordinator(ClassicMembers):
     def is_consumer_group(self, group_id: str) -> bool:
         return group_id in self.groups
 
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
-                               now_ms: int, transactional: bool = False) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetCommit; a transactional one (TxnOffsetCommit) is told of a stale
-        epoch as ILLEGAL_GENERATION, which transactional producers know (OffsetMetadataManager)."""
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None, member_epoch: int,
+                               api_version: int, now_ms: int, partitions: Iterable[tuple[str, int]],
+                               transactional: bool = False) -> ErrorCode:
+        """offset_validation.validate_offset_commit (KIP-1251), once the group's timers have fired."""
         group = self.groups[group_id]
         self._fire_timers(group, now_ms)
-        if member_epoch < 0 and not group.members:
-            return ErrorCode.none
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if api_version < 9 and not member.uses_classic_protocol and not transactional:
-            return ErrorCode.unsupported_version
-        if member_epoch == member.member_epoch:
-            return ErrorCode.none
-        if transactional:
-            return ErrorCode.illegal_generation
-        # Kafka's validateMemberEpoch: a classic member is told of its generation as the classic protocol does.
-        return ErrorCode.illegal_generation if member.uses_classic_protocol else ErrorCode.stale_member_epoch
+        return offset_validation.validate_offset_commit(group, member_id, instance_id, member_epoch, api_version,
+                                                        partitions, transactional)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
-        """Kafka's ConsumerGroup.validateOffsetFetch."""
-        if member_id is None and member_epoch < 0:
-            return ErrorCode.none
-        group = self.groups[group_id]
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        return ErrorCode.none if member_epoch == member.member_epoch else ErrorCode.stale_member_epoch
+        return offset_validation.validate_offset_fetch(self.groups[group_id], member_id, member_epoch)
 
     def delete_group(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)

@@ -13,11 +13,16 @@ assignment epoch), Reconciling (some member not yet at the target), Stable.
 
 Every partition has at most one owner at any time: a member only gets a partition no other member
 holds (assigned or pending revocation), which `partition_epochs` tracks (Kafka's currentPartitionEpoch).
+
+KIP-1251 (Kafka 4.3+): each partition a member holds also carries the epoch at which it was assigned to
+that member (`ConsumerGroupMember.assignment_epochs`); an offset commit with an epoch older than the
+member's is accepted for a partition assigned at or before that epoch (offset_validation.py).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from samsa.broker.group.records import TopicPartitions
@@ -74,6 +79,16 @@ class ConsumerGroupMember:
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
     classic: ClassicMemberMetadata | None = None  # set while the member uses the classic protocol
+    # KIP-1251: (topic id, partition) -> the epoch at which the member was assigned it, for every partition in
+    # assigned_partitions and partitions_pending_revocation (Kafka's ConsumerGroupMember maps partition -> epoch).
+    assignment_epochs: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+    def assignment_epoch(self, topic_id: str, partition: int) -> int | None:
+        """Kafka's assignmentEpoch, then pendingRevocationEpoch: None when the member holds no such partition."""
+        if partition in self.assigned_partitions.get(topic_id, ()) or partition in \
+                self.partitions_pending_revocation.get(topic_id, ()):
+            return self.assignment_epochs.get((topic_id, partition))
+        return None
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -81,6 +96,20 @@ class ConsumerGroupMember:
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch
+
+
+def epochs_for(member: ConsumerGroupMember, assigned: TopicPartitions, pending: TopicPartitions,
+               new_epoch: int) -> dict[tuple[str, int], int]:
+    """The assignment epochs of a member that now holds `assigned` and `pending`: a partition it held already keeps
+    the epoch it was assigned at, a new one gets `new_epoch` (Kafka's CurrentAssignmentBuilder)."""
+    old = member.assignment_epochs
+    return {(topic_id, p): old.get((topic_id, p), new_epoch)
+            for partitions in (assigned, pending) for topic_id, ps in partitions.items() for p in ps}
+
+
+def uniform_epochs(partitions: TopicPartitions, epoch: int) -> dict[tuple[str, int], int]:
+    """Every partition assigned at `epoch` (Kafka's Utils.toAssignmentWithEpochs)."""
+    return {(topic_id, p): epoch for topic_id, ps in partitions.items() for p in ps}
 
 
 def partition_count(partitions: TopicPartitions) -> int:

@@ -8,6 +8,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from samsa.broker.group import records as r
+from samsa.broker.group.assignment_records import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    decode_current_member_assignment_value,
+    encode_current_member_assignment_value,
+)
 from samsa.broker.group.classic_group import GroupRecord
 from samsa.broker.group.consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState
 
@@ -53,10 +58,11 @@ def target_member(group_id: str, member_id: str, partitions: r.TopicPartitions) 
 
 
 def current_assignment(group_id: str, m: ConsumerGroupMember) -> GroupRecord:
-    value = r.ConsumerGroupCurrentMemberAssignmentValue(m.member_epoch, m.previous_member_epoch, int(m.state),
-                                                        m.assigned_partitions, m.partitions_pending_revocation)
+    value = ConsumerGroupCurrentMemberAssignmentValue(m.member_epoch, m.previous_member_epoch, int(m.state),
+                                                      m.assigned_partitions, m.partitions_pending_revocation,
+                                                      m.assignment_epochs)
     return GroupRecord(group_id, _key(group_id, CURRENT_ASSIGNMENT, m.member_id),
-                       r.encode_current_member_assignment_value(value))
+                       encode_current_member_assignment_value(value))
 
 
 def regular_expressions(group: ConsumerGroup, resolve: Callable[[str], frozenset[str]], version: int,
@@ -100,7 +106,7 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
         elif record_type == CURRENT_ASSIGNMENT and member_id in group.members:
             group.update_member(replace(group.members[member_id], member_epoch=0, previous_member_epoch=0,
                                         state=MemberState.STABLE, assigned_partitions={},
-                                        partitions_pending_revocation={}))
+                                        partitions_pending_revocation={}, assignment_epochs={}))
         return
     if group is None:
         group = groups[group_id] = ConsumerGroup(group_id)
@@ -121,7 +127,7 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
                                     rebalance_timeout_ms=v.rebalance_timeout_ms, server_assignor=v.server_assignor,
                                     classic=None if v.classic is None else ClassicMemberMetadata(*v.classic)))
     elif record_type == CURRENT_ASSIGNMENT:
-        c = r.decode_current_member_assignment_value(value)
+        c = decode_current_member_assignment_value(value)
         try:
             state = MemberState(c.state)
         except ValueError:
@@ -129,4 +135,5 @@ def replay(groups: dict[str, ConsumerGroup], record_type: int, group_id: str, me
         group.update_member(replace(_member(group, member_id), member_epoch=c.member_epoch,
                                     previous_member_epoch=c.previous_member_epoch, state=state,
                                     assigned_partitions=c.assigned_partitions,
-                                    partitions_pending_revocation=c.partitions_pending_revocation))
+                                    partitions_pending_revocation=c.partitions_pending_revocation,
+                                    assignment_epochs=c.assignment_epochs))

@@ -30,6 +30,7 @@ from samsa.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    uniform_epochs,
 )
 from samsa.broker.group.consumer_protocol import assigned_partitions, parse_subscription
 from samsa.broker.group.state import GroupState
@@ -83,6 +84,7 @@ def consumer_group_from_classic(classic: Group, catalog: TopicIds) -> ConsumerGr
             client_id=m.client_id, client_host=m.client_host,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
             rebalance_timeout_ms=m.rebalance_timeout_ms, assigned_partitions=assigned,
+            assignment_epochs=uniform_epochs(assigned, classic.generation_id),
             classic=ClassicMemberMetadata(m.session_timeout_ms, m.protocols))
         group.target_assignment[m.member_id] = assigned
         group.update_member(member)

@@ -4,6 +4,9 @@ The rule that keeps a partition from having two owners: a member is first asked 
 target takes from it (UNREVOKED_PARTITIONS, its epoch unchanged); only once its heartbeat no longer
 reports those partitions does it move to the target epoch and get the partitions the target adds,
 and of those only the ones no other member still holds (the rest wait: UNRELEASED_PARTITIONS).
+
+KIP-1251: a partition the member keeps (or is revoking) keeps the epoch it was assigned at; one it gets is
+assigned at the target epoch.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from samsa.broker.group.consumer_group import ConsumerGroupMember, MemberState, without_empty
+from samsa.broker.group.consumer_group import ConsumerGroupMember, MemberState, epochs_for, without_empty
 from samsa.broker.group.records import TopicPartitions
 
 # The partitions a heartbeat says the member owns (topic id -> partitions); None: not sent this time.
@@ -76,10 +79,14 @@ def _next(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: To
     to_assign = without_empty(pending)
     if to_revoke and owns_any(owned, to_revoke):
         # Revoke first; the member stays at its epoch until its heartbeat shows the partitions gone.
+        kept = without_empty(assigned)
         return replace(_with_epoch(member, epoch), state=MemberState.UNREVOKED_PARTITIONS,
-                       assigned_partitions=without_empty(assigned), partitions_pending_revocation=to_revoke)
+                       assigned_partitions=kept, partitions_pending_revocation=to_revoke,
+                       assignment_epochs=epochs_for(member, kept, to_revoke, target_epoch))
     for topic_id, ps in to_assign.items():
         assigned.setdefault(topic_id, set()).update(ps)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return replace(_with_epoch(member, target_epoch), state=state, assigned_partitions=without_empty(assigned),
-                   partitions_pending_revocation={})
+    now_assigned = without_empty(assigned)
+    return replace(_with_epoch(member, target_epoch), state=state, assigned_partitions=now_assigned,
+                   partitions_pending_revocation={},
+                   assignment_epochs=epochs_for(member, now_assigned, {}, target_epoch))

@@ -354,6 +354,8 @@ def partition_for_group(group_id: str, partitions: int) -> int:
 #     7  ConsumerGroupTargetAssignmentMemberKey group, member -> [topic_id, [partition]]
 #     8  ConsumerGroupCurrentMemberAssignmentKey group, member -> member_epoch, previous_member_epoch,
 #                                                              state int8, [assigned], [pending revocation]
+#                                                              (assignment_records.py: Kafka 4.3+'s
+#                                                              per-partition assignment epochs, KIP-1251)
 
 CONSUMER_GROUP_METADATA_KEY = 3
 CONSUMER_GROUP_PARTITION_METADATA_KEY = 4
@@ -391,15 +393,6 @@ class ConsumerGroupMemberMetadataValue:
     server_assignor: str | None
     # Tag 0, ClassicMemberMetadata: (session timeout, [(protocol name, metadata)]) of a classic member.
     classic: tuple[int, tuple[tuple[str, bytes], ...]] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentValue:
-    member_epoch: int
-    previous_member_epoch: int
-    state: int
-    assigned_partitions: TopicPartitions
-    partitions_pending_revocation: TopicPartitions
 
 
 def _uvarint(value: int) -> bytes:
@@ -512,12 +505,6 @@ def encode_target_assignment_member_value(partitions: TopicPartitions) -> bytes:
     return _I16.pack(0) + _ctopics(partitions) + b"\x00"
 
 
-def encode_current_member_assignment_value(value: ConsumerGroupCurrentMemberAssignmentValue) -> bytes:
-    return (_I16.pack(0) + _I32.pack(value.member_epoch) + _I32.pack(value.previous_member_epoch)
-            + struct.pack(">b", value.state) + _ctopics(value.assigned_partitions)
-            + _ctopics(value.partitions_pending_revocation) + b"\x00")
-
-
 def _flexible(data: bytes) -> _Reader:
     r = _Reader(data, flexible=True)
     if r.i16() != 0:
@@ -576,13 +563,3 @@ def decode_target_assignment_member_value(data: bytes) -> TopicPartitions:
     topics = _read_topics(r)
     r.skip_tags()
     return topics
-
-
-def decode_current_member_assignment_value(data: bytes) -> ConsumerGroupCurrentMemberAssignmentValue:
-    r = _flexible(data)
-    epoch, previous = r.i32(), r.i32()
-    state = struct.unpack(">b", r._take(1))[0]
-    assigned = _read_topics(r)
-    pending = _read_topics(r)
-    r.skip_tags()
-    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, int(state), assigned, pending)

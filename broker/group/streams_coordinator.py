@@ -22,15 +22,23 @@ own record type, kio 0.6.5 having none of Kafka's streams-group schemas); the sh
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from samsa.broker.group import streams_records
 from samsa.broker.group.classic_group import GroupRecord
 from samsa.broker.group.classic_members import TopicCatalog
 from samsa.broker.group.metadata_hash import subscription_hash
 from samsa.broker.group.streams_assignor import AssignmentMember, assign
+from samsa.broker.group.streams_checks import (
+    StreamsHeartbeatError,
+    canonical,
+    check_epoch,
+    check_tasks_exist,
+    fingerprint,
+    invalid,
+    same,
+)
 from samsa.broker.group.streams_config import StreamsGroupConfig
 from samsa.broker.group.streams_group import (
     EMPTY_TASKS,
@@ -97,17 +105,6 @@ class StreamsHeartbeatResult:
     task_offset_interval_ms: int = 0
 
 
-class StreamsHeartbeatError(Exception):
-    def __init__(self, error: ErrorCode, message: str | None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-def _invalid(message: str) -> StreamsHeartbeatError:
-    return StreamsHeartbeatError(ErrorCode.invalid_request, message)
-
-
 class StreamsGroupCoordinator:
     def __init__(self, config: StreamsGroupConfig, other_group_exists: Callable[[str], bool],
                  emit: Callable[[GroupRecord], None] | None = None) -> None:
@@ -123,8 +120,8 @@ class StreamsGroupCoordinator:
         immutable values replaced on change, so an unchanged group is recognized without encoding it."""
         if self._emit is None or self.groups.get(group.group_id) is not group:
             return
-        seen = _fingerprint(group)
-        if group.written_fingerprint is not None and _same(seen, group.written_fingerprint):
+        seen = fingerprint(group)
+        if group.written_fingerprint is not None and same(seen, group.written_fingerprint):
             return
         data = streams_records.encode(group)
         group.written_fingerprint = seen
@@ -154,35 +151,35 @@ class StreamsGroupCoordinator:
 
     def _validate(self, req: StreamsHeartbeatRequest) -> None:
         if req.source_topic_regex_used:
-            raise _invalid("Regular expressions for source topics are not supported yet.")
+            raise invalid("Regular expressions for source topics are not supported yet.")
         if not req.member_id.strip():
-            raise _invalid("MemberId can't be empty.")
+            raise invalid("MemberId can't be empty.")
         if not req.group_id.strip():
-            raise _invalid("GroupId can't be empty.")
+            raise invalid("GroupId can't be empty.")
         if req.instance_id is not None and not req.instance_id.strip():
-            raise _invalid("InstanceId can't be empty.")
+            raise invalid("InstanceId can't be empty.")
         if req.rack_id is not None and not req.rack_id.strip():
-            raise _invalid("RackId can't be empty.")
+            raise invalid("RackId can't be empty.")
         if req.member_epoch == 0:
             if req.rebalance_timeout_ms == -1:
-                raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if req.owned is not None and req.owned.active:
-                raise _invalid("ActiveTasks must be empty when (re-)joining.")
+                raise invalid("ActiveTasks must be empty when (re-)joining.")
             if req.owned is not None and req.owned.standby:
-                raise _invalid("StandbyTasks must be empty when (re-)joining.")
+                raise invalid("StandbyTasks must be empty when (re-)joining.")
             if req.owned is not None and req.owned.warmup:
-                raise _invalid("WarmupTasks must be empty when (re-)joining.")
+                raise invalid("WarmupTasks must be empty when (re-)joining.")
             if req.topology is None:
-                raise _invalid("Topology must be non-null when (re-)joining.")
+                raise invalid("Topology must be non-null when (re-)joining.")
             if req.invalid_changelog is not None:
                 raise StreamsHeartbeatError(ErrorCode.streams_invalid_topology, req.invalid_changelog)
         elif req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if req.instance_id is None:
-                raise _invalid("InstanceId can't be null.")
+                raise invalid("InstanceId can't be null.")
         elif req.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _invalid(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
+            raise invalid(f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -2.")
         if req.member_epoch != 0 and req.topology is not None:
-            raise _invalid("Topology can only be provided when (re-)joining.")
+            raise invalid("Topology can only be provided when (re-)joining.")
 
     def _get_member(self, group: StreamsGroup, req: StreamsHeartbeatRequest
                     ) -> tuple[StreamsGroupMember, StreamsGroupMember | None]:
@@ -196,7 +193,7 @@ class StreamsGroupCoordinator:
                                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
                 return StreamsGroupMember(req.member_id), None
             if not joining:
-                _check_epoch(member, req.member_epoch, req.owned)
+                check_epoch(member, req.member_epoch, req.owned)
             return member, None
         existing = group.static_member(req.instance_id)
         if joining:
@@ -214,7 +211,7 @@ class StreamsGroupCoordinator:
             raise StreamsHeartbeatError(ErrorCode.fenced_instance_id,
                                         f"Static member {req.member_id} with instance id {req.instance_id} was "
                                         f"fenced by member {existing.member_id}.")
-        _check_epoch(existing, req.member_epoch, req.owned)
+        check_epoch(existing, req.member_epoch, req.owned)
         return existing, None
 
     def _heartbeat(self, req: StreamsHeartbeatRequest, catalog: TopicCatalog, now_ms: int) -> StreamsHeartbeatResult:
@@ -232,7 +229,7 @@ class StreamsGroupCoordinator:
         member, replaced = self._get_member(group, req)
         configured_now = group.configured if isinstance(group.configured, ConfiguredTopology) else None
         if configured_now is not None and configured_now.ready and req.owned is not None:
-            _check_tasks_exist(configured_now, req.owned)  # before anything changes
+            check_tasks_exist(configured_now, req.owned)  # before anything changes
         bump = False
         if req.topology is not None:
             # Kafka 4.4's maybeUpdateTopology: the first topology stays the group's; an older epoch is stale (the
@@ -240,9 +237,9 @@ class StreamsGroupCoordinator:
             if group.topology is None:
                 group.topology, group.configured = req.topology, None
                 bump = True
-            elif group.topology.epoch <= req.topology.epoch and _canonical(group.topology) != _canonical(
+            elif group.topology.epoch <= req.topology.epoch and canonical(group.topology) != canonical(
                     req.topology):
-                raise _invalid("Topology updates are not supported yet.")
+                raise invalid("Topology updates are not supported yet.")
         self.groups[group.group_id] = group
         if not group.members and group.assignment_timestamp_ms == 0:
             group.assignment_not_before_ms = now_ms + self.config.initial_rebalance_delay_for(group.group_id)
@@ -463,32 +460,31 @@ class StreamsGroupCoordinator:
         return group_id in self.groups
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
-                               transactional: bool = False, instance_id: str | None = None
-                               ) -> tuple[ErrorCode, Callable[[str, int], ErrorCode] | None]:
-        """Kafka 4.4's StreamsGroup.validateOffsetCommit: an error for the whole commit, or, for a member epoch
-        older than the member's, a check of each partition: its task must be one the member holds (or is
-        revoking) since that epoch or before."""
+                               committed: Iterable[tuple[str, int]] = (), transactional: bool = False,
+                               instance_id: str | None = None) -> ErrorCode:
+        """Kafka 4.4's StreamsGroup.validateOffsetCommit. A member epoch older than the member's is checked
+        against each committed (topic, partition): its task must be one the member holds, or is revoking,
+        since that epoch or before; one that is not fails the whole commit, as Kafka's validator throws."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
-            return ErrorCode.none, None
+            return ErrorCode.none
         if transactional and member_epoch == -1 and not member_id and instance_id is None:
-            return ErrorCode.none, None
+            return ErrorCode.none
         member = group.members.get(member_id)
         if member is None:
-            return ErrorCode.unknown_member_id, None
+            return ErrorCode.unknown_member_id
         if api_version < 9 and not transactional:
-            return ErrorCode.unsupported_version, None
+            return ErrorCode.unsupported_version
         if member_epoch == member.member_epoch:
-            return ErrorCode.none, None
+            return ErrorCode.none
         if member_epoch > member.member_epoch or group.topology is None:
-            return ErrorCode.stale_member_epoch, None
-        topology = group.topology
-
-        def partition_error(topic: str, partition: int) -> ErrorCode:
-            subtopology = topology.subtopology_of(topic)
+            return ErrorCode.stale_member_epoch
+        for topic, partition in committed:
+            subtopology = group.topology.subtopology_of(topic)
             epoch = None if subtopology is None else member.active_epochs.get((subtopology, partition))
-            return ErrorCode.stale_member_epoch if epoch is None or member_epoch < epoch else ErrorCode.none
-        return ErrorCode.none, partition_error
+            if epoch is None or member_epoch < epoch:
+                return ErrorCode.stale_member_epoch
+        return ErrorCode.none
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
         if member_id is None and member_epoch < 0:
@@ -552,54 +548,3 @@ class StreamsGroupCoordinator:
         for group_id in gone:
             del self.groups[group_id]
         return len(gone)
-
-
-def _canonical(topology: Topology) -> Topology:
-    """Subtopologies in id order (Kafka keeps them in a map), for comparing two topologies."""
-    return replace(topology, subtopologies=tuple(sorted(topology.subtopologies, key=lambda s: s.subtopology_id)))
-
-
-def _check_tasks_exist(configured: ConfiguredTopology, owned: TasksTuple) -> None:
-    """Kafka's throwIfRequestContainsInvalidTasks, once the topology is configured."""
-    for tasks in (owned.active, owned.standby, owned.warmup):
-        for subtopology, partitions in tasks.items():
-            count = configured.tasks.get(subtopology)
-            if count is None:
-                raise _invalid(f"Subtopology {subtopology} does not exist in the topology.")
-            for p in sorted(partitions):
-                if p < 0 or p >= count:
-                    raise _invalid(f"Task {p} for subtopology {subtopology} is invalid. Number of tasks for this "
-                                   f"subtopology: {count}")
-
-
-def _fingerprint(group: StreamsGroup) -> tuple[Any, ...]:
-    return ((group.group_epoch, group.assignment_epoch, group.assignment_timestamp_ms, group.metadata_hash),
-            group.topology, tuple(group.members.items()), tuple(group.target_assignment.items()))
-
-
-def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """Equal scalars, and the very same member, assignment and topology objects (held, so never reused ids)."""
-    return (a[0] == b[0] and a[1] is b[1] and len(a[2]) == len(b[2]) and len(a[3]) == len(b[3])
-            and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a[2], b[2], strict=True))
-            and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a[3], b[3], strict=True)))
-
-
-def _check_epoch(member: StreamsGroupMember, received: int, owned: TasksTuple | None) -> None:
-    """Kafka's throwIfStreamsGroupMemberEpochIsInvalid: the previous epoch is accepted with a subset of
-    the tasks, since the response that bumped the epoch may have been lost."""
-    if received > member.member_epoch:
-        raise StreamsHeartbeatError(ErrorCode.fenced_member_epoch,
-                                    f"The streams group member has a greater member epoch ({received}) than the one "
-                                    f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-                                    "all its partitions and rejoin.")
-    if received < member.member_epoch:
-        held = member.assigned
-        subset = owned is not None and all(
-            ps <= mine.get(s, frozenset()) for theirs, mine in
-            ((owned.active, held.active), (owned.standby, held.standby), (owned.warmup, held.warmup))
-            for s, ps in theirs.items())
-        if received != member.previous_member_epoch or not subset:
-            raise StreamsHeartbeatError(ErrorCode.fenced_member_epoch,
-                                        f"The streams group member has a smaller member epoch ({received}) than the "
-                                        f"one known by the group coordinator ({member.member_epoch}). The member must "
-                                        "abandon all its partitions and rejoin.")

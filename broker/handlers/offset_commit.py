@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.commit_bounds import is_administrative_reset
@@ -142,6 +141,24 @@ async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext
     return build(cls, {"topics": list(answers.topics.values())})
 
 
+def _topic_ids(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[tuple[str, int]]:
+    """The committed partitions as (topic id, partition), the topic ids of the names as the image has them
+    (Kafka's KafkaApis sets them before the group coordinator validates the commit); a partition whose metadata
+    is too large is answered OFFSET_METADATA_TOO_LARGE unchecked, as Kafka's OffsetMetadataManager does."""
+    topics = ctx.broker.image.topics_by_name
+    max_bytes = ctx.broker.groups.coordinator.config.offset_metadata_max_bytes
+    return [(topics[name].topic_id if name in topics else "", p.partition_index) for name, p in partitions
+            if len((p.committed_metadata or "").encode()) <= max_bytes]
+
+
+def _names(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[tuple[str, int]]:
+    """The committed partitions a streams group checks, by topic name; as `_topic_ids`, a partition whose
+    metadata is too large is answered OFFSET_METADATA_TOO_LARGE unchecked."""
+    max_bytes = ctx.broker.groups.coordinator.config.offset_metadata_max_bytes
+    return [(name, p.partition_index) for name, p in partitions
+            if len((p.committed_metadata or "").encode()) <= max_bytes]
+
+
 async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions: list[tuple[str, Any]]
                   ) -> dict[tuple[str, int], ErrorCode]:
     """The group coordinator's part: the group's generation or member epoch, then the commit itself."""
@@ -152,7 +169,6 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
     instance_id = field(request, "group_instance_id")
     error = groups.coordinator_error(group_id)
     past_end: dict[tuple[str, int], int] = {}
-    partition_error: Callable[[str, int], ErrorCode] | None = None  # a streams member's older epoch (KIP-1071)
     if error == ErrorCode.none:
         group = groups.coordinator.groups.get(group_id)
         empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
@@ -166,11 +182,12 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(name, p.partition_index): p.committed_offset for name, p in partitions})
-        if streams_group is not None:
-            error, partition_error = groups.streams.validate_offset_commit(group_id, member_id, generation,
-                                                                           ctx.version)
-        elif consumer_group is not None:
-            error = groups.consumer.validate_offset_commit(group_id, member_id, generation, ctx.version, ctx.now_ms)
+        if streams_group is not None:  # KIP-1071: an older epoch checked per task, as Kafka 4.4 does
+            error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version,
+                                                          _names(ctx, partitions))
+        elif consumer_group is not None:  # KIP-1251: per partition, against the epoch it was assigned at
+            error = groups.consumer.validate_offset_commit(group_id, member_id, instance_id, generation, ctx.version,
+                                                           ctx.now_ms, _topic_ids(ctx, partitions))
         else:
             error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id,
                                                                ctx.version, ctx.now_ms)
@@ -181,8 +198,6 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
         tp: tuple[str, int] = (name, p.partition_index)
         if error != ErrorCode.none:
             errors[tp] = error
-        elif partition_error is not None and partition_error(*tp) != ErrorCode.none:
-            errors[tp] = partition_error(*tp)
         elif tp in past_end:
             errors[tp] = ErrorCode.offset_out_of_range
             logger.info("group %s: commit of %s-%d at %d refused, past the log end %d (client %s@%s)", group_id,

@@ -59,13 +59,19 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
-    partition_error = None
     if error == ErrorCode.none and groups.streams.is_streams_group(group_id):
-        error, partition_error = groups.streams.validate_offset_commit(group_id, member_id, generation, 8, True,
-                                                                       instance_id)
+        # A KIP-1071 group: an older member epoch checked per task, as Kafka 4.4 does.
+        error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version,
+                                                      [(t.name, p.partition_index) for t in request.topics
+                                                       for p in t.partitions], True, instance_id)
     elif error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
-        # A KIP-848 group (its members of either protocol commit with their member epoch as the generation).
-        error = groups.consumer.validate_offset_commit(group_id, member_id, generation, 8, ctx.now_ms, True)
+        # A KIP-848 group (its members of either protocol commit with their member epoch as the generation),
+        # checked per partition against the epoch it was assigned at (KIP-1251).
+        topics_by_name = broker.image.topics_by_name
+        committed = [(topics_by_name[t.name].topic_id if t.name in topics_by_name else "", p.partition_index)
+                     for t in request.topics for p in t.partitions]
+        error = groups.consumer.validate_offset_commit(group_id, member_id, instance_id, generation, ctx.version,
+                                                       ctx.now_ms, committed, True)
     elif error == ErrorCode.none and (generation >= 0 or member_id):
         error = groups.coordinator.validate_offset_commit(group_id, generation, member_id, instance_id, 8,
                                                           ctx.now_ms)
@@ -78,8 +84,6 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
             tp = (topic.name, p.partition_index)
             if error != ErrorCode.none:
                 errors[tp] = error
-            elif partition_error is not None and partition_error(*tp) != ErrorCode.none:
-                errors[tp] = partition_error(*tp)
             elif not readable(topic.name):
                 errors[tp] = ErrorCode.topic_authorization_failed
             elif known is None or p.partition_index not in known.partitions:

@@ -160,13 +160,6 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "
                                         "time, so it refuses the change rather than ignore it"),
     ],
-    "consumer_group_online_upgrade": [
-        ("steps/20/1", "OffsetCommit v8 of a classic member of a consumer group with an older generation (1, its "
-                       "member epoch is 2): Kafka 4.4 NONE (KIP-1251: a commit is checked per partition against the "
-                       "epoch at which the member was assigned it, kept in ConsumerGroupCurrentMemberAssignmentValue's "
-                       "AssignmentEpochs, tag 0); Samsa ILLEGAL_GENERATION, the member epoch as Kafka 4.1 checked it: "
-                       "KIP-1251 is not implemented yet"),
-    ],
     "unsupported_versions": [
         ("api_versions_v99/api_keys/0/2", "ApiVersions v99's UNSUPPORTED_VERSION answer lists ApiVersions' own range: "
                                           "Kafka 4.4 0-5, Samsa 0-4. v5 (KIP-1242: the client's ClusterId and NodeId "

@@ -1,8 +1,10 @@
-"""Kafka's own kafka-consumer-groups.sh (ConsumerGroupCommand from the 4.1.2 jars) lists, describes
+"""Kafka's own kafka-consumer-groups.sh (ConsumerGroupCommand from the reference jars) lists, describes
 and resets a group on Samsa exactly as on Kafka (the same test runs against both)."""
 
 from __future__ import annotations
 
+import struct
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ import pytest
 from harness import Member, wait_until
 from oracle_fixture import QUICK_JVM_OPTS, OracleError, ensure_installed, run_kafka_tool
 from test_group_clients import PARTITIONS, committed, create_topic, produce
+
+from samsa.broker.client import Connection
 
 TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
@@ -87,6 +91,63 @@ def test_consumer_group_command(group_target: Any, tmp_path: Path) -> None:
     deleted = tool(bootstrap, "--delete", "--group", group)
     assert "successful" in deleted.lower(), deleted
     assert group not in tool(bootstrap, "--list").split()
+
+
+def _coordinator(bootstrap: str, group: str) -> Connection:
+    """A connection to the group's coordinator, once FindCoordinator names one (the offsets topic may be new)."""
+    host, _, port = bootstrap.rpartition(":")
+    with Connection(host, int(port)) as conn:
+        for _ in range(300):
+            found = conn.request(10, {"key": group, "key_type": 0}, version=3)
+            if found.error_code.value == 0:
+                return Connection(found.host, found.port)
+            time.sleep(0.1)
+    raise AssertionError(f"no coordinator for {group}: {found}")
+
+
+def test_describe_members_marks_the_classic_members_of_a_consumer_group(group_target: Any) -> None:
+    """A KIP-848 group with a member of each protocol (a classic member joined it: online migration):
+    kafka-consumer-groups.sh --describe --members --verbose adds UPGRADED, false for the classic member (from
+    ConsumerGroupDescribe v1's member type), on both brokers; `samsa groups describe --members` says the same."""
+    try:
+        ensure_installed()
+    except OracleError as e:
+        pytest.skip(f"Kafka's tools are not installed ({e}); run make compat-deps")
+    bootstrap = group_target.bootstrap
+    tag = uuid.uuid4().hex[:8]
+    topic, group, consumer_id = f"mixed-{tag}", f"mixed-g-{tag}", str(uuid.uuid4())
+    create_topic(bootstrap, topic)
+    with _coordinator(bootstrap, group) as conn:
+        for _ in range(300):  # a new offsets partition: the coordinator may still be loading it
+            joined = conn.request(68, {"group_id": group, "member_id": consumer_id, "member_epoch": 0,
+                                       "instance_id": None, "rebalance_timeout": 30000,
+                                       "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
+                                       "server_assignor": None, "topic_partitions": []}, version=1)
+            if joined.error_code.value not in (14, 15, 16):  # COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_
+                break
+            time.sleep(0.1)
+        assert joined.error_code.value == 0, joined
+        # ConsumerProtocolSubscription v0: [topic], no user data.
+        subscription = struct.pack(">hih", 0, 1, len(topic)) + topic.encode() + b"\xff\xff\xff\xff"
+        classic = conn.request(11, {"group_id": group, "session_timeout": 30000, "rebalance_timeout": 30000,
+                                    "member_id": "", "protocol_type": "consumer",
+                                    "protocols": [{"name": "range", "metadata": subscription}]}, version=3)
+        assert classic.error_code.value == 0, classic
+        described = tool(bootstrap, "--describe", "--members", "--verbose", "--group", group).splitlines()
+        header = next(line.split() for line in described if line.startswith("GROUP"))
+        assert header[-1] == "UPGRADED", described
+        flags = {cols[1]: cols[-1] for cols in (line.split() for line in described) if cols and cols[0] == group}
+        assert flags == {consumer_id: "true", classic.member_id: "false"}, described
+        if group_target.name == "samsa":
+            import subprocess
+            import sys
+
+            out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "describe", "--members",
+                                  "--bootstrap-server", bootstrap, "--group", group], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0, out.stderr
+            ours = {cols[0]: cols[-1] for cols in (line.split() for line in out.stdout.splitlines()[2:]) if cols}
+            assert ours == flags, out.stdout
 
 
 def test_kafka_dump_log_decodes_samsa_offsets_records(tmp_path: Path) -> None:

@@ -90,9 +90,10 @@ CLIENT_LOG_MAX_BYTES = 4 << 20  # per client log file, and one rotated file
 KEPT_RUNS_MAX_COUNT = 20  # failed runs kept in SAMSA_CHAOS_KEEP; later ones are not copied
 
 # Short liveness timeouts so that faults of a few seconds move leadership and shrink the ISR (Kafka's
-# defaults: 9000, 2000 and 30000 ms).
+# defaults: 9000, 2000 and 30000 ms). The request log (a line per answered request: client id, error codes)
+# is the evidence of which node answered a stuck client what.
 CLUSTER_OVERRIDES = ("broker.session.timeout.ms=3000", "broker.heartbeat.interval.ms=500",
-                     "replica.lag.time.max.ms=2000")
+                     "replica.lag.time.max.ms=2000", "samsa.request.log.enable=true")
 
 # Each fault's weight: a leader kill moves the partition it aims at, so it weighs most (every partition's
 # leader must move in a short run); a pause or a cut moves leaders only when it outlasts the broker session.
@@ -257,6 +258,33 @@ def log(t0: float, message: str) -> None:
 # --- writers -------------------------------------------------------------------------------------------------
 
 
+def revive_metadata_refresh(cluster: Any) -> bool:
+    """Restart a kafka-python client's metadata refresh loop if it has died; True when it had.
+
+    kafka-python 3.0.12's ClusterMetadata._refresh_loop catches only KafkaError: a refresh that fails with
+    an OSError (ConnectionResetError, when a killed broker resets the client's connection while it is being
+    set up) ends the loop for good, and the client never refreshes its metadata again: it retries a moved
+    partition's batches at the old leader until they expire. Seen in a secured chaos run in CI on
+    2026-12-02 (the producer's view froze 5 s into the run; its batches for a partition whose leader moved
+    later answered NOT_LEADER_OR_FOLLOWER for 60 s while every broker reported the new leader), and
+    reproduced by failing one metadata send with ConnectionResetError. A client bug, not the broker's."""
+    future = getattr(cluster, "_refresh_loop_future", None)
+    if future is None or not future.is_done or getattr(cluster, "closed", False):
+        return False
+    cluster._refresh_loop_future = None
+    cluster.start_refresh_loop()
+    return True
+
+
+def revive_kafka_python_metadata(cluster: Any, who: str) -> int:
+    """1 (and a line in kafka-python's log) when `who`'s metadata refresh loop had to be restarted, else 0."""
+    if not revive_metadata_refresh(cluster):
+        return 0
+    logging.getLogger("kafka").warning("chaos harness: %s's metadata refresh loop had ended (kafka-python 3.0.12 "
+                                       "ends it on a non-Kafka error): restarted", who)
+    return 1
+
+
 class Writer(threading.Thread):
     """Sends "w<index>-<seq>" at a steady rate to partition seq % partitions until stopped, then flushes."""
 
@@ -274,6 +302,7 @@ class Writer(threading.Thread):
         self.sends: list[Send] = []
         self.error_counts: Counter[str] = Counter()
         self.restarts = 0
+        self.metadata_revivals = 0  # kafka-python's dead metadata refresh loop restarted (revive_metadata_refresh)
         self.fatal_errors: list[str] = []  # the client's fatal errors (idempotence broken), each replaced it
         self.stuck = False  # sends still unresolved FLUSH_BOUND_S after the writer was told to stop
         self.crash: str | None = None
@@ -322,6 +351,8 @@ class Writer(threading.Thread):
         errors = ", ".join(f"{e} x{n}" for e, n in self.error_counts.most_common(4))
         return (f"{self.client}: {len(self.sends)} sends, " + ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items()))
                 + (f"; producer replaced after fatal errors {self.restarts}x" if self.restarts else "")
+                + (f"; metadata refresh loop restarted {self.metadata_revivals}x (kafka-python bug)"
+                   if self.metadata_revivals else "")
                 + ("; STUCK: sends unresolved after the flush bound" if self.stuck else "")
                 + (f"; errors: {errors}" if errors else ""))
 
@@ -421,6 +452,7 @@ class KafkaPythonWriter(Writer):
         self.stop_event.wait(seconds)
 
     def send(self, value: str, partition: int) -> None:
+        self.metadata_revivals += revive_kafka_python_metadata(self.producer._metadata, self.name_)
         manager = self.producer._transaction_manager
         if manager is not None and manager.has_fatal_error():
             # kafka-python's idempotent producer is dead after a fatal error: every batch is aborted
@@ -438,14 +470,20 @@ class KafkaPythonWriter(Writer):
         future.add_errback(lambda e: self.resolve(value, partition, Outcome.INDETERMINATE, error=type(e).__name__))
 
     def close(self, timeout_s: float) -> None:
-        try:
-            self.producer.flush(timeout=timeout_s)
-        except kp_errors.KafkaTimeoutError:
-            # kafka-python's close() flushes again and raises: force the sender down instead, which
-            # fails the outstanding batches (their sends end as indeterminate).
-            self.stuck = True
-            self.producer._sender.force_close()
-            return
+        deadline = time.monotonic() + timeout_s
+        while True:  # a second at a time, so that a metadata refresh loop that dies meanwhile is restarted
+            self.metadata_revivals += revive_kafka_python_metadata(self.producer._metadata, self.name_)
+            try:
+                self.producer.flush(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+                break
+            except kp_errors.KafkaTimeoutError:
+                if time.monotonic() < deadline:
+                    continue
+                # kafka-python's close() flushes again and raises: force the sender down instead, which
+                # fails the outstanding batches (their sends end as indeterminate).
+                self.stuck = True
+                self.producer._sender.force_close()
+                return
         self.producer.close(timeout=5)
 
 
@@ -466,6 +504,7 @@ class Reader(threading.Thread):
         self.events: list[Poll | Seek] = []
         self.position: dict[int, int] = dict.fromkeys(range(partitions), 0)  # next offset per partition
         self.resets = 0
+        self.metadata_revivals = 0  # kafka-python's dead metadata refresh loop restarted (revive_metadata_refresh)
         self.reset_details: list[str] = []
         self.error_counts: Counter[str] = Counter()
         self.crash: str | None = None
@@ -493,6 +532,8 @@ class Reader(threading.Thread):
         errors = ", ".join(f"{e} x{n}" for e, n in self.error_counts.most_common(4))
         return (f"{self.client}: {read} records read, offset resets {self.resets}"
                 + (f" ({'; '.join(self.reset_details[:3])})" if self.reset_details else "")
+                + (f"; metadata refresh loop restarted {self.metadata_revivals}x (kafka-python bug)"
+                   if self.metadata_revivals else "")
                 + (f"; errors: {errors}" if errors else ""))
 
     # the client-specific part: ConfluentReader and KafkaPythonReader implement these (Reader is never run itself)
@@ -575,6 +616,7 @@ class KafkaPythonReader(Reader):
             self.seek(p, 0)
 
     def poll_once(self) -> None:
+        self.metadata_revivals += revive_kafka_python_metadata(self.consumer._cluster, self.name_)
         try:
             polled = self.consumer.poll(timeout_ms=200, max_records=READ_BATCH_COUNT)
         except kp_errors.OffsetOutOfRangeError as e:

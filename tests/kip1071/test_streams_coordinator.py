@@ -205,21 +205,20 @@ def test_offset_commit_validation_uses_member_and_task_assignment_epochs() -> No
     c, catalog = coordinator(), ready_catalog()
     r = c.heartbeat(join("a"), catalog, 0)
     epoch = r.member_epoch
-    assert c.validate_offset_commit("app", "a", epoch, 9) == (ErrorCode.none, None)
-    assert c.validate_offset_commit("app", "a", epoch + 1, 9) == (ErrorCode.stale_member_epoch, None)
-    assert c.validate_offset_commit("app", "zz", epoch, 9) == (ErrorCode.unknown_member_id, None)
-    assert c.validate_offset_commit("app", "a", epoch, 8) == (ErrorCode.unsupported_version, None)
+    assert c.validate_offset_commit("app", "a", epoch, 9) is ErrorCode.none
+    assert c.validate_offset_commit("app", "a", epoch + 1, 9) is ErrorCode.stale_member_epoch
+    assert c.validate_offset_commit("app", "zz", epoch, 9) is ErrorCode.unknown_member_id
+    assert c.validate_offset_commit("app", "a", epoch, 8) is ErrorCode.unsupported_version
     c.heartbeat(join("b"), catalog, 1)  # a gives up half: it keeps tasks 0 and 1, assigned at its first epoch
     a = c.heartbeat(beat("a", epoch, TasksTuple(ALL)), catalog, 2)
     assert a.tasks is not None
     a = c.heartbeat(beat("a", epoch, a.tasks), catalog, 3)
     assert a.member_epoch > epoch
-    # Kafka 4.4: a commit with the older epoch is accepted for the tasks the member has held since then.
-    error, per_partition = c.validate_offset_commit("app", "a", epoch, 9)
-    assert error is ErrorCode.none and per_partition is not None
-    assert per_partition("in", 0) is ErrorCode.none and per_partition("app-rep", 1) is ErrorCode.none
-    assert per_partition("in", 3) is ErrorCode.stale_member_epoch  # now b's
-    assert per_partition("elsewhere", 0) is ErrorCode.stale_member_epoch  # not in the topology
+    # Kafka 4.4: a commit with the older epoch is accepted for the tasks the member has held since then...
+    assert c.validate_offset_commit("app", "a", epoch, 9, [("in", 0), ("app-rep", 1)]) is ErrorCode.none
+    # ...and refused whole if one partition is not one of them (now b's, or not in the topology).
+    assert c.validate_offset_commit("app", "a", epoch, 9, [("in", 0), ("in", 3)]) is ErrorCode.stale_member_epoch
+    assert c.validate_offset_commit("app", "a", epoch, 9, [("elsewhere", 0)]) is ErrorCode.stale_member_epoch
 
 
 def test_a_group_written_to_its_record_is_loaded_back_as_it_was() -> None:

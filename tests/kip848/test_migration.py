@@ -282,14 +282,20 @@ def test_classic_requests_to_a_consumer_group_are_validated_as_kafka_does() -> N
     required = c.consumer.classic_join(JoinRequest(G, "", None, "c", "/h", SESSION_MS, REBALANCE_MS, "consumer",
                                                    (("range", subscription(["t"])),)), c.catalog, 24)
     assert required.error == ErrorCode.member_id_required and required.member_id
-    # Offsets: a classic member commits with its generation, any OffsetCommit version.
-    assert c.consumer.validate_offset_commit(G, a, 1, 2, 25) == ErrorCode.none
-    assert c.consumer.validate_offset_commit(G, a, 0, 8, 25) == ErrorCode.illegal_generation
-    assert c.consumer.validate_offset_commit(G, "B", 2, 8, 25) == ErrorCode.unsupported_version
-    # TxnOffsetCommit (Kafka's validateTransactionalOffsetCommit): any version, a stale epoch is ILLEGAL_GENERATION.
-    assert c.consumer.validate_offset_commit(G, "B", 2, 8, 25, transactional=True) == ErrorCode.none
-    assert c.consumer.validate_offset_commit(G, "B", 1, 8, 25, transactional=True) == ErrorCode.illegal_generation
-    assert c.consumer.validate_offset_commit(G, "", -1, 8, 25, transactional=True) == ErrorCode.unknown_member_id
+    # Offsets: a classic member commits with its generation, any OffsetCommit version; an older one is refused for a
+    # partition assigned after it (KIP-1251: A's partitions were assigned at generation 1).
+    validate = c.consumer.validate_offset_commit
+    t0 = [(T1, 0)]
+    assert validate(G, a, None, 1, 2, 25, t0) == ErrorCode.none
+    assert validate(G, a, None, 0, 8, 25, t0) == ErrorCode.illegal_generation
+    assert validate(G, "B", None, 2, 8, 25, t0) == ErrorCode.unsupported_version
+    # TxnOffsetCommit (Kafka's validateTransactionalOffsetCommit): any version, a stale epoch is ILLEGAL_GENERATION
+    # below v6, and a producer's commit without the group's membership (-1, no member id) is not checked.
+    assert validate(G, "B", None, 2, 5, 25, t0, transactional=True) == ErrorCode.none
+    assert validate(G, "B", None, 1, 5, 25, t0, transactional=True) == ErrorCode.illegal_generation
+    assert validate(G, "B", None, 1, 6, 25, t0, transactional=True) == ErrorCode.stale_member_epoch
+    assert validate(G, "", None, -1, 5, 25, t0, transactional=True) == ErrorCode.none
+    assert validate(G, "", "i", -1, 5, 25, t0, transactional=True) == ErrorCode.unknown_member_id
     # LeaveGroup: only classic members; the epoch is bumped once.
     epoch = c.consumer.groups[G].group_epoch
     results = c.consumer.classic_leave(G, [("B", None), (a, None), ("nobody", None)], c.catalog)

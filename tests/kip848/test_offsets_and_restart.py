@@ -14,10 +14,11 @@ from .conftest import Broker
 from .test_heartbeat_wire import GROUP, count, heartbeat, join, owned_of
 
 
-def commit(conn: Connection, member_id: str, epoch: int, offset: int = 5, version: int = 9) -> int:
+def commit(conn: Connection, member_id: str, epoch: int, offset: int = 5, version: int = 9,
+           partition: int = 0) -> int:
     r = conn.request(8, {"group_id": GROUP, "generation_id_or_member_epoch": epoch, "member_id": member_id,
                          "group_instance_id": None, "topics": [{"name": "t", "partitions": [
-                             {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                             {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": -1,
                               "committed_metadata": ""}]}]}, version=version)
     return int(r.topics[0].partitions[0].error_code.value)
 
@@ -90,6 +91,35 @@ def test_the_group_survives_a_restart(broker: Broker) -> None:
         assert fetch(conn, "m-b", b2.member_epoch).topics[0].partitions[0].committed_offset == 11
 
 
+def test_commits_are_checked_against_assignment_epochs_across_a_restart(broker: Broker) -> None:
+    """KIP-1251: a member that has not heard of its new epoch yet commits what it held before; the partition it
+    was given at the new epoch needs that epoch. The epochs come back from __consumer_offsets after a restart."""
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert count(a) == 2
+        grown = conn.request(37, {"topics": [{"name": "t", "count": 3, "assignments": None}], "timeout_ms": 30000,
+                                  "validate_only": False})
+        assert grown.results[0].error_code.value == 0
+        a2 = heartbeat(conn, "m-a", a.member_epoch, owned=owned_of(a))
+        assert a2.error_code.value == 0 and count(a2) == 3 and a2.member_epoch > a.member_epoch
+        assert commit(conn, "m-a", a.member_epoch, partition=0) == 0
+        assert commit(conn, "m-a", a.member_epoch, partition=2) == 113  # STALE_MEMBER_EPOCH
+        assert commit(conn, "m-a", a2.member_epoch, partition=2) == 0
+        # A partition whose metadata is too large is answered so without the epoch check (Kafka skips it too).
+        both = conn.request(8, {"group_id": GROUP, "generation_id_or_member_epoch": a.member_epoch, "member_id": "m-a",
+                                "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                                    {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1,
+                                     "committed_metadata": m} for p, m in ((0, ""), (2, "x" * 5000))]}]}, version=9)
+        assert [(q.partition_index, q.error_code.value) for q in both.topics[0].partitions] == [(0, 0), (2, 12)]
+    broker.stop()
+    broker.start()
+    with broker.connect() as conn:
+        assert commit(conn, "m-a", a.member_epoch, partition=1) == 0
+        assert commit(conn, "m-a", a.member_epoch, partition=2) == 113
+        assert commit(conn, "m-a", a2.member_epoch + 1, partition=0) == 113
+
+
 def classic_join(conn: Connection) -> Any:
     sub = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0: topic "t"
     return conn.request(11, {"group_id": GROUP, "session_timeout": 10000, "rebalance_timeout": 10000,
@@ -136,6 +166,39 @@ def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
         rows = {(r["topic"], r["partition"]): r for r in described["partitions"]}
         assert set(rows) == {("t", 0), ("t", 1)} and rows[("t", 0)]["consumer_id"] == "m-a"
         assert rows[("t", 0)]["current_offset"] == 3
+
+
+def describe_members(broker: Broker, output: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "samsa.broker.cli", "groups", "describe", "--members",
+                          "--bootstrap-server", broker.bootstrap, "--output", output, "--group", GROUP],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_samsa_groups_describe_members_marks_the_classic_members_of_a_consumer_group(broker: Broker) -> None:
+    """As kafka-consumer-groups.sh --describe --members --verbose (Kafka 4.4): epochs and assignments, and an
+    UPGRADED column (false: a classic member) while the group has members of both protocols."""
+    broker.create_topic("t", 2)
+    with broker.connect() as conn:
+        a = join(conn, "m-a", ["t"])
+        assert count(a) == 2
+        table = describe_members(broker, "table").splitlines()
+        assert "UPGRADED" not in table[1] and table[1].split()[:5] == [
+            "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        assert table[1].split()[5:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        assert table[2].split()[0] == "m-a" and "t:0,1" in table[2].split()
+        c = classic_join(conn)  # a classic member joins the consumer group (KIP-848's online migration)
+        assert c.error_code.value == 0
+        described = json.loads(describe_members(broker, "json"))
+        assert described["protocol_type"] == "consumer" and described["members"] == 2
+        by_id = {m["consumer_id"]: m for m in described["member_details"]}
+        assert by_id["m-a"]["upgraded"] is True and by_id[c.member_id]["upgraded"] is False
+        assert by_id["m-a"]["current_epoch"] == a.member_epoch and by_id["m-a"]["current_assignment"] == "t:0,1"
+        table = describe_members(broker, "table").splitlines()
+        assert table[1].split()[-1] == "UPGRADED"
+        flags = {line.split()[0]: line.split()[-1] for line in table[2:]}
+        assert flags == {"m-a": "true", c.member_id: "false"}
 
 
 def classic_leave(conn: Connection, member_id: str) -> int:

@@ -27,7 +27,8 @@ from typing import Any
 from samsa.broker.cli.commands.client import RoutingClient
 from samsa.broker.cli.commands.consume import EARLIEST, LATEST, OFFSET_FETCH_MAX_VERSION, list_offsets
 from samsa.broker.cli.commands.errors import CliError, KafkaError, check, guarded
-from samsa.broker.cli.commands.output import add_output_option, emit, records
+from samsa.broker.cli.commands.group_members import member_records, member_table, upgraded_of
+from samsa.broker.cli.commands.output import add_output_option, emit, records, table
 from samsa.broker.cli.commands.settings import add_connection_options, settings_from_args
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -58,13 +59,18 @@ class _ConsumerGroupDescription:
         self.group_state = g.group_state
         self.protocol_type = "consumer"
         self.protocol_data = g.assignor_name
+        self.assignment_epoch = g.assignment_epoch
         self.members = [_ConsumerGroupMember(m) for m in g.members]
 
 
 class _ConsumerGroupMember:
     def __init__(self, m: Any) -> None:
         self.member_id, self.client_id, self.client_host = m.member_id, m.client_id, m.client_host
+        self.instance_id, self.member_epoch = m.instance_id, m.member_epoch
         self.assigned = [(t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions]
+        self.target = [(t.topic_name, p) for t in m.target_assignment.topic_partitions for p in t.partitions]
+        # v1: a classic member of a consumer group (online migration) is not "upgraded" (group_members.py).
+        self.upgraded = upgraded_of(int(getattr(m, "member_type", -1)))
 
 
 def _committed(client: RoutingClient, group: str) -> dict[tuple[str, int], int]:
@@ -119,6 +125,8 @@ def cmd_describe(client: RoutingClient, args: argparse.Namespace) -> int:
     check(d.error_code, f"group {args.group!r}")
     if d.group_state == "Dead":
         raise KafkaError(GROUP_ID_NOT_FOUND, f"group {args.group!r}")
+    if getattr(args, "members", False):
+        return _describe_members(client, args, d)
     owner: dict[tuple[str, int], Any] = {}
     for m in d.members:
         for tp in _assignments(m):
@@ -153,6 +161,24 @@ def cmd_describe(client: RoutingClient, args: argparse.Namespace) -> int:
             print("\t".join("-" if c is None else str(c) for c in row))
         return 0
     emit(args, data, headers, rows)
+    return 0
+
+
+def _describe_members(client: RoutingClient, args: argparse.Namespace, d: Any) -> int:
+    consumer_group = isinstance(d, _ConsumerGroupDescription)
+    headers, rows = member_table(d, consumer_group, _assignments)
+    coordinator = client.coordinator(args.group)
+    if args.output == "json":
+        emit(args, {"group": args.group, "state": d.group_state, "protocol_type": d.protocol_type,
+                    "protocol": d.protocol_data, "coordinator": coordinator, "members": len(d.members),
+                    "member_details": member_records(headers, rows, consumer_group, d)}, headers, rows)
+        return 0
+    print(f"Group: {args.group}\tState: {d.group_state}\tProtocol: {d.protocol_type or '-'}/"
+          f"{d.protocol_data or '-'}\tMembers: {len(d.members)}\tCoordinator: {coordinator}")
+    if not rows:
+        print(f"Consumer group '{args.group}' has no active members.")
+        return 0
+    table(headers, rows)
     return 0
 
 
@@ -349,6 +375,9 @@ def add_commands(sub: Any, one_line: Any) -> None:
     p.add_argument("--header", action="store_true", help="an aligned table with a header line")
     add_output_option(p)
     p = action("describe", "members, assignments, committed offsets and lag")
+    p.add_argument("--members", action="store_true",
+                   help="one row per member, as kafka-consumer-groups.sh --describe --members --verbose: epochs, "
+                        "assignments, and UPGRADED (false: a classic member) in a consumer group of both protocols")
     add_output_option(p)
     action("delete", "delete an inactive group's committed offsets (never topic data)")
     p = action("reset-offsets", "move an inactive group's committed offsets, with a reason")

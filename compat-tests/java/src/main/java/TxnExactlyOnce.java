@@ -1,21 +1,10 @@
 import java.time.Duration;
 import java.util.Collections;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Exactly-once read-process-write with the Java producer on whichever transaction path the broker's
@@ -33,59 +22,15 @@ public class TxnExactlyOnce {
         String out = args[2];
         String group = args[3];
         int count = Integer.parseInt(args[4]);
-        Properties c = new Properties();
-        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        c.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-        c.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "20");
-        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, group + "-txn");
-        p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "30000");
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "2");
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-        int done = 0, commits = 0, aborts = 0;
-        long deadline = System.currentTimeMillis() + 180_000;
+        Properties p = TxnCopy.producerConfig(bootstrap, group);
         KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
-        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(c)) {
+        int commits, aborts;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(TxnCopy.consumerConfig(bootstrap, group, 20))) {
             producer.initTransactions();
             consumer.subscribe(Collections.singletonList(in));
-            while (done < count) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("stuck after " + done + " records");
-                }
-                ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
-                if (records.isEmpty()) {
-                    continue;
-                }
-                producer.beginTransaction();
-                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
-                for (ConsumerRecord<byte[], byte[]> r : records) {
-                    byte[] value = ("out-" + new String(r.value())).getBytes();
-                    producer.send(new ProducerRecord<>(out, r.value(), value));
-                    offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
-                }
-                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
-                if (aborts == 0) {
-                    producer.abortTransaction();
-                    aborts++;
-                    Set<TopicPartition> assigned = consumer.assignment();
-                    Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned);
-                    for (TopicPartition tp : assigned) {
-                        OffsetAndMetadata o = committed.get(tp);
-                        consumer.seek(tp, o == null ? 0 : o.offset());
-                    }
-                } else {
-                    producer.commitTransaction();
-                    commits++;
-                    done += records.count();
-                }
-            }
+            int[] result = TxnCopy.copy(consumer, producer, out, count, 180_000, abortsSoFar -> abortsSoFar == 0);
+            commits = result[0];
+            aborts = result[1];
         }
         // The zombie: an open transaction when a second instance with the same transactional.id starts.
         producer.beginTransaction();

@@ -1,0 +1,22 @@
+package samsa.connect;
+
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.sink.SinkConnector;
+
+/** Appends each record's value as a line to a file ("file", "topics"); one task. The test connector of
+ * compat-tests/test_kafka_connect.py, built against the Connect API of the worker it runs in. */
+public class LineFileSinkConnector extends SinkConnector {
+    static final ConfigDef CONFIG = new ConfigDef()
+        .define("file", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "the file to append to");
+    private Map<String, String> props;
+
+    @Override public String version() { return "1.0"; }
+    @Override public void start(Map<String, String> props) { this.props = Map.copyOf(props); }
+    @Override public Class<? extends Task> taskClass() { return LineFileSinkTask.class; }
+    @Override public List<Map<String, String>> taskConfigs(int maxTasks) { return List.of(props); }
+    @Override public void stop() { }
+    @Override public ConfigDef config() { return CONFIG; }
+}
