@@ -214,6 +214,7 @@ def streams_group_members(ctx: Ctx) -> Any:
     steps.append(("another member takes a's instance",
                   s.join("member-a2", instance="static-a")))
     steps.append(("describe a2 in a's place", s.describe()))
+    time.sleep(1.2)  # past the assignment interval on both brokers, however loaded: no delay status either way
     shutdown = c.request(88, {
         "group_id": group, "member_id": "member-b", "member_epoch": b["member_epoch"],
         "endpoint_information_epoch": 0, "instance_id": None, "rack_id": None, "rebalance_timeout": -1,
