@@ -5,6 +5,7 @@ Keys start with an int16 record type (Kafka's CoordinatorRecordType; "key versio
     0, 1   OffsetCommitKey    group string, topic string, partition int32          (we write 1)
     2      GroupMetadataKey   group string
     32001  Samsa's ResetAuditKey  group string, timestamp int64, id string  -- our own, see below
+    32002  Samsa's StreamsGroupSnapshotKey  group string  -- our own: a streams group (streams_records.py)
 
 Values (int16 version first; a tombstone is a null value):
 
@@ -44,6 +45,7 @@ OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
 GROUP_METADATA_KEY = 2
 RESET_AUDIT_KEY = 32001
+STREAMS_GROUP_SNAPSHOT_KEY = 32002  # Samsa's own: a streams group's state (streams_records.py)
 
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
@@ -122,7 +124,12 @@ class ResetAuditKey:
     audit_id: str
 
 
-Key = OffsetCommitKey | GroupMetadataKey | ResetAuditKey
+@dataclass(frozen=True, slots=True)
+class StreamsGroupSnapshotKey:
+    group_id: str
+
+
+Key = OffsetCommitKey | GroupMetadataKey | ResetAuditKey | StreamsGroupSnapshotKey
 
 
 def encode_key(key: Key) -> bytes:
@@ -133,6 +140,8 @@ def encode_key(key: Key) -> bytes:
             return _I16.pack(GROUP_METADATA_KEY) + _str(key.group_id)
         case ResetAuditKey():
             return _I16.pack(RESET_AUDIT_KEY) + _str(key.group_id) + _I64.pack(key.timestamp_ms) + _str(key.audit_id)
+        case StreamsGroupSnapshotKey():
+            return _I16.pack(STREAMS_GROUP_SNAPSHOT_KEY) + _str(key.group_id)
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
@@ -248,6 +257,8 @@ def decode_key(data: bytes) -> Key | ConsumerGroupKey | None:
         return GroupMetadataKey(r.str())
     if record_type == RESET_AUDIT_KEY:
         return ResetAuditKey(r.str(), r.i64(), r.str())
+    if record_type == STREAMS_GROUP_SNAPSHOT_KEY:
+        return StreamsGroupSnapshotKey(r.str())
     if record_type in (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_PARTITION_METADATA_KEY,
                        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY):
         return ConsumerGroupKey(record_type, r.str())

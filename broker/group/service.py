@@ -52,12 +52,16 @@ from samsa.broker.group.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     ResetAuditKey,
+    StreamsGroupSnapshotKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
     encode_key,
     partition_for_group,
 )
+from samsa.broker.group.streams_config import StreamsGroupConfig
+from samsa.broker.group.streams_coordinator import StreamsGroupCoordinator
+from samsa.broker.group.streams_group import StreamsGroup
 from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
@@ -126,6 +130,22 @@ def consumer_group_config(broker: GroupBroker) -> ConsumerGroupConfig:
     )
 
 
+def streams_group_config(broker: GroupBroker) -> StreamsGroupConfig:
+    """Kafka's group.streams.* broker configs (a dynamic assignment interval is read at start only)."""
+    def clamp(key: str, default: int, lower: int, upper: int) -> int:
+        return min(max(config_int(broker, key, default), config_int(broker, f"group.streams.min.{key[14:]}", lower)),
+                   config_int(broker, f"group.streams.max.{key[14:]}", upper))
+    return StreamsGroupConfig(
+        session_timeout_ms=clamp("group.streams.session.timeout.ms", 45_000, 45_000, 60_000),
+        heartbeat_interval_ms=clamp("group.streams.heartbeat.interval.ms", 5_000, 5_000, 15_000),
+        max_size=config_int(broker, "group.streams.max.size", 2**31 - 1),
+        num_standby_replicas=config_int(broker, "group.streams.num.standby.replicas", 0),
+        max_standby_replicas=config_int(broker, "group.streams.max.standby.replicas", 2),
+        initial_rebalance_delay_ms=config_int(broker, "group.streams.initial.rebalance.delay.ms", 3_000),
+        assignment_interval_ms=clamp("group.streams.assignment.interval.ms", 1_000, 0, 15_000),
+        group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}))
+
+
 def _assignment_interval_ms(broker: GroupBroker) -> int:
     """group.consumer.assignment.interval.ms as it is now (dynamic), clamped into the min/max bounds as Kafka's
     GroupCoordinatorConfig clamps a dynamic value."""
@@ -154,6 +174,7 @@ class Snapshot:
 
     groups: list[offset_manager.GroupSnapshot]
     consumer_groups: tuple[tuple[str, ConsumerGroup | None], ...] = ()  # KIP-848 groups before the change
+    streams_groups: tuple[tuple[str, StreamsGroup | None], ...] = ()  # KIP-1071 groups before the change
 
 
 class GroupService:
@@ -163,6 +184,10 @@ class GroupService:
         # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
         self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker), self.coordinator.emit,
                                                  self._classic_group_in_use, self._upgrade, self._downgrade)
+        # KIP-1071 streams groups (in memory only: see streams_coordinator.py).
+        self.streams = StreamsGroupCoordinator(
+            streams_group_config(broker), lambda g: g in self.consumer.groups or self._classic_group_in_use(g),
+            self.coordinator.emit)
         self.migration_policy = MigrationPolicy.parse(_config_str(broker, "group.consumer.migration.policy",
                                                                   MigrationPolicy.BIDIRECTIONAL.value))
         self.num_partitions = config_int(broker, "offsets.topic.num.partitions", 50)
@@ -199,10 +224,11 @@ class GroupService:
 
     def delete_groups(self, group_ids: list[str], now: int) -> dict[str, ErrorCode]:
         """DeleteGroups for classic and consumer groups alike: only an empty group goes, with its offsets."""
-        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g)]
+        consumer = [g for g in group_ids if self.consumer.is_consumer_group(g) or self.streams.is_streams_group(g)]
         results = self.coordinator.delete_groups([g for g in group_ids if g not in consumer], now)
         for group_id in consumer:
-            results[group_id] = self.consumer.delete_group(group_id)
+            results[group_id] = (self.streams.delete_group(group_id) if self.streams.is_streams_group(group_id)
+                                 else self.consumer.delete_group(group_id))
             if results[group_id] == ErrorCode.none and group_id in self.coordinator.groups:
                 self.coordinator.delete_groups([group_id], now)  # the offsets it leaves
         return results
@@ -232,6 +258,10 @@ class GroupService:
         appended (`persist_replicated(before)`)."""
         return Snapshot([offset_manager.snapshot(self.coordinator.groups, group_id, membership=True)],
                         (self.consumer.snapshot(group_id),))
+
+    def streams_snapshot(self, group_id: str) -> Snapshot:
+        """A KIP-1071 group as it is now, put back if its record cannot be appended."""
+        return Snapshot([], streams_groups=(self.streams.snapshot(group_id),))
 
     def classic_join_to_consumer_group(self, group_id: str, now: int) -> bool:
         """Whether a classic JoinGroup goes to the KIP-848 group of that id (it has members: the joining member
@@ -337,6 +367,9 @@ class GroupService:
             for consumer_group in before.consumer_groups:
                 if self.partition_for(consumer_group[0]) in failed:
                     self.consumer.revert(consumer_group)
+            for streams_group in before.streams_groups:
+                if self.partition_for(streams_group[0]) in failed:
+                    self.streams.revert(streams_group)
             for index in appended:
                 self._committed_entries(index)  # forget what the high watermark has passed
         return errors, appended
@@ -424,6 +457,7 @@ class GroupService:
         self.last_load_records = count
         self.coordinator.finish_loading(now)
         self.consumer.finish_loading(self.broker.image, now)
+        self.streams.finish_loading(now)
         logger.info("loaded %d group records (%d groups) from %s in %.2f s", count, len(self.coordinator.groups),
                     OFFSETS_TOPIC, time.monotonic() - started)
 
@@ -439,6 +473,7 @@ class GroupService:
                 self._unreplicated.pop(index, None)
             count = self.coordinator.unload(lambda group_id: self.partition_for(group_id) in lost)
             count += self.consumer.unload(lambda group_id: self.partition_for(group_id) in lost)
+            count += self.streams.unload(lambda group_id: self.partition_for(group_id) in lost)
             logger.info("unloaded %d groups of %s partitions %s: led elsewhere now", count, OFFSETS_TOPIC,
                         sorted(lost))
         if OFFSETS_TOPIC in image.topics_by_name:
@@ -462,6 +497,8 @@ class GroupService:
                         pass  # the audit trail lives in the log; the CLI reads it from there
                     case ConsumerGroupKey():
                         self.consumer.replay(decoded.record_type, decoded.group_id, decoded.member_id, value)
+                    case StreamsGroupSnapshotKey():
+                        self.streams.replay(decoded.group_id, value)
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:
@@ -525,6 +562,7 @@ class GroupService:
         they produced together with the timer writes that failed before."""
         self.coordinator.tick(now)
         self.consumer.tick(now)
+        self.streams.tick(self.broker.image, now)
         if expire_offsets:
             expired = self.expire_offsets(now)
             if expired:

@@ -64,6 +64,8 @@ from samsa.broker.handlers import (
     raft_voters,
     sasl_authenticate,
     sasl_handshake,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -162,6 +164,8 @@ HANDLERS: dict[int, Api] = _table(
     (unregister_broker.API, unregister_broker.handle_unregister_broker),
     (raft_voters.ADD_RAFT_VOTER, raft_voters.handle_add_raft_voter),
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
+    (streams_group_heartbeat.API, streams_group_heartbeat.handle_streams_group_heartbeat),
+    (streams_group_describe.API, streams_group_describe.handle_streams_group_describe),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

@@ -54,7 +54,8 @@ def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> d
     consumer = groups.consumer
     group = consumer.groups.get(group_id)
     if group is None:
-        classic = groups.coordinator.describe_group(group_id) is not None
+        classic = (groups.coordinator.describe_group(group_id) is not None
+                   or groups.streams.is_streams_group(group_id))
         message = f"Group {group_id} is not a consumer group." if classic else f"Group {group_id} not found."
         return {"group_id": group_id, "error_code": ErrorCode.group_id_not_found, "error_message": message,
                 "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",

@@ -71,6 +71,9 @@ async def handle_consumer_group_heartbeat(request: ConsumerGroupHeartbeatRequest
         error = groups.coordinator_error(request.group_id)
     if error != ErrorCode.none:
         return build(cls, {"error_code": error})
+    if groups.streams.is_streams_group(request.group_id):  # Kafka 4.4: the id is taken by a streams group
+        return build(cls, {"error_code": ErrorCode.group_id_not_found,
+                           "error_message": f"Group {request.group_id} is not a consumer group."})
     req = _request(request, ctx)
     if ctx.version == 0 and not req.member_id and req.member_epoch == 0:
         req = HeartbeatRequest(**{**{f: getattr(req, f) for f in HeartbeatRequest.__dataclass_fields__},

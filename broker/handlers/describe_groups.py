@@ -49,6 +49,12 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> dict[str
     error = groups.coordinator_error(group_id)
     if error != ErrorCode.none:
         return {"group_id": group_id, "error_code": error, "group_state": "", "authorized_operations": ops}
+    if groups.streams.is_streams_group(group_id):
+        # Kafka 4.4: a streams group is Dead to DescribeGroups (StreamsGroupDescribe describes it).
+        error = ErrorCode.group_id_not_found if ctx.version >= 6 else ErrorCode.none
+        return {"group_id": group_id, "error_code": error, "group_state": "Dead", "protocol_type": "",
+                "protocol_data": "", "authorized_operations": ops,
+                "error_message": f"Group {group_id} is not a classic group." if ctx.version >= 6 else None}
     if groups.consumer.is_consumer_group(group_id):
         # Kafka 4: a KIP-848 group is Dead to DescribeGroups, with an error from v6 on (ConsumerGroupDescribe
         # describes it).

@@ -75,6 +75,9 @@ async def handle_join_group(request: JoinGroupRequest, ctx: RequestContext) -> J
         supports_skip_assignment=ctx.version >= 9,
         reason=field(request, "reason"),
     )
+    if groups.streams.is_streams_group(group_id):
+        # Kafka 4.4: a classic member cannot join a streams group.
+        return _response(ctx, JoinResult(ErrorCode.inconsistent_group_protocol, member_id))
     if groups.classic_join_to_consumer_group(group_id, ctx.now_ms):
         # KIP-848's online migration: a classic member of a consumer group, answered at once.
         consumer_before = groups.consumer_snapshot(group_id)

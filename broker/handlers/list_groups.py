@@ -27,6 +27,7 @@ API = ApiSpec(key=16, min_version=0, max_version=5)
 
 CLASSIC = "classic"
 CONSUMER = "consumer"  # a KIP-848 consumer group (protocol type "consumer" too)
+STREAMS = "streams"  # a KIP-1071 streams group (protocol type "streams" too)
 
 
 def handle_list_groups(request: ListGroupsRequest, ctx: RequestContext) -> ListGroupsResponse:
@@ -35,9 +36,11 @@ def handle_list_groups(request: ListGroupsRequest, ctx: RequestContext) -> ListG
     types = {t.strip().lower() for t in field(request, "types_filter") or ()}
     groups = ctx.broker.groups
     consumer = groups.consumer.list_groups()
-    consumer_ids = {g for g, _ in consumer}
-    listed = [(g, t, s.value, CLASSIC) for g, t, s in groups.coordinator.list_groups() if g not in consumer_ids]
+    streams = groups.streams.list_groups()
+    modern_ids = {g for g, _ in consumer} | {g for g, _ in streams}
+    listed = [(g, t, s.value, CLASSIC) for g, t, s in groups.coordinator.list_groups() if g not in modern_ids]
     listed += [(g, CONSUMER, s.value, CONSUMER) for g, s in consumer]
+    listed += [(g, STREAMS, s.value, STREAMS) for g, s in streams]
     if not authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
         # KafkaApis: without DESCRIBE on the cluster, only the groups the principal may DESCRIBE
         listed = [g for g in listed if authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g[0],

@@ -151,6 +151,14 @@ def _topic_ids(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[t
             if len((p.committed_metadata or "").encode()) <= max_bytes]
 
 
+def _names(ctx: RequestContext, partitions: list[tuple[str, Any]]) -> list[tuple[str, int]]:
+    """The committed partitions a streams group checks, by topic name; as `_topic_ids`, a partition whose
+    metadata is too large is answered OFFSET_METADATA_TOO_LARGE unchecked."""
+    max_bytes = ctx.broker.groups.coordinator.config.offset_metadata_max_bytes
+    return [(name, p.partition_index) for name, p in partitions
+            if len((p.committed_metadata or "").encode()) <= max_bytes]
+
+
 async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions: list[tuple[str, Any]]
                   ) -> dict[tuple[str, int], ErrorCode]:
     """The group coordinator's part: the group's generation or member epoch, then the commit itself."""
@@ -167,11 +175,17 @@ async def _commit(request: OffsetCommitRequest, ctx: RequestContext, partitions:
         consumer_group = groups.consumer.groups.get(group_id)  # KIP-848: member epochs, not generations
         if consumer_group is not None:
             empty = not consumer_group.members
+        streams_group = groups.streams.groups.get(group_id)  # KIP-1071: member epochs too
+        if streams_group is not None:
+            empty = not streams_group.members
         if not is_administrative_reset(generation, member_id, empty):
             # Before the generation is checked: the check and the commit stay in one step of the event loop.
             past_end = await ctx.broker.commit_bounds.past_log_end(
                 {(name, p.partition_index): p.committed_offset for name, p in partitions})
-        if consumer_group is not None:  # KIP-1251: per partition, against the epoch it was assigned at
+        if streams_group is not None:  # KIP-1071: an older epoch checked per task, as Kafka 4.4 does
+            error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version,
+                                                          _names(ctx, partitions))
+        elif consumer_group is not None:  # KIP-1251: per partition, against the epoch it was assigned at
             error = groups.consumer.validate_offset_commit(group_id, member_id, instance_id, generation, ctx.version,
                                                            ctx.now_ms, _topic_ids(ctx, partitions))
         else:

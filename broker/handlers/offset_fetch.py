@@ -49,6 +49,8 @@ def _group(ctx: RequestContext, group_id: str, topics: Any, member: tuple[str | 
     error = group_error(ctx, AclOperation.DESCRIBE, group_id) or groups.coordinator_error(group_id)
     if error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
         error = groups.consumer.validate_offset_fetch(group_id, *member)  # v9: the member's epoch (KIP-848)
+    elif error == ErrorCode.none and groups.streams.is_streams_group(group_id):
+        error = groups.streams.validate_offset_fetch(group_id, *member)
     if error != ErrorCode.none:
         return error, []
     describable = topic_authorization(ctx, AclOperation.DESCRIBE, log_if_denied=topics is not None)

@@ -59,7 +59,12 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
     generation = int(field(request, "generation_id", NO_GENERATION))
     member_id = field(request, "member_id", "") or ""
     instance_id = field(request, "group_instance_id")
-    if error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
+    if error == ErrorCode.none and groups.streams.is_streams_group(group_id):
+        # A KIP-1071 group: an older member epoch checked per task, as Kafka 4.4 does.
+        error = groups.streams.validate_offset_commit(group_id, member_id, generation, ctx.version,
+                                                      [(t.name, p.partition_index) for t in request.topics
+                                                       for p in t.partitions], True, instance_id)
+    elif error == ErrorCode.none and groups.consumer.is_consumer_group(group_id):
         # A KIP-848 group (its members of either protocol commit with their member epoch as the generation),
         # checked per partition against the epoch it was assigned at (KIP-1251).
         topics_by_name = broker.image.topics_by_name

@@ -3,9 +3,10 @@
 Finalized levels live in the metadata log as FeatureLevelRecord (KRaft's FeatureControlManager); a feature
 without a record is at its bootstrap level, the level Kafka 4.4.0 finalizes when it formats a fresh node
 (`kafka-storage format` without --feature / --release-version), so a Samsa log that predates the records
-reads as a fresh cluster -- except share.version and streams.version, which Kafka 4.4 finalizes but Samsa does
-not: share groups (KIP-932) and streams groups (KIP-1071) are not implemented, so a client that reads the
-finalized levels must not take them for enabled (normalize.KNOWN_DIFFERENCES). A record at level 0 takes the
+reads as a fresh cluster -- except share.version, which Kafka 4.4 finalizes but Samsa does not: share groups
+(KIP-932) are not implemented, so a client that reads the finalized levels must not take them for enabled
+(normalize.KNOWN_DIFFERENCES). streams.version 1 is finalized as Kafka does: streams groups (KIP-1071) work.
+A record at level 0 takes the
 feature out of the finalized set, as in Kafka. The checks and their messages are Kafka 4.4.0's
 (FeatureControlManager.updateFeature), measured against the reference broker by the differential scenario
 `update_features`.
@@ -37,13 +38,13 @@ class SupportedFeature:
 
 
 # In the order Kafka 4.4.0's ApiVersions lists them. Kafka finalizes share.version 2 and streams.version 1 on a
-# fresh node; Samsa supports the same ranges (UpdateFeatures accepts them) but finalizes neither (see above).
+# fresh node; Samsa supports the same ranges (UpdateFeatures accepts them) and finalizes streams.version only.
 SUPPORTED: tuple[SupportedFeature, ...] = (
     SupportedFeature(GROUP_VERSION, 0, 1, 1),
     SupportedFeature(KRAFT_VERSION, 0, 1, 1),
     SupportedFeature(METADATA_VERSION, MINIMUM_METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL),
     SupportedFeature("share.version", 0, 2, 0),
-    SupportedFeature("streams.version", 0, 1, 0),
+    SupportedFeature("streams.version", 0, 1, 1),
     SupportedFeature(TRANSACTION_VERSION, 0, 2, 2),
     SupportedFeature("eligible.leader.replicas.version", 0, 1, 1),
 )

@@ -170,9 +170,6 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
         ("*/share.version", "ApiVersions' finalized features on a fresh node: Kafka 4.4 finalizes share.version 2 "
                             "(share groups on); Samsa does not finalize it (UpdateFeatures accepts it): share groups "
                             "(KIP-932) are not implemented, so a client must not read them as enabled"),
-        ("*/streams.version", "ApiVersions' finalized features on a fresh node: Kafka 4.4 finalizes streams.version 1 "
-                              "(streams groups on); Samsa does not finalize it (UpdateFeatures accepts it): streams "
-                              "groups (KIP-1071) are not implemented, so a client must not read them as enabled"),
     ],
     "group_lifecycle": [
         ("commit_past_log_end", "OffsetCommit v8 by the group's member of offset 7 on a partition whose log ends at "

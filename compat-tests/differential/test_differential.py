@@ -20,6 +20,7 @@ from differential import (  # noqa: F401  (register the scenarios)
     config_fidelity,
     features,
     kip848,
+    kip1071,
     newer_apis,
     raft_voters,
     scenarios,

@@ -65,6 +65,8 @@ from samsa.broker.handlers import (
     raft_voters,
     sasl_authenticate,
     sasl_handshake,
+    streams_group_describe,
+    streams_group_heartbeat,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -125,6 +127,8 @@ TYPED = [
     (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
     (alter_replica_log_dirs, "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"),
     (unregister_broker, "UnregisterBrokerRequest", "UnregisterBrokerResponse"),
+    (streams_group_heartbeat, "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"),
+    (streams_group_describe, "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

@@ -17,9 +17,9 @@ from samsa.broker.metadata.records import FeatureLevelRecord, decode_records, en
 
 REPO = Path(__file__).resolve().parents[2]
 
-# What Kafka 4.4.0 finalizes on a fresh node, less share.version 2 and streams.version 1 (groups Samsa does not have).
-KAFKA_DEFAULTS = {"group.version": 1, "transaction.version": 2, "eligible.leader.replicas.version": 1,
-                  "kraft.version": 1, "metadata.version": 33}
+# What Kafka 4.4.0 finalizes on a fresh node, less share.version 2 (share groups: Samsa does not have them).
+KAFKA_DEFAULTS = {"group.version": 1, "streams.version": 1, "transaction.version": 2,
+                  "eligible.leader.replicas.version": 1, "kraft.version": 1, "metadata.version": 33}
 
 
 def test_a_fresh_image_finalizes_what_kafka_finalizes_on_a_fresh_node() -> None:
