@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
-from oracle_fixture import free_port
+from oracle_fixture import KAFKA_VERSION, free_port
 from samsa_fixture import start_samsa
 from test_streams_word_count import JAVA_DIR, WORDS, Instance, _produce, _wait_for
 
 
 def test_word_count_goes_on_across_a_broker_restart(tmp_path: Path) -> None:
-    if not (JAVA_DIR / "target" / "lib" / "kafka-streams-4.4.0.jar").is_file():
+    if not (JAVA_DIR / "target" / "lib" / f"kafka-streams-{KAFKA_VERSION}.jar").is_file():
         pytest.skip("the kafka-streams jars are missing: run make compat-deps")
     port, data = free_port(), Path(tempfile.mkdtemp(prefix="samsa-kip1071-")) / "data"
     samsa = start_samsa(port=port, data_dir=data, ready_timeout=90.0)

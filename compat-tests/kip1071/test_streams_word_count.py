@@ -1,6 +1,6 @@
 """A Kafka Streams 4.4 application with the KIP-1071 streams rebalance protocol (group.protocol=streams):
 a stateful, exactly-once word count (compat-tests/java/src/main/java/StreamsWordCount.java) with two
-instances, on Kafka 4.4.0 and on Samsa.
+instances, on Samsa (and on the reference Kafka with COMPAT_STREAMS_KAFKA=1).
 
 Both instances join the streams group, the broker creates the repartition and changelog topics and splits
 the tasks between them; one instance is SIGKILLed mid-stream, and once its session expires
@@ -25,7 +25,7 @@ import pytest
 from compat_targets import Target
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from oracle_fixture import run_kafka_tool
+from oracle_fixture import KAFKA_VERSION, run_kafka_tool
 
 JAVA_DIR = Path(__file__).resolve().parent.parent / "java"
 WORDS = [f"w{i}" for i in range(12)]
@@ -86,9 +86,15 @@ def _wait_for(what: str, check: object, instances: list[Instance], timeout: floa
         time.sleep(0.5)
 
 
-@pytest.mark.parametrize("broker", ["kafka", "samsa"], indirect=True)
+# Against Samsa in make test; against Kafka too with COMPAT_STREAMS_KAFKA=1 (75 s more on this 2-core machine, most
+# of it the 45 s session timeout; Kafka's side shows only that the test itself is right: it passed there).
+@pytest.mark.parametrize("broker", [
+    pytest.param("kafka", marks=pytest.mark.skipif(
+        os.environ.get("COMPAT_STREAMS_KAFKA") != "1",
+        reason="the same test against the reference Kafka takes 75 s more: opt in with COMPAT_STREAMS_KAFKA=1")),
+    "samsa"], indirect=True)
 def test_word_count_two_instances_one_killed_every_word_counted_once(broker: Target, tmp_path: Path) -> None:
-    if not (JAVA_DIR / "target" / "lib" / "kafka-streams-4.4.0.jar").is_file():
+    if not (JAVA_DIR / "target" / "lib" / f"kafka-streams-{KAFKA_VERSION}.jar").is_file():
         pytest.skip("the kafka-streams jars are missing: run make compat-deps")
     run = uuid.uuid4().hex[:8]
     app, topic_in, topic_out = f"wc-{run}", f"wc-in-{run}", f"wc-out-{run}"

@@ -10,11 +10,14 @@ a classic group. Every record is consumed exactly once across the roll: each mem
 (synchronously) before counting it, so two owners of a partition at once would count a record twice.
 
 librdkafka (confluent-kafka), the Java consumer (kafka-clients 4.1.2) and franz-go (classic: cooperative-sticky;
-consumer: kgo.ServerSideBalancer), against Samsa and against the Kafka oracle.
+consumer: kgo.ServerSideBalancer), against Samsa, and against the Kafka oracle with COMPAT_KIP848_KAFKA=1: the same
+rolls there take about two and a half more minutes of `make test` on this 2-core machine, and show only that the
+tests themselves are right (they passed there).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -146,6 +149,12 @@ def test_rolling_downgrade_consumer_to_classic(client: str, samsa_kip848: SamsaP
     exactly_once(outputs, produced)
 
 
+ON_KAFKA = pytest.mark.skipif(os.environ.get("COMPAT_KIP848_KAFKA") != "1",
+                              reason="the same rolls against the reference Kafka take 2.5 more minutes: opt in with "
+                                     "COMPAT_KIP848_KAFKA=1")
+
+
+@ON_KAFKA
 @pytest.mark.parametrize("client", sorted(STARTERS))
 @pytest.mark.parametrize(("before", "after"), [("classic", "consumer"), ("consumer", "classic")])
 def test_rolling_migration_on_kafka(client: str, before: str, after: str, kafka_kip848: KafkaBroker,
@@ -159,7 +168,7 @@ def test_rolling_migration_on_kafka(client: str, before: str, after: str, kafka_
 
 @pytest.mark.parametrize("client", ["confluent", "java"])
 @pytest.mark.parametrize(("before", "after"), [("classic", "consumer"), ("consumer", "classic")])
-@pytest.mark.parametrize("target", ["samsa", "kafka"])
+@pytest.mark.parametrize("target", ["samsa", pytest.param("kafka", marks=ON_KAFKA)])
 def test_rolling_migration_of_static_members(client: str, before: str, after: str, target: str,
                                              request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Static members (group.instance.id) restarted with the other protocol and the same instance id: a classic
