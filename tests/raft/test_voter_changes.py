@@ -516,3 +516,57 @@ def test_the_leader_answers_update_raft_voter_with_kafkas_checks() -> None:
     assert ask(leader, epoch) == UpdateVoterResponse(ErrorCode.none, leader.node_id, epoch)
     assert leader.log.voter_set is not None and leader.log.voter_set.get(follower) == VoterNode(
         follower, directory(follower), endpoint(follower), 0, 1)
+
+
+def test_update_raft_voter_on_the_wire() -> None:
+    """The driver sends the core's UpdateVoterRequest as UpdateRaftVoter v0 and reads its answer back."""
+    from samsa.kproto.messages import response_class
+    from samsa.kproto.wire import build
+    from samsa.raft import codec
+
+    request = UpdateVoterRequest(3, directory(3), 7, endpoint(3), 0, 1)
+    wire = codec.encode_request(request, cluster_id="c1")
+    assert type(wire).__api_key__ == 82 and type(wire).__version__ == 0  # type: ignore[attr-defined]
+    assert (wire.cluster_id, wire.current_leader_epoch, wire.voter_id, wire.voter_directory_id) == (  # type: ignore[attr-defined]
+        "c1", 7, 3, directory(3))
+    assert [(e.name, e.host, e.port) for e in wire.listeners] == [("CONTROLLER", "127.0.0.1", 9003)]  # type: ignore[attr-defined]
+    feature = wire.k_raft_version_feature  # type: ignore[attr-defined]
+    assert (feature.min_supported_version, feature.max_supported_version) == (0, 1)
+    answer = build(response_class(82, 0), {"throttle_time": 0, "error_code": ErrorCode.fenced_leader_epoch,
+                                           "current_leader": {"leader_id": 2, "leader_epoch": 8, "host": "h",
+                                                              "port": 1}})
+    assert codec.decode_response(answer) == UpdateVoterResponse(ErrorCode.fenced_leader_epoch, 2, 8)
+
+
+def test_a_new_leader_whose_entry_differs_appends_the_set_with_it_updated_after_its_leader_change() -> None:
+    """Kafka: LeaderState.appendStartOfEpochControlRecords -- a leader sends itself no UpdateRaftVoter."""
+    net = Network({1, 2, 3}, {4})
+    leader = net.run_until_leader()
+    state = leader.state
+    assert isinstance(state, Leader)
+    _run_until(net, "the observer caught up", lambda: 4 in state.replicas and state.replicas[4].last_caught_up_ms >= 0)
+    assert isinstance(net.add_voter(4), VoterChangeAppended)
+    _run_until(net, "the add committed", lambda: leader.high_watermark > (leader.log.voter_set_offset or 0))
+    mover = next(n for n in (1, 2, 3) if n != leader.node_id)
+    moved = (VoterEndpoint("CONTROLLER", "10.0.0.7", 9999),)
+    net.cores[mover].listeners = moved  # it restarted with another listener, say, and as a follower it
+    net.delivers = lambda send: not isinstance(send.message, UpdateVoterRequest)  # would tell the leader: not now
+    for _ in range(30):  # take leaders down until the mover is elected
+        current = net.leader()
+        if current.node_id == mover:
+            break
+        net.down.add(current.node_id)
+        _run_until(net, "another leader", lambda: any(
+            isinstance(c.state, Leader) and n not in net.down for n, c in net.cores.items()))
+        net.down.discard(current.node_id)
+        net.run(3000)
+    new = net.leader()
+    assert new.node_id == mover
+    s = new.state
+    assert isinstance(s, Leader)
+    assert new.log.entry(s.epoch_start_offset).kind == EntryKind.LEADER_CHANGE
+    entry = new.log.entry(s.epoch_start_offset + 1)
+    assert entry.kind == EntryKind.VOTERS
+    assert VoterSet.decode(entry.payload).get(mover) == VoterNode(mover, directory(mover), moved, 0, 1)
+    _run_until(net, "every node has it", lambda: all(c.voter_set().get(mover) == VoterNode(
+        mover, directory(mover), moved, 0, 1) for n, c in net.cores.items() if n not in net.down))
