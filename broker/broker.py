@@ -40,8 +40,9 @@ from samsa.broker.txn.service import TxnService
 from samsa.broker.wire import build
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import request_class
+from samsa.raft.codec import CONTROLLER_LISTENER_NAME
 from samsa.raft.quorum_state import QuorumConfig
-from samsa.raft.voter_set import ZERO_DIRECTORY_ID
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint
 from samsa.storage.config import LogConfig
 from samsa.storage.dir_lock import DataDirLock, DataDirLockedError
 from samsa.storage.log_manager import LogManager
@@ -76,6 +77,20 @@ def _read_meta_properties(path: Path) -> dict[str, str]:
             key, _, value = line.partition("=")
             props[key.strip()] = value.strip()
     return props
+
+
+def controller_endpoints(config: BrokerConfig) -> tuple[VoterEndpoint, ...]:
+    """This node's controller listener as a voter's entry in the voter set gives it (KIP-853; UpdateRaftVoter makes
+    the entry say so): where it listens, or, bound to every address, its own controller.quorum.voters address, else
+    the advertised host; () for a node without a controller listener."""
+    address = config.controller_listen()
+    if address is None:
+        return ()
+    host, port = address
+    if host in ("", "0.0.0.0", "::"):
+        static = config.quorum_voters().get(config.node_id)
+        host = static[0] if static is not None and static[1] == port else config.advertised_host
+    return (VoterEndpoint(CONTROLLER_LISTENER_NAME, host, port),)
 
 
 def cluster_id_for_quorum(voters: str) -> str:
@@ -169,6 +184,7 @@ class Broker:
             disk_guard=self.log_manager.disk_guard,
             security=self.controller_security,
             directory_id=parse_kafka_uuid(meta.get("directory.id", "")) or ZERO_DIRECTORY_ID,
+            listeners=controller_endpoints(config),
         )
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.

@@ -13,6 +13,7 @@ in-memory log + epoch cache), quorum_state (roles and config), core (the state m
 (Vote, BeginQuorumEpoch, EndQuorumEpoch), replication (Fetch, FetchSnapshot, high watermark,
 check-quorum), voter_set (KIP-853: the voters as VotersRecord / KRaftVersionRecord control records),
 reconfig (the leader's AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter rules, run by core.change_voters),
+voter_update (a voter's own UpdateRaftVoter, sent while its entry in the voter set is not what it is),
 core_view (the Protocol election and replication see the core through), invariants (InvariantViolation),
 codec and batch_codec (the wire and on-disk encodings).
 

@@ -58,6 +58,8 @@ from samsa.raft.messages import (
     RaftRequest,
     RaftResponse,
     ReplicaDescription,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "METADATA_TOPIC",
     "METADATA_TOPIC_ID",
     "REQUEST_VERSIONS",
+    "UPDATE_RAFT_VOTER_KEY",
     "VOTE_KEY",
     "CodecError",
     "NodeEndpoint",
@@ -101,6 +104,7 @@ BEGIN_QUORUM_EPOCH_KEY = 53
 END_QUORUM_EPOCH_KEY = 54
 DESCRIBE_QUORUM_KEY = 55
 FETCH_SNAPSHOT_KEY = 59
+UPDATE_RAFT_VOTER_KEY = 82  # sent (v0) and its answer read; the broker's handler answers it, not decode_request
 
 # (min, max) versions read and answered; encode_request sends the max (Fetch: v17, see _FETCH_SENT).
 REQUEST_VERSIONS: Mapping[int, tuple[int, int]] = {
@@ -125,7 +129,7 @@ NodeEndpoint = tuple[int, str, int]
 
 
 def encode_request(
-    msg: RaftRequest,
+    msg: RaftRequest | UpdateVoterRequest,
     *,
     cluster_id: str | None,
     destination_id: int = -1,
@@ -205,6 +209,16 @@ def encode_request(
                 "topics": [{"name": METADATA_TOPIC, "partitions": [snapshot_partition]}],
             }
             return _build_request(FETCH_SNAPSHOT_KEY, 1, cluster_id, body)
+        case UpdateVoterRequest():
+            body = {
+                "current_leader_epoch": msg.current_leader_epoch,
+                "voter_id": msg.voter_id,
+                "voter_directory_id": msg.voter_directory_id,
+                "listeners": [{"name": e.name, "host": e.host, "port": e.port} for e in msg.listeners],
+                "k_raft_version_feature": {"min_supported_version": msg.min_kraft_version,
+                                           "max_supported_version": msg.max_kraft_version},
+            }
+            return _build_request(UPDATE_RAFT_VOTER_KEY, 0, cluster_id, body)
 
 
 def _topic_data(partition: Mapping[str, Any]) -> dict[str, Any]:
@@ -408,14 +422,18 @@ def error_response(api_key: int, api_version: int, error_code: ErrorCode) -> obj
     return build(response_class(api_key, api_version), {"error_code": error_code})
 
 
-def decode_response(obj: object) -> RaftResponse:
-    """The message in a kio Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch or FetchSnapshot response.
+def decode_response(obj: object) -> RaftResponse | UpdateVoterResponse:
+    """The message in a kio Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot or UpdateRaftVoter response.
 
     A top-level error (Kafka: handleTopLevelError) comes back as the message's error_code, with no
     leader (NO_LEADER, NO_EPOCH). CodecError for a response that is not about exactly our partition
     (Kafka ignores those) or whose records are corrupt.
     """
     resp: Any = obj
+    cls: Any = type(obj)
+    if getattr(cls, "__type__", None) is EntityType.response and cls.__api_key__ == UPDATE_RAFT_VOTER_KEY:
+        leader = resp.current_leader
+        return UpdateVoterResponse(ErrorCode(resp.error_code), leader.leader_id, leader.leader_epoch)
     api_key, version = _api_key_and_version(obj, EntityType.response)
     _check_version(api_key, version)
     top_error = ErrorCode(resp.error_code)

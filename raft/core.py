@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from samsa.raft import election, reconfig, replication
+from samsa.raft import election, reconfig, replication, voter_update
 from samsa.raft.events import (
     Action,
     AdvanceLogStartOffset,
@@ -50,6 +50,8 @@ from samsa.raft.messages import (
     FetchSnapshotResponse,
     RaftMessage,
     ReplicaDescription,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
     VoteRequest,
     VoteResponse,
 )
@@ -65,7 +67,7 @@ from samsa.raft.quorum_state import (
     Unattached,
 )
 from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
-from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterNode, VoterSet
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode, VoterSet
 
 __all__ = ["RaftCore"]
 
@@ -96,6 +98,7 @@ class RaftCore:
         entries: Sequence[LogEntry] = (),
         directory_id: uuid.UUID = ZERO_DIRECTORY_ID,
         bootstrap_voters: VoterSet | None = None,
+        listeners: tuple[VoterEndpoint, ...] | None = None,
     ) -> None:
         """Start from what survived on disk; the driver has already loaded `snapshot` into its state
         machine, and should call step(Tick()) at once: a follower's first fetch goes out then, and the
@@ -103,13 +106,17 @@ class RaftCore:
 
         `config.voters` are the voters the cluster was formed with (`bootstrap_voters` adds their
         listeners); the latest voter set in the log or snapshot (KIP-853) replaces them from then on, and
-        `self.config.voters` is always the set in force. `directory_id` is this replica's (meta.properties)."""
+        `self.config.voters` is always the set in force. `directory_id` is this replica's (meta.properties),
+        `listeners` its controller listeners (default: its own bootstrap entry's), which a voter makes its entry
+        in the voter set say (raft.voter_update)."""
         self.node_id = node_id
         self.directory_id = directory_id
         self.bootstrap_voters = bootstrap_voters or VoterSet(
             tuple(VoterNode(v, directory_id if v == node_id else ZERO_DIRECTORY_ID) for v in config.voters))
         if self.bootstrap_voters.ids != config.voters:
             raise InvariantViolation(f"bootstrap voters {sorted(self.bootstrap_voters.ids)} != {sorted(config.voters)}")
+        own = self.bootstrap_voters.get(node_id)
+        self.listeners = listeners if listeners is not None else own.endpoints if own is not None else ()
         self._bootstrap_config = config
         self.config = config
         self.rng = rng
@@ -208,7 +215,7 @@ class RaftCore:
             case Follower():
                 if s.leader_ended:
                     return s.fetch_deadline_ms
-                return min(s.fetch_deadline_ms, self._fetch_resend_ms())
+                return min(s.fetch_deadline_ms, self._fetch_resend_ms(), s.update_voter_due_ms)
             case Leader():
                 return replication.leader_deadline_ms(self, s)
 
@@ -323,6 +330,8 @@ class RaftCore:
                 return replication.on_fetch_request(self, r.source, m, r.correlation_id)
             case FetchSnapshotRequest():
                 return replication.on_fetch_snapshot_request(self, r.source, m, r.correlation_id)
+            case UpdateVoterRequest():
+                return voter_update.on_update_voter_request(self, r.source, m, r.correlation_id)
         # A response: only the answer to a request of the current state counts (Kafka: RequestManager),
         # so duplicated, reordered or pre-transition responses are dropped here.
         inflight = self._inflight.pop(r.correlation_id, None)
@@ -346,6 +355,8 @@ class RaftCore:
                 return replication.on_fetch_response(self, r.source, m)
             case FetchSnapshotResponse():
                 return replication.on_fetch_snapshot_response(self, r.source, m)
+            case UpdateVoterResponse():
+                return []  # an error is retried at the next period, if the entry still differs (as Kafka)
         raise InvariantViolation(f"unexpected message {m!r}")
 
     def _maybe_handle_common_response(self, leader_id: int, leader_epoch: int) -> list[Action] | None:
@@ -409,7 +420,9 @@ class RaftCore:
                     if self.is_voter:
                         return election.become_prospective(self)
                     return self.transition(Unattached(s.epoch, s.voted_id, self.election_deadline(now)))
-                return [] if s.leader_ended else self._maybe_send_fetch()
+                if s.leader_ended:
+                    return []
+                return voter_update.maybe_send_update_voter(self, s) + self._maybe_send_fetch()
             case Leader():
                 return replication.on_leader_tick(self, s)
 

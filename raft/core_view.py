@@ -14,7 +14,7 @@ from samsa.raft.events import Action, Send
 from samsa.raft.log import LogEntry, RaftLog
 from samsa.raft.messages import RaftMessage
 from samsa.raft.quorum_state import EpochState, Leader, QuorumConfig
-from samsa.raft.voter_set import VoterSet
+from samsa.raft.voter_set import VoterEndpoint, VoterSet
 
 __all__ = ["RaftCoreView"]
 
@@ -25,6 +25,7 @@ class RaftCoreView(Protocol):
     node_id: int
     directory_id: uuid.UUID
     bootstrap_voters: VoterSet
+    listeners: tuple[VoterEndpoint, ...]  # this replica's controller listeners (KIP-853)
     config: QuorumConfig
     log: RaftLog
     state: EpochState

@@ -10,6 +10,7 @@ preferred successors. Every vote is persisted before it is answered.
 
 from __future__ import annotations
 
+from samsa.raft import voter_update
 from samsa.raft.core_view import RaftCoreView
 from samsa.raft.events import Action
 from samsa.raft.invariants import InvariantViolation
@@ -167,7 +168,9 @@ def _become_leader(core: RaftCoreView) -> list[Action]:
     actions = core.transition(leader)
     # Kafka's LeaderChange control record: the high watermark can only reach entries of this epoch.
     change = LogEntry(core.log.end_offset, s.epoch, f"leader={core.node_id}".encode(), EntryKind.LEADER_CHANGE)
-    actions += core.leader_append(leader, (change,))
+    # KIP-853: and the voter set with its own entry updated, if that entry is not what this leader is.
+    own = voter_update.start_of_epoch_entries(core, s.epoch, change.offset + 1)
+    actions += core.leader_append(leader, (change, *own))
     actions += [core.begin_quorum_epoch(v) for v in sorted(others)]
     return actions
 

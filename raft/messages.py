@@ -10,6 +10,7 @@ and from kio's wire classes field by field:
     FetchRequest / FetchResponse                     kio.schema.fetch.v17            (replica fetch)
     FetchSnapshotRequest / FetchSnapshotResponse     kio.schema.fetch_snapshot.v1    (KIP-630)
     DescribeQuorumResponse (answered by RaftCore.describe_quorum, not stepped)  describe_quorum.v2
+    UpdateVoterRequest / UpdateVoterResponse         kio.schema.update_raft_voter.v0 (KIP-853)
 
 Who sent a message and which request a response answers travel beside it (`Received.source`,
 `correlation_id`), as they do in Kafka's request header.
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from samsa.raft.log import LogEntry, SnapshotId
-from samsa.raft.voter_set import ZERO_DIRECTORY_ID
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint
 
 __all__ = [
     "NO_EPOCH",
@@ -43,6 +44,8 @@ __all__ = [
     "RaftRequest",
     "RaftResponse",
     "ReplicaDescription",
+    "UpdateVoterRequest",
+    "UpdateVoterResponse",
     "VoteRequest",
     "VoteResponse",
 ]
@@ -180,10 +183,32 @@ class DescribeQuorumResponse:
     observers: tuple[ReplicaDescription, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class UpdateVoterRequest:
+    """update_raft_voter.v0: a voter tells the leader what it is -- its replica key, its listeners and the
+    kraft.version range it supports -- so that its entry in the voter set says so (KIP-853)."""
+
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    current_leader_epoch: int
+    listeners: tuple[VoterEndpoint, ...]
+    min_kraft_version: int
+    max_kraft_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoterResponse:
+    error_code: ErrorCode
+    leader_id: int  # current_leader.leader_id
+    leader_epoch: int  # current_leader.leader_epoch
+
+
 RaftRequest = (
     VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
 )
 RaftResponse = (
     VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse | FetchSnapshotResponse
 )
-RaftMessage = RaftRequest | RaftResponse
+# UpdateRaftVoter is not one of the quorum's own RPCs in Samsa's driver (the controller listener's handler answers
+# it, broker.handlers.raft_voters), but the core sends it and, for a driver that delivers it (tests/sim), answers it.
+RaftMessage = RaftRequest | RaftResponse | UpdateVoterRequest | UpdateVoterResponse

@@ -163,6 +163,13 @@ class Follower:
     fetch_deadline_ms: int  # fetch timeout: no successful fetch since then → new election
     leader_ended: bool = False  # the leader said it resigned (EndQuorumEpoch or a fetch error)
     snapshot_fetch: SnapshotFetch | None = None
+    # A voter checks its own entry in the voter set this often (KIP-853; Kafka 4.4's FollowerState
+    # updateVoterSetPeriodTimer, one fetch timeout, first due one fetch timeout after it starts following).
+    update_voter_due_ms: int = -1
+
+    def __post_init__(self) -> None:
+        if self.update_voter_due_ms < 0:
+            self.update_voter_due_ms = self.fetch_deadline_ms
 
 
 @dataclass(slots=True)

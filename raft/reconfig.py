@@ -24,6 +24,8 @@ from samsa.raft.log import EntryKind, LogEntry
 from samsa.raft.messages import ErrorCode
 from samsa.raft.quorum_state import Leader, VoterChange
 from samsa.raft.voter_set import (
+    KRAFT_VERSION_MAX,
+    KRAFT_VERSION_MIN,
     ZERO_DIRECTORY_ID,
     VoterNode,
     VoterSet,
@@ -40,6 +42,7 @@ __all__ = [
     "begin_add_voter",
     "complete_add_voter",
     "current_voter_set",
+    "local_voter_node",
     "on_high_watermark",
     "remove_voter",
     "update_voter",
@@ -68,9 +71,15 @@ VoterChangeCall = Callable[[RaftCoreView, Leader],
                            tuple["VoterChangeAppended | VoterChangeRefused | None", list[Action]]]
 
 
+def local_voter_node(core: RaftCoreView) -> VoterNode:
+    """Kafka: QuorumState.localVoterNodeOrThrow -- this replica's key, listeners and kraft.version range."""
+    return VoterNode(core.node_id, core.directory_id, core.listeners, KRAFT_VERSION_MIN, KRAFT_VERSION_MAX)
+
+
 def current_voter_set(core: RaftCoreView, leader: Leader) -> VoterSet:
     """The set in the log, or (none yet) the bootstrap voters with the directory ids this leader has seen
-    in their fetches: what the first VotersRecord a Samsa cluster writes is made from."""
+    in their fetches, and the leader's own entry saying what it is: what the first VotersRecord a Samsa
+    cluster writes is made from."""
     stored = core.log.voter_set
     if stored is not None:
         return stored
@@ -79,8 +88,10 @@ def current_voter_set(core: RaftCoreView, leader: Leader) -> VoterSet:
         directory = v.directory_id
         replica = leader.replicas.get(v.voter_id)
         if v.voter_id == core.node_id:
-            directory = core.directory_id
-        elif directory == ZERO_DIRECTORY_ID and replica is not None:
+            voters.append(VoterNode(v.voter_id, core.directory_id, core.listeners or v.endpoints,
+                                    KRAFT_VERSION_MIN, KRAFT_VERSION_MAX))
+            continue
+        if directory == ZERO_DIRECTORY_ID and replica is not None:
             directory = replica.directory_id
         voters.append(VoterNode(v.voter_id, directory, v.endpoints, v.min_kraft_version, v.max_kraft_version))
     return VoterSet(tuple(voters))

@@ -8,9 +8,9 @@ Envelope when the authorizer is on). They need ALTER on the cluster (Kafka's Con
 another cluster is INCONSISTENT_CLUSTER_ID; a node that is not the quorum's leader answers
 NOT_LEADER_OR_FOLLOWER. AddRaftVoter v1 adds ack_when_committed (KIP-1186): false answers once the
 VotersRecord is appended, before it commits. UpdateRaftVoter is what a voter sends the leader to update its own
-listeners and kraft.version range (and directory id, where the set has none); only the controller listener
-takes it, it carries the sender's epoch, has no error message, and is answered once the VotersRecord is
-appended, with the leader it knows.
+listeners and kraft.version range (and directory id, where the set has none; Samsa's voters send it, see
+raft.voter_update); only the controller listener takes it, it carries the sender's epoch, has no error
+message, and is answered once the VotersRecord is appended, with the leader it knows.
 """
 
 from __future__ import annotations

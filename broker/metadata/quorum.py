@@ -131,6 +131,7 @@ class MetadataQuorum:
         on_fatal: Callable[[BaseException], None] = halt_process,
         security: ClientSecurity | None = None,
         directory_id: uuid.UUID = ZERO_DIRECTORY_ID,
+        listeners: tuple[VoterEndpoint, ...] | None = None,  # this node's controller listener (KIP-853)
     ) -> None:
         """`disk_guard` is the data directory's free-disk reserve (the one `log` appends under): writes
         that create data are refused below it, and the driver's own writes pass it. `on_fatal` is called
@@ -163,7 +164,7 @@ class MetadataQuorum:
             for n, e in voters.items()))
         self.core = RaftCore(node_id, quorum_config, rng or random.Random(), _now_ms(), quorum_state=state,
                              snapshot=snapshot, entries=entries, directory_id=directory_id,
-                             bootstrap_voters=bootstrap)
+                             bootstrap_voters=bootstrap, listeners=listeners)
         # offset of the last entry of a write -> the write, until its commit (or loss)
         self._waiting: dict[int, PendingWrite] = {}
         self.commit_latency = Histogram()  # raft-metrics commit-latency: a write's propose to its commit

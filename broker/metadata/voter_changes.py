@@ -92,6 +92,9 @@ def update_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UUID 
     voter = VoterNode(voter_id, directory_id, tuple(endpoints), low, high)
     result, actions = quorum.core.change_voters(partial(reconfig.update_voter, voter=voter), now_ms())
     quorum.execute(actions)
+    if isinstance(result, VoterChangeAppended):
+        logger.info("UpdateRaftVoter: voter %s with listeners %s appended at offset %d", voter.key_text(),
+                    [f"{e.name}://{e.host}:{e.port}" for e in endpoints], result.offset)
     if isinstance(result, NotLeader):
         return ErrorCode.not_leader_or_follower
     return result.error_code if isinstance(result, VoterChangeRefused) else ErrorCode.none

@@ -358,3 +358,77 @@ def test_the_voter_set_survives_in_snapshots(cluster_factory: Any, tmp_path: Pat
         wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, "snap-after"), 60)
     finally:
         fourth.stop()
+
+
+@pytest.mark.timeout(400)
+def test_a_static_voter_the_leader_never_saw_sends_its_directory_id_and_can_be_removed(cluster: Cluster,
+                                                                                       fourth: Fourth) -> None:
+    """A voter down while the leader is elected and the first VotersRecord written (node 4's add) is in that
+    record without a directory id: no replica key removes it (VOTER_NOT_FOUND). Once back, it sends the leader
+    UpdateRaftVoter with its directory id (KIP-853, raft.voter_update); then every voter's directory id is known
+    and kafka-metadata-quorum.sh remove-controller removes it."""
+    if not _kafka_tools_installed():
+        pytest.skip("Kafka's tools are not installed (make compat-deps)")
+    view = wait_for("a leader", cluster.quorum_leader, 30)[0]
+    absent = next(n for n in cluster.node_ids if n != view.leader_id)
+    others = [n for n in cluster.node_ids if n != absent]
+    # The absent voter goes down; then the leader is restarted, so the next leader (elected by the two others)
+    # has never had a fetch from it.
+    cluster.kill(absent)
+    cluster.kill(view.leader_id)
+    cluster.start(view.leader_id, wait=False)
+    cluster.wait_listening(view.leader_id)
+    new = wait_for("a leader among the two others", lambda: cluster.quorum_leader(others), 60)[0]
+    print(f"absent voter {absent}; leader {view.leader_id} restarted; now {new.leader_id} in epoch {new.leader_epoch}")
+
+    def added() -> bool | None:
+        r = _add(cluster.port(others[0]), 4, fourth.directory_id, fourth.controller_port)
+        if r is not None and r.error_code != ErrorCode.none:
+            print("AddRaftVoter:", r.error_code, r.error_message)
+        return True if r is not None and r.error_code == ErrorCode.none else None
+
+    wait_for("node 4 added", added, 90)
+    absent_directory = _directory_id(cluster.plan.node(absent).data_dir)
+
+    def not_found() -> Any:
+        r = _remove(cluster.port(others[0]), absent, absent_directory)
+        assert r is None or r.error_code in (ErrorCode.voter_not_found, ErrorCode.request_timed_out,
+                                             ErrorCode.not_leader_or_follower), r
+        return r if r is not None and r.error_code == ErrorCode.voter_not_found else None
+
+    refused = wait_for("RemoveRaftVoter refused while the set has no directory id for the absent voter",
+                       not_found, 60)[0]
+    assert "directoryId=<undefined>" in (refused.error_message or ""), refused.error_message
+
+    cluster.start(absent)  # returns once it caught up (its broker listener opens then)
+    bootstrap = f"{HOST}:{cluster.port(others[0])}"
+    expected = {n: base64.urlsafe_b64encode(_directory_id(cluster.plan.node(n).data_dir).bytes).decode().rstrip("=")
+                for n in cluster.node_ids}
+    expected[4] = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
+
+    # Its UpdateRaftVoter, as the leader that took it logs it (broker.metadata.voter_changes).
+    key = f"ReplicaKey(id={absent}, directoryId={expected[absent]})"
+    wait_for(f"{key}'s UpdateRaftVoter appended", lambda: any(
+        f"UpdateRaftVoter: voter {key}" in cluster.plan.node(n).log_path.read_text(errors="replace")
+        for n in others) or None, 60)
+
+    def all_known() -> bool | None:
+        result = _quorum_tool(bootstrap, "describe", "--status", check=False)
+        lines = [line for line in result.stdout.splitlines() if line.startswith("CurrentVoters")]
+        if result.returncode != 0 or not lines:
+            return None
+        voters = {v["id"]: v["directoryId"] for v in json.loads(lines[0].split(":", 1)[1])}
+        return True if voters == expected else None
+
+    wait_for("every voter's directory id known", all_known, 120)
+
+    def removed() -> bool | None:
+        result = _quorum_tool(bootstrap, "remove-controller", "--controller-id", str(absent),
+                              f"--controller-directory-id={expected[absent]}", check=False)
+        return True if result.returncode == 0 and \
+            f"Removed KRaft controller {absent} with directory id {expected[absent]}" in result.stdout else None
+
+    # (retried: the UpdateRaftVoter's record may still be uncommitted, which refuses a change REQUEST_TIMED_OUT)
+    wait_for("kafka-metadata-quorum remove-controller of the formerly absent voter", removed, 120)
+    remaining = {1, 2, 3, 4} - {absent}
+    assert wait_for("the voters without it", lambda: _voters(cluster, others) == remaining or None, 30)[0]

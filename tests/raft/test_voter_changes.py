@@ -32,7 +32,7 @@ from samsa.raft.events import (
     Tick,
 )
 from samsa.raft.log import EntryKind, LogEntry, RaftLog, Snapshot, SnapshotId
-from samsa.raft.messages import ErrorCode, VoteRequest, VoteResponse
+from samsa.raft.messages import ErrorCode, UpdateVoterRequest, UpdateVoterResponse, VoteRequest, VoteResponse
 from samsa.raft.quorum_state import Follower, Leader, QuorumConfig
 from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
 from samsa.raft.voter_set import (
@@ -343,6 +343,8 @@ def test_update_voter_fills_in_a_directory_id_and_listeners() -> None:
         ErrorCode.voter_not_found, None)
     old_range = VoterNode(follower, directory(follower), endpoint(follower), 0, 0)
     assert update(old_range) == VoterChangeRefused(ErrorCode.invalid_request, None)
+    # The follower really moved (else its own UpdateRaftVoter would put its real listener back: see below).
+    net.cores[follower].listeners = moved.endpoints
     assert isinstance(update(moved), VoterChangeAppended)
     net.run(500)
     assert leader.voter_set().get(follower) == moved
@@ -399,3 +401,172 @@ def test_an_uncommitted_removal_is_undone_when_a_new_leader_truncates_it() -> No
     assert restarted.log.voter_set is None and restarted.config.voters == {1, 2, 3}
     assert restarted.leader_id == new.node_id
     assert all(e.kind != EntryKind.VOTERS for e in restarted.log.entries)
+
+
+# -- UpdateRaftVoter, the voter's side (raft.voter_update; Kafka 4.4's pollFollowerAsVoter) ----------------
+
+
+def _run_until(net: Network, what: str, done: Callable[[], bool], limit_ms: int = 30_000) -> None:
+    """Advance the simulated clock until `done` (a bound on simulated time, not on the machine's)."""
+    for _ in range(limit_ms // 10):
+        if done():
+            return
+        net.run(10)
+    raise AssertionError(f"{what}: not within {limit_ms} ms of simulated time")
+
+
+def _without_3s_directory() -> tuple[Network, RaftCore, list[UpdateVoterRequest]]:
+    """Voter 3 is down while 1 and 2 elect a leader, which so never sees 3's directory id in a fetch; node 4
+    is added, and the first VotersRecord is written with no directory id for 3. Then 3 comes back."""
+    net = Network({1, 2, 3}, {4})
+    net.down.add(3)
+    leader = net.run_until_leader()
+    state = leader.state
+    assert isinstance(state, Leader)
+    _run_until(net, "the observer caught up", lambda: 4 in state.replicas and state.replicas[4].last_caught_up_ms >= 0)
+    assert isinstance(net.add_voter(4), VoterChangeAppended)
+    _run_until(net, "the add committed", lambda: leader.log.voter_set_offset is not None
+               and leader.high_watermark > leader.log.voter_set_offset)
+    entry = leader.voter_set().get(3)
+    assert entry is not None and entry.directory_id == ZERO_DIRECTORY_ID
+    # The bug this fixes: with no directory id recorded, no replica key removes voter 3.
+    refused = net.remove_voter(3)
+    assert isinstance(refused, VoterChangeRefused) and refused.error_code == ErrorCode.voter_not_found
+    sent: list[UpdateVoterRequest] = []
+
+    def record(send: Send) -> bool:
+        if isinstance(send.message, UpdateVoterRequest):
+            sent.append(send.message)
+        return True
+
+    net.delivers = record
+    net.down.discard(3)
+    return net, leader, sent
+
+
+def test_a_voter_without_its_directory_id_in_the_set_sends_update_raft_voter_and_gets_it() -> None:
+    net, leader, sent = _without_3s_directory()
+    _run_until(net, "3's directory id in the leader's set",
+               lambda: (v := leader.voter_set().get(3)) is not None and v.directory_id == directory(3))
+    assert sent and sent[0] == UpdateVoterRequest(3, directory(3), leader.epoch, endpoint(3), 0, 1)
+    assert all(m.voter_id == 3 for m in sent)
+    _run_until(net, "the update committed and fetched by 3",
+               lambda: leader.high_watermark > (leader.log.voter_set_offset or 0)
+               and net.cores[3].voter_set() == leader.voter_set())
+    expected = VoterSet(tuple(VoterNode(n, directory(n), endpoint(n), 0, 1) for n in (1, 2, 3, 4)))
+    for core in net.cores.values():
+        assert core.voter_set() == expected
+    assert {r.replica_id: r.replica_directory_id for r in leader.describe_quorum().current_voters} == {
+        n: directory(n) for n in (1, 2, 3, 4)}
+    # Once the set says what every voter is, nobody sends it any more.
+    count = len(sent)
+    net.run(10_000)
+    assert len(sent) == count
+    # And 3 can now be removed by its replica key.
+    removed = net.remove_voter(3)
+    assert isinstance(removed, VoterChangeAppended)
+    _run_until(net, "the removal committed", lambda: leader.high_watermark > removed.offset)
+    assert leader.voter_set().ids == {1, 2, 4}
+
+
+def test_update_raft_voter_is_retried_every_fetch_timeout_until_the_set_matches() -> None:
+    net, leader, sent = _without_3s_directory()
+    lost: list[int] = []
+
+    def lose_the_first_two(send: Send) -> bool:
+        if isinstance(send.message, UpdateVoterRequest):
+            sent.append(send.message)
+            if len(lost) < 2:
+                lost.append(net.now)
+                return False
+        return True
+
+    net.delivers = lose_the_first_two
+    _run_until(net, "3's directory id in the leader's set",
+               lambda: (v := leader.voter_set().get(3)) is not None and v.directory_id == directory(3))
+    assert len(sent) == 3
+    fetch_timeout = net.cores[3].config.fetch_timeout_ms
+    assert lost[1] - lost[0] == fetch_timeout  # the period (Kafka 4.4: controller.quorum.fetch.timeout.ms)
+
+
+def test_the_leader_answers_update_raft_voter_with_kafkas_checks() -> None:
+    """The core's answer to an UpdateRaftVoter it is given (as tests/sim delivers them): epoch checks first,
+    then raft.reconfig.update_voter; the answer carries the leader and its epoch."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    follower = next(n for n in (1, 2, 3) if n != leader.node_id)
+
+    def ask(core: RaftCore, epoch: int, voter_id: int = follower, dir_id: uuid.UUID | None = None
+            ) -> UpdateVoterResponse:
+        request = UpdateVoterRequest(voter_id, directory(voter_id) if dir_id is None else dir_id, epoch,
+                                     endpoint(voter_id), 0, 1)
+        actions = core.step(Received(follower, request, 77), net.now)
+        answers = [a.message for a in actions if isinstance(a, Send) and a.correlation_id == 77]
+        assert len(answers) == 1 and isinstance(answers[0], UpdateVoterResponse)
+        return answers[0]
+
+    epoch = leader.epoch
+    assert ask(leader, epoch - 1) == UpdateVoterResponse(ErrorCode.fenced_leader_epoch, leader.node_id, epoch)
+    assert ask(leader, epoch + 1) == UpdateVoterResponse(ErrorCode.unknown_leader_epoch, leader.node_id, epoch)
+    assert ask(net.cores[follower], epoch) == UpdateVoterResponse(ErrorCode.not_leader_or_follower,
+                                                                  leader.node_id, epoch)
+    assert ask(leader, epoch, dir_id=ZERO_DIRECTORY_ID).error_code == ErrorCode.invalid_request
+    assert ask(leader, epoch, voter_id=42).error_code == ErrorCode.voter_not_found
+    assert ask(leader, epoch) == UpdateVoterResponse(ErrorCode.none, leader.node_id, epoch)
+    assert leader.log.voter_set is not None and leader.log.voter_set.get(follower) == VoterNode(
+        follower, directory(follower), endpoint(follower), 0, 1)
+
+
+def test_update_raft_voter_on_the_wire() -> None:
+    """The driver sends the core's UpdateVoterRequest as UpdateRaftVoter v0 and reads its answer back."""
+    from samsa.kproto.messages import response_class
+    from samsa.kproto.wire import build
+    from samsa.raft import codec
+
+    request = UpdateVoterRequest(3, directory(3), 7, endpoint(3), 0, 1)
+    wire = codec.encode_request(request, cluster_id="c1")
+    assert type(wire).__api_key__ == 82 and type(wire).__version__ == 0  # type: ignore[attr-defined]
+    assert (wire.cluster_id, wire.current_leader_epoch, wire.voter_id, wire.voter_directory_id) == (  # type: ignore[attr-defined]
+        "c1", 7, 3, directory(3))
+    assert [(e.name, e.host, e.port) for e in wire.listeners] == [("CONTROLLER", "127.0.0.1", 9003)]  # type: ignore[attr-defined]
+    feature = wire.k_raft_version_feature  # type: ignore[attr-defined]
+    assert (feature.min_supported_version, feature.max_supported_version) == (0, 1)
+    answer = build(response_class(82, 0), {"throttle_time": 0, "error_code": ErrorCode.fenced_leader_epoch,
+                                           "current_leader": {"leader_id": 2, "leader_epoch": 8, "host": "h",
+                                                              "port": 1}})
+    assert codec.decode_response(answer) == UpdateVoterResponse(ErrorCode.fenced_leader_epoch, 2, 8)
+
+
+def test_a_new_leader_whose_entry_differs_appends_the_set_with_it_updated_after_its_leader_change() -> None:
+    """Kafka: LeaderState.appendStartOfEpochControlRecords -- a leader sends itself no UpdateRaftVoter."""
+    net = Network({1, 2, 3}, {4})
+    leader = net.run_until_leader()
+    state = leader.state
+    assert isinstance(state, Leader)
+    _run_until(net, "the observer caught up", lambda: 4 in state.replicas and state.replicas[4].last_caught_up_ms >= 0)
+    assert isinstance(net.add_voter(4), VoterChangeAppended)
+    _run_until(net, "the add committed", lambda: leader.high_watermark > (leader.log.voter_set_offset or 0))
+    mover = next(n for n in (1, 2, 3) if n != leader.node_id)
+    moved = (VoterEndpoint("CONTROLLER", "10.0.0.7", 9999),)
+    net.cores[mover].listeners = moved  # it restarted with another listener, say, and as a follower it
+    net.delivers = lambda send: not isinstance(send.message, UpdateVoterRequest)  # would tell the leader: not now
+    for _ in range(30):  # take leaders down until the mover is elected
+        current = net.leader()
+        if current.node_id == mover:
+            break
+        net.down.add(current.node_id)
+        _run_until(net, "another leader", lambda: any(
+            isinstance(c.state, Leader) and n not in net.down for n, c in net.cores.items()))
+        net.down.discard(current.node_id)
+        net.run(3000)
+    new = net.leader()
+    assert new.node_id == mover
+    s = new.state
+    assert isinstance(s, Leader)
+    assert new.log.entry(s.epoch_start_offset).kind == EntryKind.LEADER_CHANGE
+    entry = new.log.entry(s.epoch_start_offset + 1)
+    assert entry.kind == EntryKind.VOTERS
+    assert VoterSet.decode(entry.payload).get(mover) == VoterNode(mover, directory(mover), moved, 0, 1)
+    _run_until(net, "every node has it", lambda: all(c.voter_set().get(mover) == VoterNode(
+        mover, directory(mover), moved, 0, 1) for n, c in net.cores.items() if n not in net.down))

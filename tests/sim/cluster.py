@@ -44,13 +44,15 @@ from samsa.raft.messages import (
     FetchRequest,
     FetchSnapshotRequest,
     RaftMessage,
+    UpdateVoterRequest,
     VoteRequest,
 )
 from samsa.raft.quorum_state import Leader, QuorumConfig
-from samsa.raft.voter_set import VoterNode
+from samsa.raft.voter_set import VoterEndpoint, VoterNode
 from sim.invariants import Checker
 
-_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
+_REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest,
+             UpdateVoterRequest)
 _PERSIST = (PersistQuorumState, AppendToLog, TruncateLog, PersistSnapshot, AdvanceLogStartOffset)
 
 
@@ -59,7 +61,7 @@ def message_epoch(m: RaftMessage) -> int:
     match m:
         case VoteRequest():
             return m.replica_epoch - 1 if m.pre_vote else m.replica_epoch
-        case FetchRequest() | FetchSnapshotRequest():
+        case FetchRequest() | FetchSnapshotRequest() | UpdateVoterRequest():
             return m.current_leader_epoch
         case _:
             return m.leader_epoch
@@ -148,6 +150,11 @@ class Node:
     last_epoch: int = 0
     last_high_watermark: int = 0
     request_origin: dict[tuple[int, int], int] = field(default_factory=dict)  # (source, cid) -> incarnation
+
+
+def listeners(node_id: int) -> tuple[VoterEndpoint, ...]:
+    """A simulated node's controller listener (what its entry in the voter set should say)."""
+    return (VoterEndpoint("CONTROLLER", f"node-{node_id}", 9000 + node_id),)
 
 
 @dataclass
@@ -249,6 +256,7 @@ class Simulation:
             snapshot=d.snapshot,
             entries=list(d.entries),
             directory_id=uuid.UUID(int=node.node_id),
+            listeners=listeners(node.node_id),
         )
         node.sm = StateMachine.from_image(d.snapshot.data) if d.snapshot else StateMachine()
         node.pending.clear()
@@ -440,6 +448,17 @@ class Simulation:
         if isinstance(result, reconfig.VoterChangeAppended):
             self.reconfigured = True
         self._after_core(node, actions)
+
+    def voter_set_converged(self) -> bool:
+        """KIP-853: the leader's voter set (once it has one) says what every voter is -- its directory id and
+        listeners -- which static voters missing when it was first written and added voters (added here
+        without listeners) only get by sending UpdateRaftVoter (raft.voter_update)."""
+        leaders = [n.core for n in self.nodes.values() if n.core is not None and isinstance(n.core.state, Leader)]
+        if len(leaders) != 1:
+            return False
+        voters = leaders[0].log.voter_set
+        return voters is None or all(
+            v.directory_id == uuid.UUID(int=v.voter_id) and v.endpoints == listeners(v.voter_id) for v in voters.voters)
 
     def leaders(self) -> list[int]:
         return [n.node_id for n in self.nodes.values() if n.core is not None and isinstance(n.core.state, Leader)]

@@ -110,8 +110,14 @@ def run_seed(seed: int, trace_lines: deque[str] | None = None) -> Outcome:
             continue
         offset = min(committed)
         if all(n.core is not None and n.sm.applied_offset > offset for n in sim.nodes.values()):
+            progress_ms = sim.now_ms
+            while not sim.voter_set_converged():
+                if sim.now_ms >= progress_ms + LIVENESS_BOUND_MS:
+                    raise LivenessFailure(f"the voter set did not come to say what every voter is within "
+                                          f"{LIVENESS_BOUND_MS} ms of the progress at {progress_ms} ms")
+                sim.run_until(sim.now_ms + 100)
             return Outcome(
-                seed, voters, sim.events_count, sim.checker.committed_end, healed_at_ms, sim.now_ms - healed_at_ms
+                seed, voters, sim.events_count, sim.checker.committed_end, healed_at_ms, progress_ms - healed_at_ms
             )
     states = {
         n.node_id: (type(n.core.state).__name__, n.core.epoch, n.core.high_watermark, n.core.log.end_offset)
