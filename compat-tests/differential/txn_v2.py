@@ -10,7 +10,21 @@ import time
 from typing import Any
 
 from differential.framework import Ctx, err, error_name, scenario
+from samsa.broker.client import Connection
 from samsa.kproto.records import encode_batch
+
+
+def init_producer_id(c: Connection, txn_id: str) -> Any:
+    """InitProducerId v5 for `txn_id`, retried while the transaction coordinator loads __transaction_state on
+    first use (up to 30 s); the last answer."""
+    deadline = time.monotonic() + 30
+    while True:
+        r = c.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
+                           "producer_epoch": -1}, version=5)
+        if err(r) not in ("COORDINATOR_LOAD_IN_PROGRESS(14)", "COORDINATOR_NOT_AVAILABLE(15)",
+                          "NOT_COORDINATOR(16)") or time.monotonic() > deadline:
+            return r
+        time.sleep(0.3)
 
 
 @scenario
@@ -22,14 +36,7 @@ def transactions_v2(ctx: Ctx) -> Any:
     txn_id = ctx.topic("txn")
     out["find_coordinator"] = ctx.find_coordinator(c, txn_id, 1)
     out["find_group_coordinator"] = ctx.find_coordinator(c, group, 0)
-    deadline = time.monotonic() + 30
-    while True:  # the transaction coordinator loads __transaction_state on first use
-        r = c.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
-                           "producer_epoch": -1}, version=5)
-        if err(r) not in ("COORDINATOR_LOAD_IN_PROGRESS(14)", "COORDINATOR_NOT_AVAILABLE(15)",
-                          "NOT_COORDINATOR(16)") or time.monotonic() > deadline:
-            break
-        time.sleep(0.3)
+    r = init_producer_id(c, txn_id)
     out["init_producer_id"] = err(r)
     pid, base = int(r.producer_id), int(r.producer_epoch)
 
@@ -107,14 +114,7 @@ def write_txn_markers_v2(ctx: Ctx) -> Any:
     txn_id = ctx.topic("txn")
     out: dict[str, Any] = {"create": [err(ctx.create_topic(c, x, 1)) for x in (t2, t0)],
                            "find_coordinator": ctx.find_coordinator(c, txn_id, 1)}
-    deadline = time.monotonic() + 30
-    while True:
-        r = c.request(22, {"transactional_id": txn_id, "transaction_timeout": 60000, "producer_id": -1,
-                           "producer_epoch": -1}, version=5)
-        if err(r) not in ("COORDINATOR_LOAD_IN_PROGRESS(14)", "COORDINATOR_NOT_AVAILABLE(15)",
-                          "NOT_COORDINATOR(16)") or time.monotonic() > deadline:
-            break
-        time.sleep(0.3)
+    r = init_producer_id(c, txn_id)
     out["init_producer_id"] = err(r)
     pid, base = int(r.producer_id), int(r.producer_epoch)
     produced = []

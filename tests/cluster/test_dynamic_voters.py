@@ -102,6 +102,18 @@ def _voters(cluster: Cluster, asked: list[int]) -> set[int] | None:
 
 
 @pytest.mark.timeout(300)
+def _restart_all(cluster: Cluster, fourth: Fourth) -> None:
+    """Stop the three nodes and the fourth controller, start them all again, and wait until each listens."""
+    fourth.stop()
+    cluster.stop()
+    for n in cluster.node_ids:
+        cluster.start(n, wait=False)
+    fourth.served = launcher.start_serve(fourth.options, fourth.log, cwd=REPO)
+    for n in cluster.node_ids:
+        cluster.wait_listening(n)
+    fourth.served.wait_listening()
+
+
 def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster, fourth: Fourth) -> None:
     wait_for("node 4 among the observers",
              lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
@@ -166,14 +178,7 @@ def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster,
              lambda: _created(cluster, cluster.port(leader), unique("viaold")), 60)
 
     # Restart everything: the voter set comes from the log, not from controller.quorum.voters.
-    fourth.stop()
-    cluster.stop()
-    for n in cluster.node_ids:
-        cluster.start(n, wait=False)
-    fourth.served = launcher.start_serve(fourth.options, fourth.log, cwd=REPO)
-    for n in cluster.node_ids:
-        cluster.wait_listening(n)
-    fourth.served.wait_listening()
+    _restart_all(cluster, fourth)
     assert wait_for("the voters after the restart",
                     lambda: _voters(cluster, [n for n in (1, 2, 3) if n != leader]) == remaining or None, 60)[0]
     wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, unique("after")), 60)
@@ -345,14 +350,7 @@ def test_the_voter_set_survives_in_snapshots(cluster_factory: Any, tmp_path: Pat
             return True
 
         wait_for("every node's snapshot holding the 4 voters", snapshots_hold_the_set, 30)
-        fourth.stop()
-        cluster.stop()
-        for n in cluster.node_ids:
-            cluster.start(n, wait=False)
-        fourth.served = launcher.start_serve(fourth.options, fourth.log, cwd=REPO)
-        for n in cluster.node_ids:
-            cluster.wait_listening(n)
-        fourth.served.wait_listening()
+        _restart_all(cluster, fourth)
         assert wait_for("4 voters after the restart",
                         lambda: _voters(cluster, [1, 2, 3]) == {1, 2, 3, 4} or None, 60)[0]
         wait_for("a topic created after the restart", lambda: _created(cluster, fourth.port, "snap-after"), 60)
