@@ -13,6 +13,7 @@ import io
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pkgutil import resolve_name
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
@@ -23,6 +24,7 @@ from samsa.kproto._guard import check_entity
 from samsa.kproto._writer import compiled_writer
 from samsa.kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from samsa.kproto.framing import SIZE_PREFIX_BYTES
+from samsa.kproto.schema import EXTRA_API_KEYS, EXTRA_SCHEMAS
 
 __all__ = [
     "API_KEYS",
@@ -45,8 +47,8 @@ __all__ = [
     "response_header_version",
 ]
 
-API_NAMES: Mapping[int, str] = api_key_map
-API_KEYS: Mapping[str, int] = {name: key for key, name in api_key_map.items()}
+API_NAMES: Mapping[int, str] = {**api_key_map, **EXTRA_API_KEYS}
+API_KEYS: Mapping[str, int] = {name: key for key, name in API_NAMES.items()}
 API_VERSIONS_KEY = 18
 
 _FIXED_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
@@ -77,30 +79,41 @@ class ResponseHeader:
 
 @functools.cache
 def kio_version_range(api_key: int) -> tuple[int, int] | None:
-    """(min, max) versions kio has request and response schemas for, or None for an unknown API."""
-    name = api_key_map.get(api_key)
+    """(min, max) versions with request and response schemas, or None for an unknown API.
+
+    The schemas are kio's, then the ones kio's generator made from a newer Kafka
+    (``samsa.kproto.schema``); together they cover a contiguous range.
+    """
+    name = API_NAMES.get(api_key)
     if name is None:
         return None
-    versions = sorted(schema_name_map[name])
+    versions = sorted({*schema_name_map.get(name, {}), *EXTRA_SCHEMAS.get(name, {})})
     return versions[0], versions[-1]
 
 
-@functools.cache
-def request_class(api_key: int, api_version: int) -> type[Any]:
-    """The kio request entity class; UnsupportedVersionError if kio has none."""
+def _schema_class(api_key: int, api_version: int, response: bool) -> type[Any]:
     version_range = kio_version_range(api_key)
     if version_range is None or not version_range[0] <= api_version <= version_range[1]:
         raise UnsupportedVersionError(api_key, api_version)
+    extra = EXTRA_SCHEMAS.get(API_NAMES[api_key], {}).get(api_version)
+    if extra is not None:
+        cls: type[Any] = resolve_name(extra[1] if response else extra[0])
+        return cls
+    if response:
+        return load_response_schema(api_key, api_version)
     return load_request_schema(api_key, api_version)
 
 
 @functools.cache
+def request_class(api_key: int, api_version: int) -> type[Any]:
+    """The kio request entity class; UnsupportedVersionError if there is none."""
+    return _schema_class(api_key, api_version, response=False)
+
+
+@functools.cache
 def response_class(api_key: int, api_version: int) -> type[Any]:
-    """The kio response entity class; UnsupportedVersionError if kio has none."""
-    version_range = kio_version_range(api_key)
-    if version_range is None or not version_range[0] <= api_version <= version_range[1]:
-        raise UnsupportedVersionError(api_key, api_version)
-    return load_response_schema(api_key, api_version)
+    """The kio response entity class; UnsupportedVersionError if there is none."""
+    return _schema_class(api_key, api_version, response=True)
 
 
 @functools.cache

@@ -58,7 +58,8 @@ def _unframe(data: bytes) -> bytes:
 def test_api_names_and_ranges() -> None:
     assert API_NAMES[0] == "produce"
     assert API_KEYS["api_versions"] == 18
-    assert kio_version_range(18) == (0, 4)
+    assert kio_version_range(18) == (0, 5)  # v5 from samsa.kproto.schema (kio has v0-4)
+    assert kio_version_range(94) == (0, 0)
     assert kio_version_range(3) == (0, 13)
     assert kio_version_range(9999) is None
 

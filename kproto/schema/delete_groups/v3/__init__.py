@@ -1,0 +1,7 @@
+from .request import DeleteGroupsRequest
+from .response import DeleteGroupsResponse
+
+__all__ = (
+    "DeleteGroupsRequest",
+    "DeleteGroupsResponse",
+)

@@ -1,0 +1,7 @@
+from .request import StreamsGroupDescribeRequest
+from .response import StreamsGroupDescribeResponse
+
+__all__ = (
+    "StreamsGroupDescribeRequest",
+    "StreamsGroupDescribeResponse",
+)

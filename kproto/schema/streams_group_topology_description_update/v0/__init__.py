@@ -1,0 +1,7 @@
+from .request import StreamsGroupTopologyDescriptionUpdateRequest
+from .response import StreamsGroupTopologyDescriptionUpdateResponse
+
+__all__ = (
+    "StreamsGroupTopologyDescriptionUpdateRequest",
+    "StreamsGroupTopologyDescriptionUpdateResponse",
+)

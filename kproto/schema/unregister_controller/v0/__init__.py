@@ -1,0 +1,7 @@
+from .request import UnregisterControllerRequest
+from .response import UnregisterControllerResponse
+
+__all__ = (
+    "UnregisterControllerRequest",
+    "UnregisterControllerResponse",
+)
