@@ -6,6 +6,9 @@ JSON (``regenerate.py`` says how, and how the generator was checked against kio 
 kio classes in every respect: they use kio's types, and kio's readers and writers encode them.
 ``samsa.kproto.messages`` looks a schema up in kio first and here second.
 
+It also holds Kafka 4.4's streams-group coordinator records (the key and value schemas of
+``group-coordinator``'s JSON, generated as kio data classes), for ``__consumer_offsets``.
+
 When a kio release has these versions, drop the matching entries (``regenerate.py`` writes only
 what the installed kio lacks).
 """
@@ -16,7 +19,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-__all__ = ["EXTRA_API_KEYS", "EXTRA_SCHEMAS"]
+__all__ = ["COORDINATOR_RECORDS", "EXTRA_API_KEYS", "EXTRA_SCHEMAS"]
 
 # API keys kio has no schema for at all: key -> kio-style (snake_case) API name.
 EXTRA_API_KEYS: Final[Mapping[int, str]] = MappingProxyType(
@@ -67,5 +70,36 @@ EXTRA_SCHEMAS: Final[Mapping[str, Mapping[int, tuple[str, str]]]] = MappingProxy
                 f"{_P}.unregister_controller.v0.response:UnregisterControllerResponse",
             ),
         },
+    }
+)
+
+# Kafka's streams-group record types in __consumer_offsets: record type (the key's version prefix, Kafka's
+# coordinator-record apiKey) -> (key class path, value class path); both are version 0.
+COORDINATOR_RECORDS: Final[Mapping[int, tuple[str, str]]] = MappingProxyType(
+    {
+        17: (
+            f"{_P}.streams_group_metadata_key.v0.data:StreamsGroupMetadataKey",
+            f"{_P}.streams_group_metadata_value.v0.data:StreamsGroupMetadataValue",
+        ),
+        19: (
+            f"{_P}.streams_group_member_metadata_key.v0.data:StreamsGroupMemberMetadataKey",
+            f"{_P}.streams_group_member_metadata_value.v0.data:StreamsGroupMemberMetadataValue",
+        ),
+        20: (
+            f"{_P}.streams_group_target_assignment_metadata_key.v0.data:StreamsGroupTargetAssignmentMetadataKey",
+            f"{_P}.streams_group_target_assignment_metadata_value.v0.data:StreamsGroupTargetAssignmentMetadataValue",
+        ),
+        21: (
+            f"{_P}.streams_group_target_assignment_member_key.v0.data:StreamsGroupTargetAssignmentMemberKey",
+            f"{_P}.streams_group_target_assignment_member_value.v0.data:StreamsGroupTargetAssignmentMemberValue",
+        ),
+        22: (
+            f"{_P}.streams_group_current_member_assignment_key.v0.data:StreamsGroupCurrentMemberAssignmentKey",
+            f"{_P}.streams_group_current_member_assignment_value.v0.data:StreamsGroupCurrentMemberAssignmentValue",
+        ),
+        23: (
+            f"{_P}.streams_group_topology_key.v0.data:StreamsGroupTopologyKey",
+            f"{_P}.streams_group_topology_value.v0.data:StreamsGroupTopologyValue",
+        ),
     }
 )

@@ -15,8 +15,13 @@ itself changed after 4.1 (renamed or re-documented fields of TxnOffsetCommit v3-
 StreamsGroupHeartbeat v0, same wire format) and the share-group responses the generator cannot read.
 ``--check`` prints that comparison.
 
+Kafka's group coordinator records (``coordinator-key`` / ``coordinator-value`` schemas in
+``kafka-group-coordinator-<version>.jar``) are generated too, read as kio ``data`` schemas, for the
+names ``--records`` selects: Samsa writes streams groups to ``__consumer_offsets`` with them.
+
     python -m samsa.kproto.schema.regenerate --kio-src ~/src/kio \\
-        --jar compat-tests/oracle/lib/kafka-clients-4.4.0.jar [--check]
+        --jar compat-tests/oracle/lib/kafka-clients-4.4.0.jar \\
+        --jar compat-tests/oracle/lib/kafka-group-coordinator-4.4.0.jar --records 'StreamsGroup*' [--check]
 
 Then update ``EXTRA_SCHEMAS`` in ``__init__.py`` if the set of modules changed.
 """
@@ -25,6 +30,9 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import fnmatch
+import json
+import re
 import pathlib
 import shutil
 import subprocess
@@ -73,7 +81,14 @@ g.main()
 """
 
 
-def _generate(kio_src: pathlib.Path, jar: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
+def _is_selected_record(text: str, patterns: list[str]) -> bool:
+    schema = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.MULTILINE))
+    return schema.get("type") in ("coordinator-key", "coordinator-value") and any(
+        fnmatch.fnmatch(schema["name"], pattern) for pattern in patterns
+    )
+
+
+def _generate(kio_src: pathlib.Path, jars: list[pathlib.Path], records: list[str], work: pathlib.Path) -> pathlib.Path:
     shutil.copytree(kio_src / "codegen", work / "codegen")
     shutil.copy(kio_src / "pyproject.toml", work / "pyproject.toml")
     for name, old, new in _PATCHES:
@@ -83,10 +98,14 @@ def _generate(kio_src: pathlib.Path, jar: pathlib.Path, work: pathlib.Path) -> p
             sys.exit(f"{name}: the generator changed; check the adjustment {old!r}")
         path.write_text(text.replace(old, new))
     (work / "schema" / "all").mkdir(parents=True)
-    with zipfile.ZipFile(jar) as archive:
-        for member in archive.namelist():
-            if member.startswith("common/message/") and member.endswith(".json"):
-                (work / "schema" / "all" / pathlib.Path(member).name).write_bytes(archive.read(member))
+    for jar in jars:
+        with zipfile.ZipFile(jar) as archive:
+            for member in archive.namelist():
+                if member.startswith("common/message/") and member.endswith(".json"):
+                    text = archive.read(member).decode()
+                    if _is_selected_record(text, records):
+                        text = re.sub(r'"type": "coordinator-(key|value)"', '"type": "data"', text)
+                    (work / "schema" / "all" / pathlib.Path(member).name).write_text(text)
     # kio's generator needs pydantic 1; the caller's interpreter must have it (pip install 'pydantic<2').
     subprocess.run([sys.executable, "-c", _DRIVER], cwd=work, check=True, stdout=subprocess.DEVNULL)
     out = work / "src" / "kio" / "schema"
@@ -95,14 +114,19 @@ def _generate(kio_src: pathlib.Path, jar: pathlib.Path, work: pathlib.Path) -> p
     return out
 
 
+def _snake_pattern(pattern: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", pattern).lower()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kio-src", type=pathlib.Path, required=True)
-    parser.add_argument("--jar", type=pathlib.Path, required=True)
+    parser.add_argument("--jar", type=pathlib.Path, action="append", required=True)
+    parser.add_argument("--records", action="append", default=[], help="coordinator record names (glob)")
     parser.add_argument("--check", action="store_true", help="list generated modules that differ from kio's")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        out = _generate(args.kio_src, args.jar, pathlib.Path(tmp))
+        out = _generate(args.kio_src, args.jar, args.records, pathlib.Path(tmp))
         for version_dir in sorted(out.glob("*/v*")):
             relative = version_dir.relative_to(out)
             ours = _HERE / relative
@@ -113,11 +137,19 @@ def main() -> None:
                         if not filecmp.cmp(module, theirs, shallow=False):
                             print("differs from kio:", relative / module.name)
                 continue
-            if not any(module.name == "request.py" for module in version_dir.glob("*.py")):
-                continue  # data types (e.g. AbortedTxn), not an API version
+            is_api = (version_dir / "request.py").exists()
+            is_record = (version_dir / "data.py").exists() and any(
+                fnmatch.fnmatch(relative.parts[0], _snake_pattern(p)) for p in args.records
+            )
+            if not (is_api or is_record):
+                continue  # other data types (e.g. AbortedTxn)
             if ours.exists():
                 shutil.rmtree(ours)
             shutil.copytree(version_dir, ours)
+            if is_record:  # kio's generator names the clients module as every schema's source
+                for module in ours.glob("*.py"):
+                    text = module.read_text().replace("``clients/src/", "``group-coordinator/src/")
+                    module.write_text(text)
             (ours.parent / "__init__.py").touch()
             print("written:", relative)
 

@@ -13,6 +13,7 @@ import re
 import types
 import typing
 import zipfile
+from pkgutil import resolve_name
 from typing import Any
 
 import pytest
@@ -22,12 +23,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records
 
 from samsa.kproto.messages import API_KEYS, request_class, response_class
-from samsa.kproto.schema import EXTRA_API_KEYS, EXTRA_SCHEMAS
+from samsa.kproto.schema import COORDINATOR_RECORDS, EXTRA_API_KEYS, EXTRA_SCHEMAS
 
 st.register_type_strategy(Records, st.binary(max_size=30).map(Records))
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLIENTS_JAR = ROOT / "compat-tests" / "oracle" / "lib" / "kafka-clients-4.4.0.jar"
+COORDINATOR_JAR = ROOT / "compat-tests" / "oracle" / "lib" / "kafka-group-coordinator-4.4.0.jar"
 
 CASES = [(name, version) for name, versions in sorted(EXTRA_SCHEMAS.items()) for version in sorted(versions)]
 CLASSES = [
@@ -35,16 +37,18 @@ CLASSES = [
     for name, version in CASES
     for cls in (request_class(API_KEYS[name], version), response_class(API_KEYS[name], version))
 ]
+RECORDS = [(record_type, resolve_name(path)) for record_type, paths in sorted(COORDINATOR_RECORDS.items())
+           for path in paths]
 
 
 def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-def _kafka_json(message: str) -> dict[str, Any]:
-    if not CLIENTS_JAR.exists():
-        pytest.skip(f"{CLIENTS_JAR.name} is installed by `make compat-deps`")
-    with zipfile.ZipFile(CLIENTS_JAR) as jar:
+def _kafka_json(message: str, jar_path: pathlib.Path = CLIENTS_JAR) -> dict[str, Any]:
+    if not jar_path.exists():
+        pytest.skip(f"{jar_path.name} is installed by `make compat-deps`")
+    with zipfile.ZipFile(jar_path) as jar:
         text = jar.read(f"common/message/{message}.json").decode()
     return dict(json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.MULTILINE)))
 
@@ -102,12 +106,22 @@ def test_generated_schema_matches_kafka_json(name: str, version: int) -> None:
         _compare(cls, schema["fields"], common, version, cls.__name__)
 
 
+@pytest.mark.parametrize(("record_type", "cls"), RECORDS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_streams_group_records_match_kafka_json(record_type: int, cls: Any) -> None:
+    schema = _kafka_json(cls.__name__, COORDINATOR_JAR)
+    assert schema["type"] in ("coordinator-key", "coordinator-value")
+    assert schema["apiKey"] == record_type
+    assert cls.__flexible__ == _in_range(schema["flexibleVersions"], 0)
+    common = {s["name"]: s for s in schema.get("commonStructs", [])}
+    _compare(cls, schema["fields"], common, 0, cls.__name__)
+
+
 def test_new_api_keys_are_named_as_kafka_names_them() -> None:
     for key, name in EXTRA_API_KEYS.items():
         assert _kafka_json(_camel(name) + "Request")["apiKey"] == key
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__name__}-v{c.__version__}")
+@pytest.mark.parametrize("cls", CLASSES + [cls for _, cls in RECORDS], ids=lambda c: f"{c.__name__}-v{c.__version__}")
 def test_kio_reads_back_what_it_wrote(cls: type[Any]) -> None:
     @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck), database=None,
               phases=[Phase.generate])

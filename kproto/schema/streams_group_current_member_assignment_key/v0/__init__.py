@@ -1,0 +1,3 @@
+from .data import StreamsGroupCurrentMemberAssignmentKey
+
+__all__ = ("StreamsGroupCurrentMemberAssignmentKey",)

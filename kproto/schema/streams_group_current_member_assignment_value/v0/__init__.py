@@ -1,0 +1,3 @@
+from .data import StreamsGroupCurrentMemberAssignmentValue
+
+__all__ = ("StreamsGroupCurrentMemberAssignmentValue",)

@@ -1,0 +1,3 @@
+from .data import StreamsGroupMemberMetadataKey
+
+__all__ = ("StreamsGroupMemberMetadataKey",)

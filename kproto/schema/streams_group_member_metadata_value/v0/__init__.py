@@ -1,0 +1,3 @@
+from .data import StreamsGroupMemberMetadataValue
+
+__all__ = ("StreamsGroupMemberMetadataValue",)

@@ -1,0 +1,3 @@
+from .data import StreamsGroupMetadataKey
+
+__all__ = ("StreamsGroupMetadataKey",)

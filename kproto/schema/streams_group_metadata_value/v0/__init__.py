@@ -1,0 +1,3 @@
+from .data import StreamsGroupMetadataValue
+
+__all__ = ("StreamsGroupMetadataValue",)

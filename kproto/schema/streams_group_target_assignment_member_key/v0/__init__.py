@@ -1,0 +1,3 @@
+from .data import StreamsGroupTargetAssignmentMemberKey
+
+__all__ = ("StreamsGroupTargetAssignmentMemberKey",)

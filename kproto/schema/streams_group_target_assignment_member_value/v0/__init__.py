@@ -1,0 +1,3 @@
+from .data import StreamsGroupTargetAssignmentMemberValue
+
+__all__ = ("StreamsGroupTargetAssignmentMemberValue",)

@@ -1,0 +1,3 @@
+from .data import StreamsGroupTargetAssignmentMetadataKey
+
+__all__ = ("StreamsGroupTargetAssignmentMetadataKey",)

@@ -1,0 +1,3 @@
+from .data import StreamsGroupTargetAssignmentMetadataValue
+
+__all__ = ("StreamsGroupTargetAssignmentMetadataValue",)

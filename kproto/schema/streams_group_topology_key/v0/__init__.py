@@ -1,0 +1,3 @@
+from .data import StreamsGroupTopologyKey
+
+__all__ = ("StreamsGroupTopologyKey",)

@@ -1,0 +1,3 @@
+from .data import StreamsGroupTopologyValue
+
+__all__ = ("StreamsGroupTopologyValue",)
