@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from security_harness import (
     SCRAM_PASSWORD,
     SCRAM_USER,
     SecuredBroker,
+    create_topic,
     logged_principals,
 )
 
@@ -38,6 +38,7 @@ from samsa.broker.client import Connection
 HERE = Path(__file__).resolve().parent
 certs = security_harness.certs
 secured_broker = security_harness.secured_broker
+_topic = create_topic
 
 LISTENERS = ["SASL_SSL", "SSL", "SASL_PLAINTEXT"]
 RECORDS = 5
@@ -55,16 +56,6 @@ def _need(client: str) -> None:
     missing = {"kcat": shutil.which("kcat") is None, "kafkajs": shutil.which("node") is None or not KAFKAJS.exists()}
     if missing[client]:
         pytest.fail(f"{client} is missing: run `make compat-deps`", pytrace=False)
-
-
-def _topic(broker: SecuredBroker, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with Connection("127.0.0.1", broker.ports["PLAINTEXT"]) as admin:
-        r = admin.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                                           "assignments": (), "configs": ()}], "timeout": 30_000,
-                               "validate_only": False})
-    assert r.topics[0].error_code.value == 0
-    return name
 
 
 def _run(cmd: list[str], *, stdin: str | None = None, env: dict[str, str] | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,46 @@ def secured_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certificates
 
 EXPECTED_PRINCIPALS = {"SSL": "User:CN=client-app,O=Acme", "SASL_SSL": f"User:{SCRAM_USER}",
                        "SASL_PLAINTEXT": "User:alice"}
+
+
+def create_topic(broker: SecuredBroker, prefix: str) -> str:
+    """A new one-partition topic named after `prefix`, created over the PLAINTEXT listener."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with Connection("127.0.0.1", broker.ports["PLAINTEXT"]) as admin:
+        r = admin.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
+                                           "assignments": (), "configs": ()}], "timeout": 30_000,
+                               "validate_only": False})
+    assert r.topics[0].error_code.value == 0
+    return name
+
+
+def confluent_round_trip(bootstrap: str, security: dict[str, Any], topic: str, prefix: str, records: int,
+                         *, commit: bool = False) -> None:
+    """confluent-kafka produces `records` values to `topic` and a group consumer reads them all back."""
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "client.id": topic, **security})
+    delivered: list[Any] = []
+    for i in range(records):
+        producer.produce(topic, f"{prefix}-{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(30) == 0
+    assert delivered == [None] * records
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **security})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    for _ in range(60):
+        message = consumer.poll(1.0)
+        if message is None:
+            continue
+        assert message.error() is None, message.error()
+        values.append(message.value())
+        if len(values) == records:
+            break
+    if commit:
+        consumer.commit(asynchronous=False)
+    consumer.close()
+    assert values == [f"{prefix}-{i}".encode() for i in range(records)]
 
 
 def logged_principals(broker: SecuredBroker, client_id: str, api: str = "Produce") -> set[tuple[str, str]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import uuid
 from typing import Any
 
 import pytest
@@ -15,22 +14,15 @@ from security_harness import (
     SCRAM_PASSWORD,
     SCRAM_USER,
     SecuredBroker,
+    confluent_round_trip,
+    create_topic,
     logged_principals,
 )
 
 RECORDS = 5
 
 
-def _topic(broker: SecuredBroker, prefix: str) -> str:
-    from samsa.broker.client import Connection
-
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with Connection("127.0.0.1", broker.ports["PLAINTEXT"]) as admin:
-        r = admin.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                                           "assignments": (), "configs": ()}], "timeout": 30_000,
-                               "validate_only": False})
-    assert r.topics[0].error_code.value == 0
-    return name
+_topic = create_topic
 
 
 def _kafka_python_security(broker: SecuredBroker, listener: str) -> dict[str, Any]:
@@ -132,31 +124,9 @@ def _confluent_security(broker: SecuredBroker, listener: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("listener", ["SASL_SSL", "SSL", "SASL_PLAINTEXT"])
 def test_confluent_kafka_round_trip(secured_broker: SecuredBroker, listener: str) -> None:
-    from confluent_kafka import Consumer, Producer
-
     topic = _topic(secured_broker, f"ck-{listener.lower()}")
-    security = _confluent_security(secured_broker, listener)
-    producer = Producer({"bootstrap.servers": secured_broker.bootstrap(listener), "client.id": topic, **security})
-    delivered: list[Any] = []
-    for i in range(RECORDS):
-        producer.produce(topic, f"ck-{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
-    assert producer.flush(30) == 0
-    assert delivered == [None] * RECORDS
-    consumer = Consumer({"bootstrap.servers": secured_broker.bootstrap(listener), "group.id": f"g-{topic}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **security})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    for _ in range(60):
-        message = consumer.poll(1.0)
-        if message is None:
-            continue
-        assert message.error() is None, message.error()
-        values.append(message.value())
-        if len(values) == RECORDS:
-            break
-    consumer.commit(asynchronous=False)
-    consumer.close()
-    assert values == [f"ck-{i}".encode() for i in range(RECORDS)]
+    confluent_round_trip(secured_broker.bootstrap(listener), _confluent_security(secured_broker, listener), topic,
+                         "ck", RECORDS, commit=True)
     assert logged_principals(secured_broker, topic) == {(EXPECTED_PRINCIPALS[listener], listener)}
 
 

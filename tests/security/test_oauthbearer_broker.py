@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oauth_tokens import AUDIENCE, ISSUER, Issuer, initial_response, make_issuer, unsecured_token
-from security_harness import REPO, START_TIMEOUT_S, Certificates, RawClient, SecuredBroker, logged_principals
+from security_harness import (
+    REPO,
+    START_TIMEOUT_S,
+    Certificates,
+    RawClient,
+    SecuredBroker,
+    confluent_round_trip,
+    create_topic,
+    logged_principals,
+)
 
 from samsa.broker import launcher
-from samsa.broker.client import Connection
 
 SASL_AUTHENTICATION_FAILED = 58
 RECORDS = 5
@@ -69,14 +76,7 @@ def oauth_broker(tmp_path_factory: pytest.TempPathFactory, certs: Certificates) 
         process.stop()
 
 
-def _topic(broker: SecuredBroker, prefix: str) -> str:
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with Connection("127.0.0.1", broker.ports["PLAINTEXT"]) as admin:
-        r = admin.request(19, {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1,
-                                           "assignments": (), "configs": ()}], "timeout": 30_000,
-                               "validate_only": False})
-    assert r.topics[0].error_code.value == 0
-    return name
+_topic = create_topic
 
 
 # --- the wire ---------------------------------------------------------------------------------------
@@ -136,29 +136,8 @@ def _failure_line(broker: SecuredBroker, user: str, listener: str = "UNSECURED")
 # --- confluent-kafka (librdkafka) -------------------------------------------------------------------
 
 def _confluent_round_trip(broker: SecuredBroker, listener: str, security: dict[str, Any], prefix: str) -> str:
-    from confluent_kafka import Consumer, Producer
-
     topic = _topic(broker, prefix)
-    producer = Producer({"bootstrap.servers": broker.bootstrap(listener), "client.id": topic, **security})
-    delivered: list[Any] = []
-    for i in range(RECORDS):
-        producer.produce(topic, f"v-{i}".encode(), on_delivery=lambda err, msg: delivered.append(err))
-    assert producer.flush(30) == 0
-    assert delivered == [None] * RECORDS
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap(listener), "group.id": f"g-{topic}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **security})
-    consumer.subscribe([topic])
-    values: list[bytes] = []
-    for _ in range(60):
-        message = consumer.poll(1.0)
-        if message is None:
-            continue
-        assert message.error() is None, message.error()
-        values.append(message.value())
-        if len(values) == RECORDS:
-            break
-    consumer.close()
-    assert values == [f"v-{i}".encode() for i in range(RECORDS)]
+    confluent_round_trip(broker.bootstrap(listener), security, topic, "v", RECORDS)
     return topic
 
 
