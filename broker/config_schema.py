@@ -563,7 +563,7 @@ SECURITY_BROKER_KEYS: Mapping[str, tuple[ConfigType, str, str, Validator | None]
 }
 
 # Keys that may also be given per listener and mechanism (listener.name.<l>.<mechanism>.<key>).
-_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.server.callback.handler.class")
+_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.server.callback.handler.class", "sasl.login.callback.handler.class")
 
 
 def listener_base_key(name: str) -> str | None:

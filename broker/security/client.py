@@ -6,7 +6,9 @@ security (inter.broker.listener.name, sasl.mechanism.inter.broker.protocol); tra
 sasl.mechanism.controller.protocol). The client side of a listener reads the same keys as its server side
 (listener.name.<listener>.*): its key store is this broker's certificate for mutual TLS, its trust store
 checks the other broker's, and the JAAS config's username/password options are the SASL login (Kafka's
-PlainLoginModule / ScramLoginModule `username="..." password="..."`).
+PlainLoginModule / ScramLoginModule `username="..." password="..."`); for OAUTHBEARER the
+OAuthBearerLoginModule's options and the login callback handler say where the token comes from
+(broker/security/oauth_login.py).
 """
 
 from __future__ import annotations
@@ -27,10 +29,14 @@ from samsa.broker.security.listeners import (
     controller_listener,
     inter_broker_listener,
 )
+from samsa.broker.security.oauth_login import OAuthBearerLogin, oauth_login
 from samsa.broker.security.sasl import SUPPORTED_MECHANISMS, JaasConfigError, parse_jaas
 from samsa.broker.security.tls import client_context, listener_key_reader
 from samsa.broker.wire import build
 from samsa.kproto.messages import decode_response, encode_request, request_class
+
+# The mechanisms this side can log in with: the server's, and OAUTHBEARER (broker/security/oauth_login.py).
+CLIENT_MECHANISMS = (*SUPPORTED_MECHANISMS, "OAUTHBEARER")
 
 # The largest frame read while authenticating (a SASL token is small).
 MAX_AUTHENTICATION_FRAME_BYTES = 1024 * 1024
@@ -47,6 +53,7 @@ class ClientSecurity:
     mechanism: str  # "" without SASL
     username: str
     password: str
+    oauth: OAuthBearerLogin | None = None  # OAUTHBEARER's token source
 
     async def open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A connection to host:port, TLS-wrapped and SASL-authenticated as this listener requires."""
@@ -63,7 +70,8 @@ class ClientSecurity:
     def client_steps(self) -> Callable[[bytes | None], bytes | None]:
         """The SASL mechanism's client side: the server's token in (None first), the next token out, None
         when done (for a blocking client that sends SaslAuthenticate itself)."""
-        return _mechanism_client(self.mechanism, self.username, self.password)
+        token = self.oauth.token() if self.oauth is not None else ""
+        return _mechanism_client(self.mechanism, self.username, self.password, self.oauth, token)
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         correlation = iter(range(1, 1 << 30))
@@ -81,7 +89,8 @@ class ClientSecurity:
         if handshake.error_code.value != 0:
             raise AuthenticationError(f"{self.mechanism} is not enabled there (it offers "
                                       f"{', '.join(handshake.mechanisms)})")
-        step = _mechanism_client(self.mechanism, self.username, self.password)
+        bearer = await asyncio.to_thread(self.oauth.token) if self.oauth is not None else ""
+        step = _mechanism_client(self.mechanism, self.username, self.password, self.oauth, bearer)
         token: bytes | None = step(None)
         while token is not None:
             answer = await call(36, 2, {"auth_bytes": token})
@@ -90,9 +99,24 @@ class ClientSecurity:
             token = step(bytes(answer.auth_bytes))
 
 
-def _mechanism_client(mechanism: str, username: str, password: str) -> Callable[[bytes | None], bytes | None]:
+def _mechanism_client(mechanism: str, username: str, password: str, oauth: OAuthBearerLogin | None = None,
+                      bearer: str = "") -> Callable[[bytes | None], bytes | None]:
     """The client side of a mechanism: server token in (None first), the next client token out, None when
     done. A server whose final SCRAM message does not prove it knows the credential is refused."""
+    if mechanism == "OAUTHBEARER":
+        assert oauth is not None
+        login, answered = oauth, False
+
+        def oauthbearer(server: bytes | None) -> bytes | None:
+            nonlocal answered
+            if server is None:
+                return login.initial_response(bearer)
+            if server and not answered:  # an error challenge (RFC 7628 3.2.2): answer ^A, the server then fails
+                answered = True
+                return b"\x01"
+            return None
+
+        return oauthbearer
     if mechanism == "PLAIN":
         sent = False
 
@@ -140,14 +164,19 @@ def client_security(get: Callable[[str], str], listener: Listener, mechanism_key
     mechanism, username, password = "", "", ""
     if protocol.uses_sasl:
         mechanism = get(mechanism_key)
-        if mechanism not in SUPPORTED_MECHANISMS:
+        if mechanism not in CLIENT_MECHANISMS:
             raise ListenerConfigError(f"{mechanism_key}={mechanism} is not supported: use one of "
-                                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+                                      f"{', '.join(CLIENT_MECHANISMS)}")
         jaas = _first(read, f"{mechanism.lower()}.sasl.jaas.config", "sasl.jaas.config")
         try:
             options = parse_jaas(jaas)[1] if jaas else {}
         except JaasConfigError as e:
             raise ListenerConfigError(f"listener {listener.name}: {e}") from e
+        if mechanism == "OAUTHBEARER":
+            oauth = oauth_login(options, lambda key: _first(read, f"oauthbearer.{key}", key),
+                                f"listener {listener.name}")
+            principal = str((oauth.unsecured_claims or {}).get(oauth.principal_claim, ""))
+            return ClientSecurity(listener.name, context, mechanism, principal, "", oauth)
         username, password = options.get("username", ""), options.get("password", "")
         if not username:
             raise ListenerConfigError(f"listener {listener.name}: the broker's own {mechanism} login needs "
@@ -214,13 +243,17 @@ def client_security_from_properties(properties: Mapping[str, str], source: str) 
     mechanism, username, password = "", "", ""
     if protocol.uses_sasl:
         mechanism = props.get("sasl.mechanism", "GSSAPI").upper()
-        if mechanism not in SUPPORTED_MECHANISMS:
+        if mechanism not in CLIENT_MECHANISMS:
             raise ListenerConfigError(f"{source}: sasl.mechanism {mechanism} is not supported: use one of "
-                                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+                                      f"{', '.join(CLIENT_MECHANISMS)}")
         try:
             options = parse_jaas(props["sasl.jaas.config"])[1] if props.get("sasl.jaas.config") else {}
         except JaasConfigError as e:
             raise ListenerConfigError(f"{source}: {e}") from e
+        if mechanism == "OAUTHBEARER":
+            oauth = oauth_login(options, lambda key: props.get(key, ""), source)
+            principal = str((oauth.unsecured_claims or {}).get(oauth.principal_claim, ""))
+            return ClientSecurity(protocol.name, context, mechanism, principal, "", oauth)
         username = options.get("username", props.get("sasl.username", ""))
         password = options.get("password", props.get("sasl.password", ""))
         if not username:

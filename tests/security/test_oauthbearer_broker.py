@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,31 @@ def test_confluent_kafka_keeps_producing_past_its_tokens_lifetime(oauth_broker: 
         time.sleep(lifetime_s / 2)
     assert delivered == [None] * 4
     assert logged_principals(oauth_broker, topic) == {("User:ck-short", "UNSECURED")}
+
+
+def test_samsas_own_client_logs_in_with_oauthbearer(oauth_broker: OAuthBroker) -> None:
+    """The CLI's client properties (kafka-*.sh --command-config) with OAuthBearerLoginModule: an unsecured
+    token on UNSECURED, and on SIGNED a signed token read from a file (OAuthBearerLoginCallbackHandler)."""
+    from samsa.broker.client import Connection
+    from samsa.broker.security.client import client_security_from_properties
+
+    token_file = oauth_broker.issuer.jwks_path.parent / "cli.jwt"
+    token_file.write_text(oauth_broker.issuer.token("cli-signed"))
+    cases = {
+        "UNSECURED": ({"security.protocol": "SASL_PLAINTEXT", "sasl.jaas.config":
+                       f'{LOGIN_MODULE} required unsecuredLoginStringClaim_sub="cli-unsecured";'},
+                      "User:cli-unsecured"),
+        "SIGNED": ({"security.protocol": "SASL_SSL", "ssl.truststore.location": str(oauth_broker.certs.ca),
+                    "sasl.jaas.config": f"{LOGIN_MODULE} required ;",
+                    "sasl.login.callback.handler.class":
+                        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                    "sasl.oauthbearer.token.endpoint.url": token_file.as_uri()}, "User:cli-signed"),
+    }
+    for listener, (properties, principal) in cases.items():
+        security = client_security_from_properties({"sasl.mechanism": "OAUTHBEARER", **properties}, "test")
+        client_id = f"cli-{listener.lower()}-{uuid.uuid4().hex[:6]}"
+        with Connection("127.0.0.1", oauth_broker.ports[listener], security=security, client_id=client_id) as conn:
+            r = conn.request(3, {"topics": [], "allow_auto_topic_creation": False,
+                                 "include_topic_authorized_operations": False})
+        assert r.brokers
+        assert logged_principals(oauth_broker, client_id, api="Metadata") == {(principal, listener)}

@@ -1,6 +1,8 @@
 """A 3-node cluster whose inter-broker listener is SASL_SSL (PLAIN) and whose controller listener is SSL
 with client certificates: replica fetch, Raft, broker registration and heartbeats all go over them, and
-clients on the PLAINTEXT listener are told every broker's PLAINTEXT address (Kafka's per-listener rule)."""
+clients on the PLAINTEXT listener are told every broker's PLAINTEXT address (Kafka's per-listener rule).
+A second cluster does the same with OAUTHBEARER on both: unsecured tokens between brokers, and tokens
+signed by an identity provider (read from a file, checked against its JWKS) towards the controllers."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from oauth_tokens import AUDIENCE, ISSUER, Issuer, make_issuer
 from security_harness import REPO
 
 from samsa.broker import launcher
@@ -22,6 +25,8 @@ from samsa.broker.security.dev_ca import issue, make_ca
 NODES = (1, 2, 3)
 START_TIMEOUT_S = 90.0
 BROKER_LOGIN = 'username="broker" password="broker-secret" user_broker="broker-secret"'
+OAUTH_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OAUTH_PACKAGE = "org.apache.kafka.common.security.oauthbearer"
 
 
 @dataclass
@@ -48,9 +53,11 @@ def _wait(what: str, probe: Callable[[], bool], timeout_s: float = 60.0) -> None
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def secured_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Node]]:
-    directory = tmp_path_factory.mktemp("secured-cluster")
+Overrides = Callable[[Node, Path], tuple[str, ...]]
+
+
+def _start_cluster(directory: Path, security: Overrides) -> Iterator[dict[int, Node]]:
+    """Three nodes (broker and controller each) with `security`'s listener overrides; stopped by PID."""
     make_ca(directory / "tls")
     ports = launcher.free_ports(3 * len(NODES))
     ca = directory / "tls" / "ca.pem"
@@ -61,15 +68,11 @@ def secured_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[i
                       hosts=("127.0.0.1", "localhost"))
         overrides = (
             f"listeners=PLAINTEXT://127.0.0.1:{node.plain},INTERNAL://127.0.0.1:{node.internal}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL",
             "inter.broker.listener.name=INTERNAL", "controller.listener.names=CONTROLLER",
-            "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
-            "listener.name.internal.plain.sasl.jaas.config="
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {BROKER_LOGIN};",
             "ssl.keystore.type=PEM", f"ssl.keystore.location={files.key_and_chain}",
             "ssl.truststore.type=PEM", f"ssl.truststore.location={directory / 'tls' / 'ca.pem'}",
-            "listener.name.controller.ssl.client.auth=required",
             "samsa.request.log.enable=true", "group.initial.rebalance.delay.ms=0",
+            *security(node, directory),
         )
         node.log_path = directory / f"node-{node.node_id}.log"
         node.process = launcher.start_serve(launcher.ServeOptions(
@@ -88,6 +91,56 @@ def secured_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[i
         launcher.stop_pids([launcher.owned(n.process.popen) for n in nodes.values() if n.process is not None])
 
 
+def _plain_and_certificates(node: Node, directory: Path) -> tuple[str, ...]:
+    return (
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL",
+        "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config="
+        f"org.apache.kafka.common.security.plain.PlainLoginModule required {BROKER_LOGIN};",
+        "listener.name.controller.ssl.client.auth=required",
+    )
+
+
+def _oauthbearer(node: Node, directory: Path) -> tuple[str, ...]:
+    """INTERNAL: SASL_SSL, unsecured tokens (Kafka's default login and validator handlers). CONTROLLER:
+    SASL_PLAINTEXT, each node's RS256 token from a file (OAuthBearerLoginCallbackHandler with a file: token
+    endpoint), checked against the identity provider's JWKS with audience and issuer."""
+    issuer = _ISSUERS.get(directory)
+    if issuer is None:  # one identity provider for the cluster: its JWKS is every controller's
+        (directory / "idp").mkdir()
+        issuer = _ISSUERS[directory] = make_issuer(directory / "idp")
+    token_file = directory / f"node-{node.node_id}.jwt"
+    token_file.write_text(issuer.token(f"controller-{node.node_id}") + "\n")
+    return (
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms=OAUTHBEARER",
+        "sasl.mechanism.inter.broker.protocol=OAUTHBEARER", "sasl.mechanism.controller.protocol=OAUTHBEARER",
+        f'listener.name.internal.oauthbearer.sasl.jaas.config={OAUTH_MODULE} required '
+        'unsecuredLoginStringClaim_sub="broker" unsecuredLoginExtension_traceId="node-' f'{node.node_id}";',
+        f"listener.name.controller.oauthbearer.sasl.jaas.config={OAUTH_MODULE} required ;",
+        "listener.name.controller.oauthbearer.sasl.server.callback.handler.class="
+        f"{OAUTH_PACKAGE}.OAuthBearerValidatorCallbackHandler",
+        f"listener.name.controller.oauthbearer.sasl.oauthbearer.jwks.endpoint.url={issuer.jwks_url}",
+        "listener.name.controller.oauthbearer.sasl.login.callback.handler.class="
+        f"{OAUTH_PACKAGE}.OAuthBearerLoginCallbackHandler",
+        f"listener.name.controller.oauthbearer.sasl.oauthbearer.token.endpoint.url={token_file.as_uri()}",
+        f"sasl.oauthbearer.expected.audience={AUDIENCE}", f"sasl.oauthbearer.expected.issuer={ISSUER}",
+    )
+
+
+_ISSUERS: dict[Path, Issuer] = {}
+
+
+@pytest.fixture(scope="module")
+def secured_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Node]]:
+    yield from _start_cluster(tmp_path_factory.mktemp("secured-cluster"), _plain_and_certificates)
+
+
+@pytest.fixture(scope="module")
+def oauth_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Node]]:
+    yield from _start_cluster(tmp_path_factory.mktemp("oauth-cluster"), _oauthbearer)
+
+
 def _brokers(node: Node) -> dict[int, int] | None:
     try:
         with Connection("127.0.0.1", node.plain, timeout_s=3) as conn:
@@ -98,28 +151,33 @@ def _brokers(node: Node) -> dict[int, int] | None:
     return {int(b.node_id): int(b.port) for b in r.brokers}
 
 
-def test_replication_and_the_quorum_run_over_the_secured_listeners(secured_cluster: dict[int, Node]) -> None:
+def _replicate_and_read_back(nodes: dict[int, Node], topic: str) -> None:
+    """30 records to a 3-replica topic with min.insync.replicas 3 (acked only once both followers fetched
+    them over INTERNAL), read back by a group consumer."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    nodes = secured_cluster
     bootstrap = ",".join(f"127.0.0.1:{n.plain}" for n in nodes.values())
-    topic = "replicated-securely"
     with Connection("127.0.0.1", nodes[1].plain) as admin:
         created = admin.request(19, {"topics": [{"name": topic, "num_partitions": 3, "replication_factor": 3,
                                                   "assignments": (), "configs": [{"name": "min.insync.replicas",
                                                                                   "value": "3"}]}],
                                      "timeout": 30_000, "validate_only": False})
     assert created.topics[0].error_code.value == 0, created.topics[0].error_message
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id="secured-cluster-producer",
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", client_id=f"{topic}-producer",
                              request_timeout_ms=30_000)
     for i in range(30):
         producer.send(topic, key=str(i).encode(), value=f"v{i}".encode()).get(timeout=60)  # min ISR 3: replicated
     producer.close()
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="secured-cluster-group",
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"{topic}-group",
                              auto_offset_reset="earliest", consumer_timeout_ms=20_000)
     values = sorted(record.value for record in consumer)
     consumer.close()
     assert values == sorted(f"v{i}".encode() for i in range(30))
+
+
+def test_replication_and_the_quorum_run_over_the_secured_listeners(secured_cluster: dict[int, Node]) -> None:
+    nodes = secured_cluster
+    _replicate_and_read_back(nodes, "replicated-securely")
     # Followers fetched over INTERNAL as the broker's SASL user; the quorum and heartbeats went over
     # CONTROLLER, each node known by its certificate.
     fetches = set().union(*(_replica_fetch_principals(n) for n in nodes.values()))
@@ -127,6 +185,38 @@ def test_replication_and_the_quorum_run_over_the_secured_listeners(secured_clust
     controller_principals = set().union(*(_controller_principals(n) for n in nodes.values()))
     assert controller_principals and controller_principals <= {
         (f"User:CN=node-{n},O=Samsa", "CONTROLLER") for n in NODES}
+
+
+def test_brokers_and_controllers_log_in_with_oauthbearer(oauth_cluster: dict[int, Node]) -> None:
+    nodes = oauth_cluster
+    _replicate_and_read_back(nodes, "replicated-with-tokens")
+    fetches = set().union(*(_replica_fetch_principals(n) for n in nodes.values()))
+    assert fetches == {("User:broker", "INTERNAL")}  # the unsecured token's sub
+    controller_principals = set().union(*(_controller_principals(n) for n in nodes.values()))
+    assert controller_principals and controller_principals <= {
+        (f"User:controller-{n}", "CONTROLLER") for n in NODES}  # each node's signed token's sub
+
+
+def test_an_oauthbearer_login_with_a_token_the_controllers_do_not_trust_is_refused(
+        oauth_cluster: dict[int, Node], tmp_path: Path) -> None:
+    """A node whose token file holds a token of another identity provider cannot reach the controllers."""
+    from samsa.broker.security.oauth_login import OAuthBearerLogin
+
+    stranger = make_issuer(tmp_path)  # a key pair the controllers' JWKS does not hold
+    token_file = tmp_path / "stranger.jwt"
+    token_file.write_text(stranger.token("intruder", kid="rsa-1"))
+    login = OAuthBearerLogin(token_endpoint=token_file.as_uri())
+    intruder = ClientSecurity("CONTROLLER", None, "OAUTHBEARER", "", "", login)
+
+    async def attempt() -> str:
+        try:
+            _reader, writer = await intruder.open("127.0.0.1", oauth_cluster[1].controller)
+        except ConnectionError as e:
+            return str(e)
+        writer.close()
+        return "authenticated"
+
+    assert asyncio.run(attempt()) == 'SASL OAUTHBEARER as : {"status":"invalid_token"}'
 
 
 def _replica_fetch_principals(node: Node) -> set[tuple[str, str]]:
