@@ -8,17 +8,21 @@ connection; the connection that was refused still serves afterwards.
 
 ``delete_groups_v3``: DeleteGroups v3 (a message per group): an Empty group, a group with a member, an unknown
 group, an empty group id, a group named twice; the messages are compared as text (``message``, which
-normalize.py does not treat as free text: Kafka 4.4 sends null for every one of these)."""
+normalize.py does not treat as free text: Kafka 4.4 sends null for every one of these).
+
+``api_versions_v5_sasl`` (run by test_acl_matrix.py, whose brokers have a SASL_PLAINTEXT listener): the same
+questions before and after a SASL PLAIN authentication."""
 
 from __future__ import annotations
 
+import socket
 import struct
 from typing import Any
 
 from differential.framework import Ctx, err, jsonable, scenario
 from differential.scenarios import _raw, subscription
 from samsa.broker.wire import build
-from samsa.kproto.messages import encode_request, request_class
+from samsa.kproto.messages import decode_response, encode_request, request_class
 
 SOFTWARE = {"client_software_name": "samsa-differential", "client_software_version": "1"}
 OTHER_CLUSTER = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -102,4 +106,41 @@ def delete_groups_v3(ctx: Ctx) -> Any:
     out["v3_none"] = _delete(c, [], 3)
     out["v2"] = _delete(c, [busy, gone], 2)
     out["answer_fields_v3"] = sorted(jsonable(c.request(42, {"groups_names": [gone]}, version=3).results[0]))
+    return out
+
+
+def _exchange(sock: socket.socket, api_key: int, version: int, values: dict[str, Any], correlation_id: int) -> Any:
+    sock.sendall(encode_request(build(request_class(api_key, version), values), correlation_id=correlation_id,
+                                client_id="diff"))
+    head = sock.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return "closed"
+    (size,) = struct.unpack(">i", head)
+    return decode_response(api_key, version, sock.recv(size, socket.MSG_WAITALL))[1]
+
+
+def api_versions_v5_sasl(bootstrap: str, user: str, password: str) -> dict[str, Any]:
+    """ApiVersions v5 on a SASL_PLAINTEXT listener: naming another cluster before authentication (Kafka's
+    SaslServerAuthenticator does not check it), one id without the other (refused), then asking again, then
+    after a PLAIN authentication another cluster, another node and this broker's own ids."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    out: dict[str, Any] = {}
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        def ask(version: int, cluster_id: str | None, node_id: int, n: int) -> Any:
+            r = _exchange(s, 18, version, {**SOFTWARE, "cluster_id": cluster_id, "node_id": node_id}, n)
+            return r if isinstance(r, str) else _summary(r)
+
+        out["before_auth_invalid"] = ask(5, None, 1, 1)
+        out["before_auth_other_cluster"] = ask(5, OTHER_CLUSTER, 1, 2)
+        handshake = _exchange(s, 17, 1, {"mechanism": "PLAIN"}, 3)
+        out["handshake"] = handshake if isinstance(handshake, str) else err(handshake)
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        authenticated = _exchange(s, 36, 2, {"auth_bytes": token}, 4)
+        out["authenticate"] = authenticated if isinstance(authenticated, str) else err(authenticated)
+        metadata = _exchange(s, 3, 12, {"topics": [], "allow_auto_topic_creation": False}, 5)
+        cluster_id, node_id = metadata.cluster_id, metadata.controller_id
+        out["after_auth_other_cluster"] = ask(5, OTHER_CLUSTER, node_id, 6)
+        out["after_auth_other_node"] = ask(5, cluster_id, node_id + 1, 7)
+        out["after_auth_own"] = ask(5, cluster_id, node_id, 8)
+        out["after_auth_invalid"] = ask(5, cluster_id, -1, 9)
     return out
