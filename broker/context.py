@@ -39,6 +39,9 @@ class RequestContext:
     # security (TLS client certificate, SASL) has authenticated the client; anonymous on PLAINTEXT.
     principal: str = "User:ANONYMOUS"
     listener_name: str = "PLAINTEXT"
+    # An ApiVersions a SASL listener answers before the client authenticated (Kafka's SaslServerAuthenticator
+    # answers it itself, without KafkaApis' checks).
+    sasl_authenticating: bool = False
 
     @property
     def version(self) -> int:

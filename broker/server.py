@@ -68,11 +68,12 @@ ISR_CHECK_INTERVAL_S = 0.5
 
 
 def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controller_plane: bool = False,
-                   connection: str = "", listener: str = "PLAINTEXT", principal: str = ANONYMOUS
-                   ) -> Response | Coroutine[Any, Any, Response]:
+                   connection: str = "", listener: str = "PLAINTEXT", principal: str = ANONYMOUS,
+                   sasl_authenticating: bool = False) -> Response | Coroutine[Any, Any, Response]:
     """Answer one request frame: the response frame (None for acks=0), or a coroutine that answers it
     when the request has to wait. Raises ProtocolError for a request we cannot take. `connection` and
-    `listener` name where it came from in the request log; `principal` is who sent it (authenticated)."""
+    `listener` name where it came from in the request log; `principal` is who sent it (authenticated);
+    `sasl_authenticating`: an ApiVersions on a SASL listener before the client authenticated."""
     started = time.perf_counter()
     header = parse_request_header(payload)
     api = (CONTROLLER_HANDLERS if controller_plane else HANDLERS).get(header.api_key)
@@ -86,7 +87,8 @@ def dispatch_frame(broker: Broker, payload: bytes, client_host: str, *, controll
         )
     request = decode_request(header, payload)
     ctx = RequestContext(header=header, broker=broker, client_host=client_host, now_ms=int(time.time() * 1000),
-                         controller_plane=controller_plane, principal=principal, listener_name=listener)
+                         controller_plane=controller_plane, principal=principal, listener_name=listener,
+                         sasl_authenticating=sasl_authenticating)
     forwarded = header.api_key in FORWARDED_APIS
     source = connection or client_host, listener, principal  # for the request log
     if forwarded and not broker.is_active_controller and not controller_plane:
@@ -229,6 +231,7 @@ async def serve(
             def dispatch(payload: bytes, client_host: str) -> Response | Coroutine[Any, Any, Response]:
                 nonlocal started_channel
                 principal = ANONYMOUS
+                authenticator = None
                 if channel is not None:
                     if not started_channel:
                         started_channel = True
@@ -237,8 +240,16 @@ async def serve(
                     if answer is not None:
                         return answer
                     principal = channel.principal
-                return dispatch_frame(broker, payload, client_host, controller_plane=controller_plane,
-                                      connection=connection.peer, listener=connection.listener, principal=principal)
+                    if channel.authenticator is not None and not channel.authenticator.authenticated:
+                        authenticator = channel.authenticator  # an ApiVersions before the handshake
+                response = dispatch_frame(broker, payload, client_host, controller_plane=controller_plane,
+                                          connection=connection.peer, listener=connection.listener,
+                                          principal=principal, sasl_authenticating=authenticator is not None)
+                if authenticator is not None and _api_versions_error_code(response) == 0:
+                    # Kafka's SaslServerAuthenticator moves on to the handshake only once it answered the
+                    # versions; after UNSUPPORTED_VERSION or INVALID_REQUEST the client may ask again.
+                    authenticator.versions_answered()
+                return response
 
             # The controller listener is bounded by none of the client quotas or the request queue (the
             # module's docstring says why).
@@ -333,9 +344,7 @@ def _authenticate(channel: ChannelSecurity, connection: KafkaConnection, payload
         return None
     now_ms = int(time.time() * 1000)
     if not authenticator.handles(payload, now_ms):
-        if not authenticator.authenticated:
-            authenticator.versions_answered()  # ApiVersions before the handshake: the broker answers it
-        return None
+        return None  # the broker's to answer (before authentication: ApiVersions)
     expires_ms = authenticator.session_expires_ms
     try:
         answer = authenticator.receive(payload, now_ms)
@@ -351,6 +360,14 @@ def _authenticate(channel: ChannelSecurity, connection: KafkaConnection, payload
         FAILURES.failed(authenticator, connection.peer, connection.listener, now_ms)
         asyncio.get_running_loop().call_soon(connection.close)  # once this answer is written
     return answer
+
+
+def _api_versions_error_code(answer: Response | Coroutine[Any, Any, Response]) -> int:
+    """The error code of an ApiVersions answer frame. Its response header is always v0 (KIP-511), so the code
+    follows the size prefix and the correlation id."""
+    assert answer is not None and not inspect.isawaitable(answer), "ApiVersions is answered at once"
+    frame = answer if isinstance(answer, bytes) else b"".join(bytes(part) for part in answer)
+    return int.from_bytes(frame[8:10], "big", signed=True)
 
 
 def connection_quotas(config: BrokerConfig) -> ConnectionQuotas:

@@ -121,6 +121,9 @@ def wrong_invocations(bootstrap: str, topic: str, not_kafka: str, hangs_up: str,
         (("produce", topic, "--format", "%k", *b), 1, r"error: --format '%k' has no %v: .*"),
         (("groups", "describe", "-g", f"{topic}-nosuch", *b), 1,
          rf"error: group '{topic}-nosuch': GROUP_ID_NOT_FOUND: The group id does not exist\..*"),
+        (("groups", "delete", "-g", f"{topic}-nosuch", *b), 1,  # DeleteGroups v3 (Kafka 4.4), a null message
+         rf"error: group '{topic}-nosuch': GROUP_ID_NOT_FOUND: The group id does not exist\. "
+         r"Hint: check the name with `samsa groups list`\."),
         (("produce",), 2,
          r"error: samsa produce: the following arguments are required: topic \(see `samsa produce --help`\)"),
         (("consume", topic, "--no-such-flag", *b), 2,

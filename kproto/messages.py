@@ -361,17 +361,24 @@ def parse_response_header(
     return ResponseHeader(correlation_id, pos, header_version)
 
 
+def _whole_entity(cls: type[Any], payload: bytes | bytearray | memoryview, pos: int) -> bool:
+    """Whether the payload from `pos` on is exactly one well-formed `cls`."""
+    try:
+        return check_entity(cls, payload, pos) == len(payload)
+    except InvalidRequestError:
+        return False
+
+
 def decode_response(api_key: int, api_version: int, payload: bytes | bytearray | memoryview) -> tuple[int, Any]:
     """(correlation_id, kio response entity) from a response frame payload."""
     payload = _readonly(payload)
     header = parse_response_header(api_key, api_version, payload)
     cls = response_class(api_key, api_version)
-    if api_key == API_VERSIONS_KEY and len(payload) >= header.size_bytes + 2:
+    if api_key == API_VERSIONS_KEY and api_version > 0 and not _whole_entity(cls, payload, header.size_bytes):
         # A broker that does not speak this ApiVersions version answers with a v0 body and an error
-        # code (KIP-511); Kafka's client reads it as v0 whenever the error code is not NONE.
-        (error_code,) = _INT16.unpack_from(payload, header.size_bytes)
-        if error_code != 0:
-            cls = response_class(api_key, 0)
+        # code (KIP-511); other refusals (INVALID_REQUEST, REBOOTSTRAP_REQUIRED) come in the version asked.
+        # Kafka's client (ApiVersionsResponse.parse) reads the version asked, then v0 if that fails.
+        cls = response_class(api_key, 0)
     check_entity(cls, payload, header.size_bytes)
     try:
         value, _size = entity_reader(cls)(payload, header.size_bytes)

@@ -1,8 +1,14 @@
-"""DeleteGroups (key 42), v0-v2.
+"""DeleteGroups (key 42), v0-v3.
 
-v1 changes nothing on the wire; v2 is flexible.  Only an Empty group can be deleted
-(NON_EMPTY_GROUP otherwise); deleting writes tombstones for its offsets and metadata and never
-touches topic data.
+v1 changes nothing on the wire; v2 is flexible; v3 adds an error_message to each group's result.  Only an
+Empty group can be deleted (NON_EMPTY_GROUP otherwise); deleting writes tombstones for its offsets and
+metadata and never touches topic data.  A group named twice is answered once (Kafka's handler takes the
+distinct names).
+
+Kafka 4.4 leaves error_message null for every outcome (deleted, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
+GROUP_AUTHORIZATION_FAILED, NOT_COORDINATOR, ...): only its streams-group topology description plugin's
+failures (GROUP_DELETION_FAILED, 134, which older versions read as UNKNOWN_SERVER_ERROR) carry one, and
+Samsa has no such plugin.
 """
 
 from __future__ import annotations
@@ -18,18 +24,22 @@ from samsa.kproto.messages import response_class
 
 if TYPE_CHECKING:
     from kio.schema.delete_groups import v0, v1, v2
-    DeleteGroupsRequest = v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
-    DeleteGroupsResponse = v0.DeleteGroupsResponse | v1.DeleteGroupsResponse | v2.DeleteGroupsResponse
 
-API = ApiSpec(key=42, min_version=0, max_version=2)
+    from samsa.kproto.schema.delete_groups import v3
+    DeleteGroupsRequest = (v0.DeleteGroupsRequest | v1.DeleteGroupsRequest | v2.DeleteGroupsRequest
+                           | v3.DeleteGroupsRequest)
+    DeleteGroupsResponse = (v0.DeleteGroupsResponse | v1.DeleteGroupsResponse | v2.DeleteGroupsResponse
+                            | v3.DeleteGroupsResponse)
 
+API = ApiSpec(key=42, min_version=0, max_version=3)
 
 
 async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext) -> DeleteGroupsResponse:
     groups = ctx.broker.groups
+    names = list(dict.fromkeys(request.groups_names))
     results: dict[str, ErrorCode] = {}
     deletable: list[str] = []
-    for group_id in request.groups_names:
+    for group_id in names:
         error = group_error(ctx, AclOperation.DELETE, group_id) or groups.coordinator_error(group_id)
         if error != ErrorCode.none:
             results[group_id] = error
@@ -46,4 +56,4 @@ async def handle_delete_groups(request: DeleteGroupsRequest, ctx: RequestContext
             results[name] = error
     cls: type[DeleteGroupsResponse] = response_class(42, ctx.version)
     return build(cls, {"results": [
-        {"group_id": g, "error_code": results[g]} for g in request.groups_names]})
+        {"group_id": g, "error_code": results[g]} for g in names]})

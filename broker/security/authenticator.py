@@ -6,7 +6,8 @@ answered; any other request closes the connection, as Kafka does. Frames are cap
 sasl.server.max.receive.size meanwhile (the connection's reader enforces it).
 
   state                  frame                          -> answer, next state
-  HANDSHAKE_OR_VERSIONS  ApiVersions                    -> the versions, HANDSHAKE
+  HANDSHAKE_OR_VERSIONS  ApiVersions                    -> the versions, HANDSHAKE (answered by the broker;
+                                                           refused with an error, the state stays)
   HANDSHAKE_OR_VERSIONS  SaslHandshake                  -> as in HANDSHAKE
   HANDSHAKE              SaslHandshake v0 / v1          -> mechanisms, TOKEN_RAW (v0) / AUTHENTICATE (v1);
                                                            an unknown mechanism: UNSUPPORTED_SASL_MECHANISM, closed

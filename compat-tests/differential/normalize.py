@@ -160,12 +160,6 @@ KNOWN_DIFFERENCES: dict[str, list[tuple[str, str]]] = {
                                         "per-broker reconfigurable); Samsa true: it cannot add listeners at run "
                                         "time, so it refuses the change rather than ignore it"),
     ],
-    "unsupported_versions": [
-        ("api_versions_v99/api_keys/0/2", "ApiVersions v99's UNSUPPORTED_VERSION answer lists ApiVersions' own range: "
-                                          "Kafka 4.4 0-5, Samsa 0-4. v5 (KIP-1242: the client's ClusterId and NodeId "
-                                          "checked, REBOOTSTRAP_REQUIRED) has no schema in kio 0.6.5, Samsa's "
-                                          "protocol library; a client falls back to v4 as the protocol intends"),
-    ],
     "update_features": [
         ("*/share.version", "ApiVersions' finalized features on a fresh node: Kafka 4.4 finalizes share.version 2 "
                             "(share groups on); Samsa does not finalize it (UpdateFeatures accepts it): share groups "

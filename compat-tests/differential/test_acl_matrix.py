@@ -18,7 +18,7 @@ import pytest
 from oracle_fixture import free_ports, kafka_cluster
 from samsa_fixture import SamsaProcess, samsa_broker
 
-from differential import acl_matrix
+from differential import acl_matrix, kip1242
 from differential.framework import compare, dumps
 from differential.normalize import KNOWN_DIFFERENCES
 
@@ -64,6 +64,21 @@ def test_acl_matrix_same_errors_and_visibility(kafka_sasl: str, samsa_sasl: str)
         problems.append("these known differences are gone -- remove them from normalize.KNOWN_DIFFERENCES: "
                         + "; ".join(f"{p} ({reasons[p]})" for p in c.fixed))
     assert not problems, "\n\n".join(problems)
+
+
+def test_api_versions_v5_before_and_after_sasl_authentication(kafka_sasl: str, samsa_sasl: str) -> None:
+    """KIP-1242 on a SASL listener (kip1242.api_versions_v5_sasl): Kafka checks the cluster and node named only
+    once the client authenticated."""
+    t0 = int(time.time() * 1000)
+    outcomes = {target: kip1242.api_versions_v5_sasl(bootstrap, "alice", acl_matrix.USERS["alice"])
+                for target, bootstrap in (("samsa", samsa_sasl), ("kafka", kafka_sasl))}
+    c = compare("api_versions_v5_sasl", outcomes["kafka"], outcomes["samsa"], t0=t0, now=int(time.time() * 1000))
+    assert c.equal, f"Samsa's answers differ from Kafka's:\n{c.report()}"
+    errors = {k: v["error"] for k, v in outcomes["kafka"].items() if isinstance(v, dict)}
+    assert errors == {"before_auth_invalid": "INVALID_REQUEST(42)", "before_auth_other_cluster": "NONE(0)",
+                      "after_auth_other_cluster": "REBOOTSTRAP_REQUIRED(129)",
+                      "after_auth_other_node": "REBOOTSTRAP_REQUIRED(129)", "after_auth_own": "NONE(0)",
+                      "after_auth_invalid": "INVALID_REQUEST(42)"}, errors  # what the scenario shows of Kafka
 
 
 def test_the_matrix_covers_every_user_and_denies_something(kafka_sasl: str) -> None:

@@ -21,6 +21,7 @@ from differential import (  # noqa: F401  (register the scenarios)
     features,
     kip848,
     kip1071,
+    kip1242,
     newer_apis,
     raft_voters,
     scenarios,

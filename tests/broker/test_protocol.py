@@ -60,7 +60,7 @@ def test_api_versions_advertises_what_is_implemented(conn: Connection) -> None:
     assert conn.versions[0] == (3, 13)
     assert conn.versions[1] == (4, 18)
     assert conn.versions[3] == (0, 13)
-    assert conn.versions[18] == (0, 4)
+    assert conn.versions[18] == (0, 5)
     assert conn.versions[22] == (0, 5)
     # Transactions V1 (issue 5) and V2 (KIP-890 part 2: EndTxn v5, TxnOffsetCommit v5); UpdateFeatures
     assert (conn.versions[24], conn.versions[26], conn.versions[28]) == ((0, 5), (0, 5), (0, 5))
@@ -79,7 +79,7 @@ def test_api_versions_unknown_version_falls_back_to_v0(samsa: Any) -> None:
     correlation_id, response = decode_response(18, 0, data)
     assert correlation_id == 7
     assert response.error_code.value == 35
-    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 5)]
 
 
 def test_metadata_auto_creates_and_rejects_bad_names(conn: Connection) -> None:

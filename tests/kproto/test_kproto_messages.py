@@ -289,6 +289,26 @@ def test_kafka_python_reads_our_apiversions_v3_response() -> None:
     assert ours == response
 
 
+@pytest.mark.parametrize(("version", "answer"), [
+    (5, "000000050081010000000000"),  # REBOOTSTRAP_REQUIRED in v5, as Kafka 4.4 writes it (differential kip1242.py)
+    (3, "00000005002a010000000000"),  # INVALID_REQUEST in v3
+])
+def test_an_apiversions_refusal_in_the_version_asked_is_read_in_that_version(version: int, answer: str) -> None:
+    """Kafka's ApiVersionsResponse.parse: the version asked first, v0 only when that fails."""
+    correlation_id, response = decode_response(18, version, bytes.fromhex(answer))
+    assert correlation_id == 5 and type(response).__version__ == version
+    assert response.api_keys == () and response.error_code != ErrorCode.none
+
+
+@pytest.mark.parametrize("version", [1, 3, 5])
+def test_an_unsupported_version_answer_in_v0_is_read_as_v0(version: int) -> None:
+    """KIP-511: a broker that does not speak the version asked answers a v0 body naming its own range."""
+    correlation_id, response = decode_response(18, version, bytes.fromhex("00000009002300000001001200000004"))
+    assert correlation_id == 9 and type(response).__version__ == 0
+    assert response.error_code == ErrorCode.unsupported_version
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
+
+
 def test_flexible_response_has_header_v1() -> None:
     from kio.schema.metadata.v12.response import MetadataResponse
 

@@ -9,11 +9,14 @@ the client has authenticated.
 from __future__ import annotations
 
 import ssl
+import struct
 import time
 
 import pytest
 from scramp import ScramClient
 from security_harness import PLAIN_USERS, REAUTH_MS, SCRAM_PASSWORD, SCRAM_USER, RawClient, SecuredBroker
+
+from samsa.kproto.messages import decode_response
 
 SASL_AUTHENTICATION_FAILED = 58
 METADATA_V12 = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
@@ -77,6 +80,48 @@ def test_api_versions_is_answered_before_authentication_but_nothing_else(secured
         assert {17, 36, 50, 51} <= keys
         client.send(19, 7, {"topics": [], "timeout": 1000, "validate_only": False})  # CreateTopics
         assert client.recv_frame() is None
+
+
+def test_api_versions_refused_before_the_handshake_may_be_asked_again(secured_broker: SecuredBroker) -> None:
+    """Kafka's SaslServerAuthenticator moves on to the handshake only after answering the versions: a client
+    told UNSUPPORTED_VERSION (a version newer than the broker's) or INVALID_REQUEST asks again."""
+    with RawClient(secured_broker.ports["SASL_PLAINTEXT"]) as client:
+        payload = struct.pack(">hhi", 18, 99, 1) + struct.pack(">h", 3) + b"raw" + b"\x00\x00\x00"
+        client.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        frame = client.recv_frame()
+        assert frame is not None
+        unsupported = decode_response(18, 0, frame)[1]
+        assert unsupported.error_code.value == 35  # UNSUPPORTED_VERSION, with ApiVersions' own range
+        assert [(k.api_key, k.min_version, k.max_version) for k in unsupported.api_keys] == [(18, 0, 5)]
+        invalid = client.request(18, 5, {"client_software_name": "raw", "client_software_version": "1",
+                                         "cluster_id": None, "node_id": 1})
+        assert invalid.error_code.value == 42 and not invalid.api_keys  # INVALID_REQUEST: node id without cluster
+        versions = client.request(18, 3, {"client_software_name": "raw", "client_software_version": "1"})
+        assert versions.error_code.value == 0 and {17, 36} <= {k.api_key for k in versions.api_keys}
+        [answer] = client.authenticate("PLAIN", [plain_token("alice", PLAIN_USERS["alice"])])
+        assert answer.error_code.value == 0
+        assert client.request(3, 12, METADATA_V12).brokers
+
+
+def test_api_versions_v5_checks_the_cluster_only_once_authenticated(secured_broker: SecuredBroker) -> None:
+    """KIP-1242: before authentication the SASL authenticator answers ApiVersions without looking at the cluster
+    and node named; once authenticated, the broker answers REBOOTSTRAP_REQUIRED (129) when they are not its own."""
+    software = {"client_software_name": "raw", "client_software_version": "1"}
+    with RawClient(secured_broker.ports["SASL_PLAINTEXT"]) as client:
+        before = client.request(18, 5, {**software, "cluster_id": "SomeOtherClusterIdXXXX", "node_id": 7})
+        assert before.error_code.value == 0 and (18, 0, 5) in [(k.api_key, k.min_version, k.max_version)
+                                                               for k in before.api_keys]
+        [answer] = client.authenticate("PLAIN", [plain_token("alice", PLAIN_USERS["alice"])])
+        assert answer.error_code.value == 0
+        metadata = client.request(3, 12, METADATA_V12)
+        cluster_id, node_id = metadata.cluster_id, metadata.brokers[0].node_id
+        other = client.request(18, 5, {**software, "cluster_id": "SomeOtherClusterIdXXXX", "node_id": node_id})
+        assert other.error_code.value == 129 and not other.api_keys
+        other_node = client.request(18, 5, {**software, "cluster_id": cluster_id, "node_id": node_id + 1})
+        assert other_node.error_code.value == 129
+        own = client.request(18, 5, {**software, "cluster_id": cluster_id, "node_id": node_id})
+        assert own.error_code.value == 0 and own.api_keys
+        assert client.request(3, 12, METADATA_V12).cluster_id == cluster_id  # the connection still serves
 
 
 def test_an_unsupported_mechanism_is_refused_with_the_enabled_ones(secured_broker: SecuredBroker) -> None:

@@ -185,7 +185,7 @@ def _describe_members(client: RoutingClient, args: argparse.Namespace, d: Any) -
 def cmd_delete(client: RoutingClient, args: argparse.Namespace) -> int:
     r = client.group_request(args.group, 42, {"groups_names": [args.group]},
                              error_of=lambda r: r.results[0].error_code.value)
-    check(r.results[0].error_code, f"group {args.group!r}")
+    check(r.results[0].error_code, f"group {args.group!r}", getattr(r.results[0], "error_message", None))  # v3+
     print(f"Deleted group {args.group} (its committed offsets; topic data is untouched).")
     return 0
 
