@@ -16,10 +16,12 @@ that error (one entry per request topic).  Otherwise each topic, in request orde
 TOPIC_AUTHORIZATION_FAILED (no READ on it) or UNKNOWN_TOPIC_OR_PARTITION for all its partitions, or
 UNKNOWN_TOPIC_OR_PARTITION for each partition it lacks; those answers come first, then the group coordinator's for
 the other partitions (NOT_COORDINATOR, INVALID_GROUP_ID, the group's errors, the transaction's), appended to their
-topic's entry.  As Kafka's OffsetMetadataManager, a partition whose metadata is too long is answered
-OFFSET_METADATA_TOO_LARGE and the others are committed; a commit whose member check fails (for a KIP-848 member,
-per partition against the epoch it was assigned at, KIP-1251) fails for all of them.  v0-v1 are told
-COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE.
+topic's entry.  The transaction is checked first (v5+: the group's partition added to it), then the group, as
+Kafka's CoordinatorRuntime verifies the transaction before the group coordinator's write: a commit the group
+refuses has still added the partition.  As Kafka's OffsetMetadataManager, a partition whose metadata is too long
+is answered OFFSET_METADATA_TOO_LARGE and the others are committed; a commit whose member check fails (for a
+KIP-848 member, per partition against the epoch it was assigned at, KIP-1251) fails for all of them.  v0-v1 are
+told COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE.
 
 Stricter than Kafka (the seeds): an offset past the partition's log end gets OFFSET_OUT_OF_RANGE
 (broker/commit_bounds.py; `samsa.offset.commit.past.log.end.enable` turns it off).
@@ -143,6 +145,10 @@ async def _commit(request: TxnOffsetCommitRequest, ctx: RequestContext, partitio
             # (Kafka's AddPartitionsToTxnManager) rather than have the client retry.
             await broker.txn.remote.wait_added(request.transactional_id, request.producer_id,
                                                request.producer_epoch, OFFSETS_TOPIC, groups.partition_for(group_id))
+    if error == ErrorCode.none:
+        # The transaction first (v5+: the group's partition added to it), then the group, as Kafka's coordinator.
+        error = _producer_error(ctx, broker.txn.verify_txn_offset_commit(
+            request.transactional_id, group_id, request.producer_id, request.producer_epoch, ctx.version >= 5))
     max_bytes = groups.coordinator.config.offset_metadata_max_bytes
     too_large = {(name, p.partition_index) for name, p in partitions
                  if len((p.committed_metadata or "").encode()) > max_bytes}
@@ -163,12 +169,16 @@ async def _commit(request: TxnOffsetCommitRequest, ctx: RequestContext, partitio
             offsets[tp] = OffsetAndMetadata(p.committed_offset, int(field(p, "committed_leader_epoch", -1)),
                                             p.committed_metadata or "", ctx.now_ms, None)
     if offsets:
-        result = broker.txn.txn_offset_commit(request.transactional_id, group_id, request.producer_id,
-                                              request.producer_epoch, offsets, ctx.version >= 5)
-        if result == ErrorCode.producer_fenced and ctx.version < 3:
-            result = ErrorCode.invalid_producer_epoch
+        result = _producer_error(ctx, broker.txn.txn_offset_commit(request.transactional_id, group_id,
+                                                                   request.producer_id, request.producer_epoch,
+                                                                   offsets))
         errors.update({tp: result for tp in offsets})
     return errors
+
+
+def _producer_error(ctx: RequestContext, error: ErrorCode) -> ErrorCode:
+    """PRODUCER_FENCED is new in v3: older clients are told INVALID_PRODUCER_EPOCH."""
+    return ErrorCode.invalid_producer_epoch if error == ErrorCode.producer_fenced and ctx.version < 3 else error
 
 
 def _validate(request: TxnOffsetCommitRequest, ctx: RequestContext, committed: list[tuple[str, int]]) -> ErrorCode:

@@ -12,7 +12,7 @@ import pytest
 
 from samsa.broker.client import Connection
 
-from .test_txn import TXN_ARGS, create, end_txn, find_txn_coordinator, init_pid, wait_for_internal_topics
+from .test_txn import TXN_ARGS, create, describe_txn, end_txn, find_txn_coordinator, init_pid, wait_for_internal_topics
 
 ZERO = uuid.UUID(int=0)
 UNKNOWN = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
@@ -91,6 +91,11 @@ def test_v6_tells_group_errors_as_they_are_and_v5_as_illegal_generation(broker: 
         # A generation for a group that does not exist: GROUP_ID_NOT_FOUND (69) at v6, ILLEGAL_GENERATION (22) below.
         assert txn_commit(conn, 6, "txn-g", pid, epoch, nogroup, [(tid, [0])], 5, "m") == [(tid, [(0, 69)])]
         assert txn_commit(conn, 5, "txn-g", pid, epoch, nogroup, [("src", [0])], 5, "m") == [("src", [(0, 22)])]
+        # The transaction is checked first, as Kafka's coordinator does: the refused commit has still added the
+        # group's partition to the transaction.
+        state = describe_txn(conn, "txn-g")
+        assert state.transaction_state == "Ongoing"
+        assert [t.topic for t in state.topics] == ["__consumer_offsets"]
         # A KIP-848 member's epoch: STALE_MEMBER_EPOCH (113) at v6, ILLEGAL_GENERATION below; its own epoch passes.
         group = "g848"
         assert conn.request(10, {"key": group, "key_type": 0}, version=3).error_code.value == 0
