@@ -47,7 +47,6 @@ NOTES = {
     18: f"v5 (KIP-1242: the client's cluster and node id checked, REBOOTSTRAP_REQUIRED) {_NO_SCHEMA}; a client "
         "retries with v4 on the UNSUPPORTED_VERSION answer, as the protocol intends",
     22: "idempotent and transactional producers: issue 5",
-    28: f"v6 (KIP-1319: topic ids instead of names) {_NO_SCHEMA}; producers commit with v5",
     42: f"v3 (Kafka 4.4: an error message per group) {_NO_SCHEMA}; the admin client deletes with v2",
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
     49: _QUOTAS,
