@@ -246,7 +246,6 @@ class ConsumerGroupCoordinator(ClassicMembers):
         and move the member towards its target. Returns the member as it is now."""
         is_new = member.member_id not in group.members
         bump = False
-        regexes_before = dict(group.resolved_regexes)
         if updated != member or is_new:
             group.update_member(updated)
             self._emit_member(group, updated)
@@ -256,8 +255,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
                             "classic" if updated.uses_classic_protocol else "consumer")
         self._write_regexes(group, catalog, now_ms)
-        # Kafka's hasMemberSubscriptionChanged || regexUpdated: the member may lose topics at once.
-        subscription_changed = bump or group.resolved_regexes != regexes_before
+        # Kafka's hasMemberSubscriptionChanged || regexUpdated (only ever with a changed regex): the member may lose
+        # topics at once.
+        subscription_changed = bump
         if self.refresh_metadata(group, catalog):
             bump = True  # KIP-1101: the subscribed topics' hash changed
         if bump:

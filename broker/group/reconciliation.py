@@ -59,8 +59,8 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: TopicParti
               current_partition_epoch: Callable[[str, int], int], owned: Owned,
               subscribed_topic_ids: Collection[str], subscription_changed: bool = False) -> ConsumerGroupMember:
     """The member's next state towards `target` (computed at `target_epoch`); `subscribed_topic_ids`: the topics
-    of its subscription as the metadata image has them; `subscription_changed`: this heartbeat changed it (or
-    its regex resolved to other topics)."""
+    of its subscription as the metadata image has them; `subscription_changed`: this heartbeat changed its topic
+    names or regex."""
     target = {t: ps for t, ps in target.items() if t in subscribed_topic_ids}
     match member.state:
         case MemberState.STABLE:
