@@ -37,7 +37,7 @@ from samsa.broker.group.consumer_group import (
 )
 from samsa.broker.group.consumer_regex import InvalidRegexError, RegexCache
 from samsa.broker.group.metadata_hash import subscription_hash
-from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile
+from samsa.broker.group.reconciliation import FencedMemberError, Owned, reconcile, subscribed_topic_ids
 from samsa.broker.group.records import TopicPartitions
 from samsa.broker.observability.rebalance import RebalanceMeter
 from samsa.kproto.errors import ErrorCode
@@ -255,6 +255,9 @@ class ConsumerGroupCoordinator(ClassicMembers):
                 logger.info("group %s: member %s joins with the %s protocol", group.group_id, updated.member_id,
                             "classic" if updated.uses_classic_protocol else "consumer")
         self._write_regexes(group, catalog, now_ms)
+        # Kafka's hasMemberSubscriptionChanged || regexUpdated (only ever with a changed regex): the member may lose
+        # topics at once.
+        subscription_changed = bump
         if self.refresh_metadata(group, catalog):
             bump = True  # KIP-1101: the subscribed topics' hash changed
         if bump:
@@ -265,9 +268,11 @@ class ConsumerGroupCoordinator(ClassicMembers):
             self._update_target_assignment(group, now_ms)
         target = group.target_assignment.get(updated.member_id, {})
         final = updated
-        if not updated.is_reconciled_to(group.assignment_epoch):
+        if subscription_changed or not updated.is_reconciled_to(group.assignment_epoch):
             try:
-                final = reconcile(updated, group.assignment_epoch, target, group.current_partition_epoch, owned)
+                final = reconcile(updated, group.assignment_epoch, target, group.current_partition_epoch, owned,
+                                  subscribed_topic_ids(updated, group.resolved_regexes, catalog.topics_by_name),
+                                  subscription_changed)
             except FencedMemberError as e:
                 raise HeartbeatError(ErrorCode.fenced_member_epoch, str(e)) from None
             if final != updated:

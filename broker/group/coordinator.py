@@ -513,13 +513,14 @@ class GroupCoordinator(ClassicLoading):
     # --- offsets ------------------------------------------------------------------------------
 
     def validate_offset_commit(self, group_id: str, generation_id: int, member_id: str,
-                               group_instance_id: str | None, api_version: int, now_ms: int) -> ErrorCode:
+                               group_instance_id: str | None, api_version: int, now_ms: int,
+                               transactional: bool = False) -> ErrorCode:
         """Kafka's OffsetMetadataManager/ClassicGroup.validateOffsetCommit, before anything is written."""
         group = self._live_group(group_id)
         if group is not None:
             self._fire_timers(group, now_ms)
         return offset_manager.validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                                     api_version)
+                                                     api_version, transactional)
 
     def commit_offsets(self, group_id: str, member_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
                        now_ms: int) -> dict[tuple[str, int], ErrorCode]:

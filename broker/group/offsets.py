@@ -25,8 +25,10 @@ TopicPartition = tuple[str, int]
 
 
 def validate_offset_commit(group: Group | None, generation_id: int, member_id: str, group_instance_id: str | None,
-                           api_version: int) -> ErrorCode:
-    """Kafka's ClassicGroup.validateOffsetCommit, before anything is written (timers already fired)."""
+                           api_version: int, transactional: bool = False) -> ErrorCode:
+    """Kafka's ClassicGroup.validateOffsetCommit, before anything is written (timers already fired).
+    `transactional` (TxnOffsetCommit): the offsets wait for the transaction, so a commit while the group
+    completes a rebalance is not refused."""
     if group is None:
         if generation_id < 0:
             return ErrorCode.none  # a "simple" group (admin tools, assign-only consumers)
@@ -41,7 +43,7 @@ def validate_offset_commit(group: Group | None, generation_id: int, member_id: s
             return ErrorCode.illegal_generation
     elif group.state is not GroupState.EMPTY:
         return ErrorCode.unknown_member_id
-    if group.state is GroupState.COMPLETING_REBALANCE:
+    if group.state is GroupState.COMPLETING_REBALANCE and not transactional:
         return ErrorCode.rebalance_in_progress
     return ErrorCode.none
 

@@ -435,29 +435,11 @@ class TxnService:
                           offsets: dict[tuple[str, int], OffsetAndMetadata], implicit_add: bool = False) -> ErrorCode:
         """`implicit_add` (TxnOffsetCommit v5+, transactions V2): the group's __consumer_offsets partition is
         added to the transaction here, the client sends no AddOffsetsToTxn."""
+        error = self.verify_txn_offset_commit(transactional_id, group_id, producer_id, producer_epoch, implicit_add)
+        if error != ErrorCode.none:
+            return error
         groups = self.broker.groups
         index = groups.partition_for(group_id)
-        if implicit_add:
-            added: ErrorCode | None
-            if self.is_local_coordinator(transactional_id):
-                added = self.add_partitions(transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, index)],
-                                            now_ms(), transaction_version=2)
-            else:
-                added = self.remote.add(transactional_id, producer_id, producer_epoch, OFFSETS_TOPIC, index)
-            if added is None:
-                return ErrorCode.coordinator_load_in_progress  # retried by the client while the coordinator adds it
-            if added != ErrorCode.none:
-                return added
-        if self.is_local_coordinator(transactional_id):
-            md = self.coordinator.transactions.get(transactional_id)
-            if md is None or md.producer_id != producer_id:
-                return ErrorCode.invalid_producer_id_mapping
-            if md.producer_epoch != producer_epoch:
-                return ErrorCode.producer_fenced
-            if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, index) not in md.partitions:
-                return ErrorCode.invalid_txn_state
-        # else another broker coordinates the transaction: the group coordinator takes the offsets as
-        # Kafka's does without KIP-890's verification, and they count once that broker's marker lands.
         partition = self.broker.replica_manager.get_partition(OFFSETS_TOPIC, index)
         if partition is None:
             return ErrorCode.coordinator_not_available
@@ -479,6 +461,35 @@ class TxnService:
             logger.error("appending transactional offsets to %s-%d failed: %s", OFFSETS_TOPIC, index, e)
             return coordinator_append_error(ErrorCode(e.error_code))
         self.pending_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+        return ErrorCode.none
+
+    def verify_txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int, producer_epoch: int,
+                                 implicit_add: bool = False) -> ErrorCode:
+        """The transaction's part of a TxnOffsetCommit, before the group checks the member (Kafka's
+        CoordinatorRuntime.scheduleTransactionalWriteOperation verifies, or with `implicit_add` adds, the group's
+        partition first): a commit the group then refuses has still added the partition."""
+        index = self.broker.groups.partition_for(group_id)
+        if implicit_add:
+            added: ErrorCode | None
+            if self.is_local_coordinator(transactional_id):
+                added = self.add_partitions(transactional_id, producer_id, producer_epoch, [(OFFSETS_TOPIC, index)],
+                                            now_ms(), transaction_version=2)
+            else:
+                added = self.remote.add(transactional_id, producer_id, producer_epoch, OFFSETS_TOPIC, index)
+            if added is None:
+                return ErrorCode.coordinator_load_in_progress  # retried by the client while the coordinator adds it
+            if added != ErrorCode.none:
+                return added
+        if self.is_local_coordinator(transactional_id):
+            md = self.coordinator.transactions.get(transactional_id)
+            if md is None or md.producer_id != producer_id:
+                return ErrorCode.invalid_producer_id_mapping
+            if md.producer_epoch != producer_epoch:
+                return ErrorCode.producer_fenced
+            if md.state is not TransactionState.ONGOING or (OFFSETS_TOPIC, index) not in md.partitions:
+                return ErrorCode.invalid_txn_state
+        # else another broker coordinates the transaction: the group coordinator takes the offsets as
+        # Kafka's does without KIP-890's verification, and they count once that broker's marker lands.
         return ErrorCode.none
 
     def verify_produce(self, producer_id: int, producer_epoch: int, topic: str, partition: int,

@@ -249,6 +249,14 @@ def txn_requests(tx: str, producer_id: int, epoch: int) -> dict[str, Request]:
         "TxnOffsetCommit": (28, 3, {"transactional_id": tx, "group_id": GROUP, "producer_id": producer_id,
                                     "producer_epoch": epoch, "generation_id": -1, "member_id": "",
                                     "group_instance_id": None, "topics": _offsets((ORDERS, SECRET))}),
+        # v6 names topics by id: one no topic has (answered after the transactional id's and the group's checks)
+        "TxnOffsetCommit/v6-unknown-id": (28, 6, {"transactional_id": tx, "group_id": GROUP, "producer_id": producer_id,
+                                                  "producer_epoch": epoch, "generation_id_or_member_epoch": -1,
+                                                  "member_id": "", "group_instance_id": None, "topics": [
+                                                      {"topic_id": UNKNOWN_ID, "partitions": [
+                                                          {"partition_index": 0, "committed_offset": 0,
+                                                           "committed_leader_epoch": -1,
+                                                           "committed_metadata": ""}]}]}),
         "DescribeTransactions": (65, 0, {"transactional_ids": [tx]}),
         "EndTxn": (26, 3, {"transactional_id": tx, "producer_id": producer_id, "producer_epoch": epoch,
                            "committed": False}),

@@ -263,3 +263,41 @@ def consumer_group_online_upgrade(ctx: Ctx) -> Any:
     steps.append(("a rejoins the classic group", last))
     out["steps"] = [list(step) for step in steps]  # lists, so normalize.KNOWN_DIFFERENCES can name one step
     return out
+
+
+@scenario
+def consumer_group_unsubscribe(ctx: Ctx) -> Any:
+    """Kafka 4.4's CurrentAssignmentBuilder: a member that drops a topic from its subscription loses that topic's
+    partitions at the heartbeat that drops it (to revoke first, as it still reports them), without waiting for a
+    new target and without an epoch change; once it no longer reports them, it reaches the next target. Epochs
+    are shown relative to the join's."""
+    c = ctx.connect()
+    group = ctx.topic("g")
+    ctx.find_coordinator(c, group, 0)
+    t1, t2 = ctx.topic("a"), ctx.topic("b")
+    out: dict[str, Any] = {"create": [err(ctx.create_topic(c, t, 2)) for t in (t1, t2)]}
+    m = Members(ctx, c, group, [t1, t2])
+    joined = m.join("member-a", [t1, t2])
+    held = m.heartbeat_until_assigned("member-a", joined["member_epoch"], joined["assignment"])
+    base = held["member_epoch"]
+    if held["assignment"] is None:
+        held["assignment"] = joined["assignment"]
+
+    def shown(r: dict[str, Any]) -> dict[str, Any]:
+        return {"error": r["error"], "epoch": r["member_epoch"] - base, "assignment": r["assignment"]}
+
+    def member() -> Any:
+        return [(epoch - base, current) for _, _, epoch, _, current, _, _ in m.describe()["members"]]
+
+    steps: list[tuple[str, Any]] = [("a holds both topics", held["assignment"])]
+    dropped = m.heartbeat("member-a", base, topics=[t1], owned=held["assignment"])
+    steps.append(("a drops b, still owning it", shown(dropped)))
+    steps.append(("a's assignment", member()))
+    again = m.heartbeat("member-a", base, owned=held["assignment"])
+    steps.append(("a still owns b", {"error": again["error"], "epoch": again["member_epoch"] - base}))
+    revoked = m.heartbeat_until_assigned("member-a", base, [(t1, [0, 1])])
+    steps.append(("a revoked b", {"error": revoked["error"]}))
+    steps.append(("a's assignment after", [current for _, current in member()]))
+    m.heartbeat("member-a", -1)
+    out["steps"] = [list(step) for step in steps]
+    return out

@@ -45,7 +45,6 @@ NOTES = {
     0: f"Kafka 4 advertises v0{DASH}2 for old librdkafka's sake but refuses them (KIP-896, KAFKA-18659): it closes "
        "the connection, as Samsa does (differential scenario `unsupported_versions`)",
     22: "idempotent and transactional producers: issue 5",
-    28: f"v6 (KIP-1319: topic ids instead of names) {_NO_SCHEMA}; producers commit with v5",
     38: _TOKENS, 39: _TOKENS, 40: _TOKENS, 41: _TOKENS,
     49: _QUOTAS,
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,

@@ -7,6 +7,7 @@ epochs are shown relative to InitProducerId's."""
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from differential.framework import Ctx, err, error_name, scenario
@@ -146,4 +147,86 @@ def write_txn_markers_v2(ctx: Ctx) -> Any:
     out["v1_same_epoch"] = marker(t0, 0, 1, 0)
     out["v1_bumped"] = marker(t0, 1, 1, 0)
     out["v1_older"] = marker(t0, 0, 1, 0)
+    return out
+
+
+@scenario
+def txn_offset_commit_v6(ctx: Ctx) -> Any:
+    """TxnOffsetCommit v6 (KIP-1319, Kafka 4.4) names topics by id: a known id, an unknown one, the zero id, a
+    partition the topic lacks; v5 by name alongside; a commit to an unknown group and a KIP-848 member's at a stale
+    epoch (v6 tells GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH, v5 ILLEGAL_GENERATION); an empty group id; metadata
+    too long; the committed offsets read back by name once the transaction commits. Offset 0 throughout: Samsa
+    refuses a commit past the log end (the seeds)."""
+    from differential.kip848 import Members
+
+    c = ctx.connect()
+    t, t2 = ctx.topic("a"), ctx.topic("b")
+    group, group848, nogroup = ctx.topic("group"), ctx.topic("group848"), ctx.topic("nogroup")
+    out: dict[str, Any] = {"create": [err(ctx.create_topic(c, x, 2)) for x in (t, t2)]}
+    tid, tid2 = uuid.UUID(str(ctx.topic_id(c, t))), uuid.UUID(str(ctx.topic_id(c, t2)))
+    unknown = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+    names: dict[Any, str] = {tid: "a", tid2: "b", unknown: "unknown", None: "zero", uuid.UUID(int=0): "zero",
+                             t: "a", t2: "b"}
+    txn_id = ctx.topic("txn")
+    out["find_coordinator"] = ctx.find_coordinator(c, txn_id, 1)
+    out["find_group_coordinators"] = [ctx.find_coordinator(c, g, 0) for g in (group, group848, nogroup)]
+    r = init_producer_id(c, txn_id)
+    out["init_producer_id"] = err(r)
+    pid, epoch = int(r.producer_id), int(r.producer_epoch)
+
+    def commit(version: int, g: str, topics: list[tuple[Any, list[int]]], generation: int = -1, member: str = "",
+               metadata: str = "") -> Any:
+        key = "topic_id" if version >= 6 else "name"
+        values = {"transactional_id": txn_id, "group_id": g, "producer_id": pid, "producer_epoch": epoch,
+                  "generation_id_or_member_epoch" if version >= 6 else "generation_id": generation,
+                  "member_id": member, "group_instance_id": None,
+                  "topics": [{key: x, "partitions": [{"partition_index": i, "committed_offset": 0,
+                                                      "committed_leader_epoch": -1, "committed_metadata": metadata}
+                                                     for i in parts]} for x, parts in topics]}
+        for _ in range(50):  # the transaction coordinator may still be adding the group's partition
+            answer = [[names.get(getattr(x, key), "?"), [[p.partition_index, err(p)] for p in x.partitions]]
+                      for x in c.request(28, values, version=version).topics]
+            if not any(e in ("CONCURRENT_TRANSACTIONS(51)", "COORDINATOR_LOAD_IN_PROGRESS(14)")
+                       for _, ps in answer for _, e in ps):
+                break
+            time.sleep(0.1)
+        return answer
+
+    out["v6"] = commit(6, group, [(unknown, [0]), (tid, [0, 9]), (None, [1]), (tid2, [1])])
+    out["v5_unknown_name"] = commit(5, group, [("nosuch-topic", [0]), (t2, [0])])
+    out["v6_unknown_group"] = commit(6, nogroup, [(tid, [0]), (unknown, [0])], 5, "someone")
+    out["v5_unknown_group"] = commit(5, nogroup, [(t, [0])], 5, "someone")
+    out["v6_empty_group_id"] = commit(6, "", [(tid, [0])])
+    out["v6_metadata_too_long"] = commit(6, group, [(tid2, [0])], metadata="m" * 5000)
+    m = Members(ctx, c, group848, [t])
+    joined = m.join("member-a", [t])
+    out["join"] = joined["error"]
+    member_epoch = joined["member_epoch"]
+    out["member_v6_ahead"] = commit(6, group848, [(tid, [0])], member_epoch + 1, "member-a")
+    out["member_v5_ahead"] = commit(5, group848, [(t, [0])], member_epoch + 1, "member-a")
+    out["member_v6_unknown_member"] = commit(6, group848, [(tid, [0])], member_epoch, "who")
+    out["member_v6"] = commit(6, group848, [(tid, [0]), (unknown, [0])], member_epoch, "member-a")
+    for _ in range(50):
+        r = c.request(26, {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch,
+                           "committed": True}, version=5)
+        if err(r) != "CONCURRENT_TRANSACTIONS(51)":
+            break
+        time.sleep(0.1)
+    out["end_txn"] = err(r)
+
+    def fetched(g: str) -> Any:
+        for _ in range(100):  # require_stable: UNSTABLE_OFFSET_COMMIT until the markers are written
+            f = c.request(9, {"groups": [{"group_id": g, "topics": [{"name": x, "partition_indexes": [0, 1]}
+                                                                    for x in (t, t2)]}],
+                              "require_stable": True}, version=9).groups[0]
+            parts = [[names[x.name], p.partition_index, int(p.committed_offset), p.metadata, err(p)]
+                     for x in f.topics for p in x.partitions]
+            if err(f) != "UNSTABLE_OFFSET_COMMIT(88)" and all(p[4] != "UNSTABLE_OFFSET_COMMIT(88)" for p in parts):
+                return {"error": err(f), "partitions": parts}
+            time.sleep(0.1)
+        return {"error": err(f), "partitions": parts}
+
+    out["committed"] = fetched(group)
+    out["committed_member"] = fetched(group848)
+    m.heartbeat("member-a", -1)
     return out

@@ -62,8 +62,9 @@ def test_api_versions_advertises_what_is_implemented(conn: Connection) -> None:
     assert conn.versions[3] == (0, 13)
     assert conn.versions[18] == (0, 5)
     assert conn.versions[22] == (0, 5)
-    # Transactions V1 (issue 5) and V2 (KIP-890 part 2: EndTxn v5, TxnOffsetCommit v5); UpdateFeatures
-    assert (conn.versions[24], conn.versions[26], conn.versions[28]) == ((0, 5), (0, 5), (0, 5))
+    # Transactions V1 (issue 5) and V2 (KIP-890 part 2: EndTxn v5, TxnOffsetCommit v5; v6 names topics by id,
+    # KIP-1319); UpdateFeatures
+    assert (conn.versions[24], conn.versions[26], conn.versions[28]) == ((0, 5), (0, 5), (0, 6))
     assert conn.versions[57] == (0, 2)
 
 

@@ -311,6 +311,10 @@ def test_rebalance_in_progress() -> None:
     # join phase done, leader has not synced: commits get REBALANCE_IN_PROGRESS
     assert c.groups[G].state is GroupState.COMPLETING_REBALANCE
     assert c.validate_offset_commit(G, 3, a.member_id, None, 8, 0) == ErrorCode.rebalance_in_progress
+    # ... but a TxnOffsetCommit's offsets wait for their transaction: Kafka's ClassicGroup.validateOffsetCommit
+    # checks the state only for a consumer's commit.
+    assert c.validate_offset_commit(G, 3, a.member_id, None, 8, 0, transactional=True) == ErrorCode.none
+    assert c.validate_offset_commit(G, 2, a.member_id, None, 8, 0, transactional=True) == ErrorCode.illegal_generation
 
 
 def test_generation_minus_one_commit_only_for_empty_group() -> None:
