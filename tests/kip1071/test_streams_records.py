@@ -91,7 +91,7 @@ def _full_group() -> StreamsGroup:
     group.update_member(StreamsGroupMember(
         "m1", member_epoch=7, previous_member_epoch=5, state=StreamsMemberState.UNREVOKED_TASKS, instance_id="i1",
         rack_id="r1", client_id="c1", client_host="/127.0.0.1", rebalance_timeout_ms=30_000, topology_epoch=3,
-        process_id="p1", user_endpoint=("localhost", 8080), client_tags=(("az", "a"), ("zone", "z1")),  # by key, as Kafka
+        process_id="p1", user_endpoint=("localhost", 8080), client_tags=(("az", "a"), ("zone", "z1")),  # by key
         assigned=TasksTuple({"0": frozenset({0, 1})}, {"1": frozenset({2})}),
         pending_revocation=TasksTuple({"1": frozenset({3})}),
         active_epochs={("0", 0): 5, ("0", 1): 7, ("1", 3): 2}))
