@@ -15,6 +15,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from samsa.kproto._guard import check_entity
+from samsa.kproto._writer import compiled_writer
 from samsa.kproto.schema import COORDINATOR_RECORDS
 
 STREAMS_GROUP_METADATA_KEY = 17
@@ -82,9 +83,12 @@ def decode_key(data: bytes) -> StreamsGroupKey:
 
 
 def encode_value(value: Any) -> bytes:
+    """The version, then the value: kio's bytes, by kproto's compiled writer of the kio class (several times
+    faster than kio's `entity_writer`, which a change of a large group would feel)."""
     out = io.BytesIO()
     out.write(_I16.pack(VALUE_VERSION))
-    entity_writer(type(value))(out, value)
+    cls: Any = type(value)
+    compiled_writer(cls)(out, value)
     return out.getvalue()
 
 

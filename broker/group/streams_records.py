@@ -38,6 +38,7 @@ import json
 import struct
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
@@ -168,7 +169,9 @@ def encode_current_assignment(m: StreamsGroupMember) -> bytes:
 
 # --- what a change writes ------------------------------------------------------------------------
 
+@lru_cache(maxsize=65_536)
 def key(record_type: int, group_id: str, member_id: str = "") -> bytes:
+    """A record's key; the keys of live groups are asked for at every change, so the latest are kept."""
     return encode_streams_key(StreamsGroupKey(record_type, group_id, member_id))
 
 

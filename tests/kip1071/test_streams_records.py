@@ -4,6 +4,7 @@ the upgrade from Samsa's own 32002 record."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import struct
@@ -11,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kio.serial import entity_writer
 
 from samsa.broker.group import streams_records
 from samsa.broker.group.batches import encode_batch
@@ -27,7 +29,7 @@ from samsa.broker.group.streams_group import (
     TopicInfo,
     Topology,
 )
-from samsa.broker.group.streams_keys import StreamsGroupKey
+from samsa.broker.group.streams_keys import StreamsGroupKey, decode_value, record_classes
 from samsa.kproto.errors import ErrorCode
 from samsa.storage import Log, LogConfig
 from tests.kip1071.test_streams_coordinator import ALL, beat, join, ready_catalog
@@ -117,6 +119,20 @@ def test_records_replay_into_the_same_group() -> None:
     # What the load remembers is what was written: the same group writes nothing again.
     assert set(loaded.written) == set(written)
     assert streams_records.changes(loaded, loaded.written, {"num.standby.replicas": "1"})[0] == []
+
+
+def test_values_are_the_bytes_of_kios_own_writer_and_reader() -> None:
+    """encode_value uses kproto's compiled writer for speed: its bytes must be kio's entity_writer's, and kio's
+    reader must give the value back."""
+    records, _ = streams_records.changes(_full_group(), {}, {"num.standby.replicas": "1"})
+    for r in records:
+        key = decode_key(r.key)
+        assert isinstance(key, StreamsGroupKey) and r.value is not None
+        value_class = record_classes(key.record_type)[1]
+        value = decode_value(value_class, r.value)
+        out = io.BytesIO()
+        entity_writer(value_class)(out, value)
+        assert r.value[2:] == out.getvalue() and r.value[:2] == b"\x00\x00"
 
 
 def test_a_change_writes_only_the_records_that_changed() -> None:
