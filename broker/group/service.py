@@ -261,7 +261,7 @@ class GroupService:
                         (self.consumer.snapshot(group_id),))
 
     def streams_snapshot(self, group_id: str) -> Snapshot:
-        """A KIP-1071 group as it is now, put back if its record cannot be appended."""
+        """A KIP-1071 group as it is now, put back if the records of its change cannot be appended."""
         return Snapshot([], streams_groups=(self.streams.snapshot(group_id),))
 
     def classic_join_to_consumer_group(self, group_id: str, now: int) -> bool:
