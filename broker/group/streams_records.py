@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -71,7 +71,7 @@ from samsa.kproto.schema.streams_group_target_assignment_member_value.v0 import 
 from samsa.kproto.schema.streams_group_target_assignment_metadata_value.v0 import data as target_metadata_v
 from samsa.kproto.schema.streams_group_topology_value.v0 import data as topology_v
 
-VERSION = 0
+_LEGACY_VERSION = 0  # of the 32002 record
 _I16 = struct.Struct(">h")
 _MS = datetime.timedelta(milliseconds=1)
 
@@ -175,12 +175,15 @@ def key(record_type: int, group_id: str, member_id: str = "") -> bytes:
     return encode_streams_key(StreamsGroupKey(record_type, group_id, member_id))
 
 
-def _wanted(group: StreamsGroup, assignment_configs: Mapping[str, str]) -> list[tuple[bytes, object, Any]]:
+_Wanted = list[tuple[bytes, object, Callable[[], bytes]]]
+
+
+def _wanted(group: StreamsGroup, assignment_configs: Mapping[str, str]) -> _Wanted:
     """(key, what the value is made from, how to encode it) of every record the group needs now, in the order
     Kafka's heartbeat writes them: topology, member metadata, group metadata, targets, current assignments."""
     g = group.group_id
     members = sorted(group.members.items())
-    out: list[tuple[bytes, object, Any]] = []
+    out: _Wanted = []
     if group.topology is not None:
         out.append((key(TOPOLOGY, g), group.topology, lambda t=group.topology: encode_topology(t)))
     out += [(key(MEMBER_METADATA, g, mid), m, lambda m=m: encode_member_metadata(m)) for mid, m in members]
@@ -361,7 +364,7 @@ def _legacy_topic(t: list[Any]) -> TopicInfo:
 
 def decode_legacy(group_id: str, value: bytes) -> StreamsGroup:
     """The group a 32002 record of an older Samsa holds; ValueError if it is not one."""
-    if len(value) < 2 or _I16.unpack_from(value)[0] != VERSION:
+    if len(value) < 2 or _I16.unpack_from(value)[0] != _LEGACY_VERSION:
         raise ValueError("unknown streams group snapshot version")
     state = json.loads(value[2:])
     group = StreamsGroup(group_id)
