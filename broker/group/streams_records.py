@@ -38,7 +38,7 @@ import json
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64, u16
@@ -185,15 +185,15 @@ def _wanted(group: StreamsGroup, assignment_configs: Mapping[str, str]) -> _Want
     members = sorted(group.members.items())
     out: _Wanted = []
     if group.topology is not None:
-        out.append((key(TOPOLOGY, g), group.topology, lambda t=group.topology: encode_topology(t)))
-    out += [(key(MEMBER_METADATA, g, mid), m, lambda m=m: encode_member_metadata(m)) for mid, m in members]
+        out.append((key(TOPOLOGY, g), group.topology, partial(encode_topology, group.topology)))
+    out += [(key(MEMBER_METADATA, g, mid), m, partial(encode_member_metadata, m)) for mid, m in members]
     out.append((key(GROUP_METADATA, g), (group.group_epoch, group.metadata_hash),
-                lambda: encode_group_metadata(group, assignment_configs)))
-    out += [(key(TARGET_MEMBER, g, mid), t, lambda t=t: encode_target_member(t))
+                partial(encode_group_metadata, group, assignment_configs)))
+    out += [(key(TARGET_MEMBER, g, mid), t, partial(encode_target_member, t))
             for mid, t in sorted(group.target_assignment.items())]
     out.append((key(TARGET_METADATA, g), (group.assignment_epoch, group.assignment_timestamp_ms),
-                lambda: encode_target_metadata(group)))
-    out += [(key(CURRENT_ASSIGNMENT, g, mid), m, lambda m=m: encode_current_assignment(m))
+                partial(encode_target_metadata, group)))
+    out += [(key(CURRENT_ASSIGNMENT, g, mid), m, partial(encode_current_assignment, m))
             for mid, m in members]
     return out
 
