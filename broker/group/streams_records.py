@@ -80,6 +80,11 @@ Written = dict[bytes, tuple[object, bytes]]  # StreamsGroup.written
 # Tombstones go first, in this order of record types: Kafka's removeStreamsMember writes a member's current
 # assignment, target and metadata tombstones in that order, and createGroupTombstoneRecords the current
 # assignments, targets, target metadata, members, group metadata, topology (its loader checks the order).
+# A member's state as Kafka's MemberState.value() writes it (STABLE is 1, not 0: 4.4.0's bytecode).
+_STATE_BYTES = {StreamsMemberState.STABLE: 1, StreamsMemberState.UNREVOKED_TASKS: 2,
+                StreamsMemberState.UNRELEASED_TASKS: 3, StreamsMemberState.UNKNOWN: 127}
+_STATES = {value: state for state, value in _STATE_BYTES.items()}
+
 _TOMBSTONE_ORDER = (STREAMS_GROUP_SNAPSHOT_KEY, CURRENT_ASSIGNMENT, TARGET_MEMBER, TARGET_METADATA, MEMBER_METADATA,
                     GROUP_METADATA, TOPOLOGY)
 
@@ -160,7 +165,8 @@ def encode_target_member(tasks: TasksTuple) -> bytes:
 def encode_current_assignment(m: StreamsGroupMember) -> bytes:
     held, pending = m.assigned, m.pending_revocation
     return encode_value(current_v.StreamsGroupCurrentMemberAssignmentValue(
-        member_epoch=i32(m.member_epoch), previous_member_epoch=i32(m.previous_member_epoch), state=i8(int(m.state)),
+        member_epoch=i32(m.member_epoch), previous_member_epoch=i32(m.previous_member_epoch),
+        state=i8(_STATE_BYTES[m.state]),
         active_tasks=_active(held.active, m), standby_tasks=_tasks(held.standby), warmup_tasks=_tasks(held.warmup),
         active_tasks_pending_revocation=_active(pending.active, m),
         standby_tasks_pending_revocation=_tasks(pending.standby),
@@ -175,18 +181,21 @@ def key(record_type: int, group_id: str, member_id: str = "") -> bytes:
     return encode_streams_key(StreamsGroupKey(record_type, group_id, member_id))
 
 
+# The (epoch, hash) and (assignment epoch, timestamp) of a new StreamsGroup: Kafka 4.4 writes neither record of
+# a group that has not moved from them (a new group's first target assignment metadata is not written).
+_FRESH = (1, 0)
+
 _Wanted = list[tuple[bytes, object, Callable[[], bytes]]]
 
 
 def _wanted(group: StreamsGroup, assignment_configs: Mapping[str, str]) -> _Wanted:
     """(key, what the value is made from, how to encode it) of every record the group needs now, in the order
-    Kafka's heartbeat writes them: topology, member metadata, group metadata, targets, current assignments."""
+    Kafka's heartbeat writes them: member metadata, topology, group metadata, targets, current assignments."""
     g = group.group_id
     members = sorted(group.members.items())
-    out: _Wanted = []
+    out: _Wanted = [(key(MEMBER_METADATA, g, mid), m, partial(encode_member_metadata, m)) for mid, m in members]
     if group.topology is not None:
         out.append((key(TOPOLOGY, g), group.topology, partial(encode_topology, group.topology)))
-    out += [(key(MEMBER_METADATA, g, mid), m, partial(encode_member_metadata, m)) for mid, m in members]
     out.append((key(GROUP_METADATA, g), (group.group_epoch, group.metadata_hash),
                 partial(encode_group_metadata, group, assignment_configs)))
     out += [(key(TARGET_MEMBER, g, mid), t, partial(encode_target_member, t))
@@ -216,6 +225,8 @@ def changes(group: StreamsGroup, written: Written, assignment_configs: Mapping[s
             continue
         value = encode()
         now[record_key] = (source, value)
+        if old is None and source == _FRESH:
+            continue  # a new group's epochs, which a load gives any group (Kafka writes no record of them either)
         if old is None or old[1] != value:
             upserts.append(GroupRecord(group.group_id, record_key, value))
     gone = [k for k in written if k not in now]
@@ -324,10 +335,7 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupKey, value: byte
                                                         _decode_tasks(a.warmup_tasks))
     elif record_type == CURRENT_ASSIGNMENT:
         c = decode_value(current_v.StreamsGroupCurrentMemberAssignmentValue, value)
-        try:
-            state = StreamsMemberState(int(c.state))
-        except ValueError:
-            state = StreamsMemberState.UNKNOWN
+        state = _STATES.get(int(c.state), StreamsMemberState.UNKNOWN)
         epochs: dict[tuple[str, int], int] = {}
         default = max(int(c.member_epoch), 0)
         _decode_epochs(c.active_tasks, default, epochs)

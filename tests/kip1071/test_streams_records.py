@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from kio.serial import entity_writer
@@ -71,13 +72,17 @@ def test_keys_are_the_record_type_then_kafkas_key_struct_and_values_start_with_v
     assert streams_records.key(22, "app", "m1") == struct.pack(">h", 22) + _str("app") + _str("m1")
     assert decode_key(streams_records.key(19, "app", "m1")) == StreamsGroupKey(19, "app", "m1")
     group = StreamsGroup("app")
+    # A new group's epochs are no record (Kafka writes none for them either); moved, they are.
+    assert streams_records.changes(group, {}, {"num.standby.replicas": "0"}) == ([], {
+        streams_records.key(17, "app"): ((1, 0), mock.ANY), streams_records.key(20, "app"): ((1, 0), mock.ANY)})
+    group.group_epoch = group.assignment_epoch = 2
     records, _ = streams_records.changes(group, {}, {"num.standby.replicas": "0"})
-    # An empty group: its metadata (epoch 1, hash 0, the assignment configs as tag 1; the validated topology
-    # epoch is at its default -1, which a tagged field leaves out) and target metadata (epoch 1, no timestamp).
+    # Its metadata (epoch 2, hash 0, the assignment configs as tag 1; the validated topology epoch is at its
+    # default -1, which a tagged field leaves out) and target metadata (epoch 2, no timestamp: no tag).
     assert _types(records) == [(17, "", False), (20, "", False)]
-    assert records[0].value == (struct.pack(">hiq", 0, 1, 0) + b"\x01" + b"\x01\x19"
+    assert records[0].value == (struct.pack(">hiq", 0, 2, 0) + b"\x01" + b"\x01\x19"
                                 + b"\x02\x15num.standby.replicas\x020\x00")
-    assert records[1].value == struct.pack(">hi", 0, 1) + b"\x00"
+    assert records[1].value == struct.pack(">hi", 0, 2) + b"\x00"
 
 
 def _full_group() -> StreamsGroup:
@@ -106,10 +111,13 @@ def _full_group() -> StreamsGroup:
 def test_records_replay_into_the_same_group() -> None:
     group = _full_group()
     records, written = streams_records.changes(group, {}, {"num.standby.replicas": "1"})
-    # Kafka's heartbeat order: topology, members, group metadata, targets, target metadata, current assignments.
-    assert _types(records) == [(23, "", False), (19, "m1", False), (19, "m2", False), (17, "", False),
+    # Kafka's heartbeat order: members, topology, group metadata, targets, target metadata, current assignments.
+    assert _types(records) == [(19, "m1", False), (19, "m2", False), (23, "", False), (17, "", False),
                                (21, "m1", False), (21, "m2", False), (20, "", False), (22, "m1", False),
                                (22, "m2", False)]
+    # Kafka's MemberState bytes: STABLE 1, UNREVOKED_TASKS 2 (not the order of our enum).
+    states = [decode_value(record_classes(22)[1], r.value).state for r in records if r.key[:2] == b"\x00\x16"]
+    assert states == [2, 1]
     loaded = _load(records)["app"]
     assert (loaded.group_epoch, loaded.assignment_epoch, loaded.assignment_timestamp_ms, loaded.metadata_hash) == (
         7, 6, 1234, -42)
@@ -139,7 +147,7 @@ def test_a_change_writes_only_the_records_that_changed() -> None:
     written: list[GroupRecord] = []
     c, catalog = _coordinator(written), ready_catalog()
     c.heartbeat(join("a"), catalog, 0)
-    assert [t for t, _, _ in _types(written)] == [23, 19, 17, 21, 20, 22]
+    assert [t for t, _, _ in _types(written)] == [19, 23, 17, 21, 20, 22]
     del written[:]
     a = c.heartbeat(join("b"), catalog, 1)  # b joins: its metadata, the epoch bump, the new targets
     types = _types(written)
@@ -200,7 +208,7 @@ def test_a_legacy_32002_record_is_loaded_then_replaced_by_kafkas_records() -> No
     records, _ = streams_records.changes(group, group.written, {"num.standby.replicas": "0"})
     # The old record is tombstoned first, then the group is written whole in Kafka's formats.
     assert records[0] == GroupRecord("app", legacy.key, None)
-    assert [t for t, _, _ in _types(records[1:])] == [23, 19, 17, 21, 20, 22]
+    assert [t for t, _, _ in _types(records[1:])] == [19, 23, 17, 21, 20, 22]
     reloaded = _load([legacy, *records])["app"]
     assert reloaded.members == group.members and reloaded.target_assignment == group.target_assignment
     assert reloaded.topology == group.topology and reloaded.group_epoch == 3
