@@ -349,7 +349,19 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupKey, value: byte
                                           _decode_tasks(c.standby_tasks_pending_revocation),
                                           _decode_tasks(c.warmup_tasks_pending_revocation)),
             active_epochs=epochs))
-    group.written[record_key] = (None, value)
+    # What the value stands for, where that is the group's own state: the next change then writes the group metadata
+    # only if the epoch or the hash moved (its validated topology epoch is re-derived only then, as Kafka writes it
+    # at a bump), and keeps what a record says as long as it holds. A member's two records are compared by bytes.
+    source: object = None
+    if record_type == GROUP_METADATA:
+        source = (group.group_epoch, group.metadata_hash)
+    elif record_type == TARGET_METADATA:
+        source = (group.assignment_epoch, group.assignment_timestamp_ms)
+    elif record_type == TOPOLOGY:
+        source = group.topology
+    elif record_type == TARGET_MEMBER:
+        source = group.target_assignment[member_id]
+    group.written[record_key] = (source, value)
 
 
 # --- Samsa's record of before: type 32002, the whole group as JSON ----------------------------------

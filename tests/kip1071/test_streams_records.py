@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -110,6 +111,7 @@ def _full_group() -> StreamsGroup:
 
 def test_records_replay_into_the_same_group() -> None:
     group = _full_group()
+    group.configured = SimpleNamespace(ready=True)  # its topology validated: the metadata says so (epoch 3)
     records, written = streams_records.changes(group, {}, {"num.standby.replicas": "1"})
     # Kafka's heartbeat order: members, topology, group metadata, targets, target metadata, current assignments.
     assert _types(records) == [(19, "m1", False), (19, "m2", False), (23, "", False), (17, "", False),
@@ -126,6 +128,11 @@ def test_records_replay_into_the_same_group() -> None:
     assert loaded.static_member("i1") is not None
     # What the load remembers is what was written: the same group writes nothing again.
     assert set(loaded.written) == set(written)
+    assert streams_records.changes(loaded, loaded.written, {"num.standby.replicas": "1"})[0] == []
+    # A loaded group's topology is configured again at its next heartbeat (not ready till then, though its record
+    # says epoch 3 was validated): the group metadata is written again only when its epoch or hash moves.
+    assert loaded.configured is None
+    assert decode_value(record_classes(17)[1], records[3].value).validated_topology_epoch == 3
     assert streams_records.changes(loaded, loaded.written, {"num.standby.replicas": "1"})[0] == []
 
 
