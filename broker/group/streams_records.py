@@ -16,13 +16,15 @@ kio data classes generated from Kafka 4.4.0's group-coordinator JSON (`samsa.kpr
                                                               revocation (active ones with their assignment epochs)
     23  StreamsGroupTopology                group          -> the topology as the member sent it
 
-Which records a change writes follows from what changed, as Kafka's heartbeat writes them: the topology when
-the group gets one, a member's metadata when it joins or its metadata changes, the group metadata on an epoch
-bump, a target member record per member whose target changed and the target metadata when a target is
-computed, a member's current assignment when it moves. `changes` finds them by comparing the group with
-what was last written (a record whose bytes did not change is not written again). A member that goes leaves
-three tombstones (current assignment, target, metadata, in that order, as Kafka's removeStreamsMember); a
-deleted group leaves Kafka's createGroupTombstoneRecords order, so Kafka's own loader accepts either.
+Which records a change writes follows from what changed, in the order Kafka's heartbeat writes them: a
+member's metadata when it joins or its metadata changes, the topology when the group gets one, the group
+metadata on an epoch bump, a target member record per member whose target changed and the target metadata
+when a target is computed, a member's current assignment when it moves (a new group's epochs, 1, are no
+record). `changes` finds them by comparing the group with what was last written (a record whose bytes did not
+change is not written again). A member that goes leaves three tombstones (current assignment, target,
+metadata, in that order, as Kafka's removeStreamsMember); a deleted group leaves Kafka's
+createGroupTombstoneRecords order, so Kafka's own loader accepts either. compat-tests/differential/
+test_streams_group_records.py checks the records of a group's whole life against Kafka 4.4.0's, field by field.
 
 Before these, Samsa wrote a whole group as one JSON record of its own type 32002 (kio then had no streams
 schemas). Such a record is still read on load (`decode_legacy`), and tombstoned at the group's next write.
