@@ -255,3 +255,13 @@ def test_kafkas_dump_log_offsets_decoder_reads_the_records(tmp_path: Path) -> No
     assert '"lastAssignmentConfigs":[{"key":"num.standby.replicas","value":"0"}]' in out
     assert '"activeTasks":[{"subtopologyId":"0","partitions":[0,1],"assignmentEpochs":[2,2]}' in out
     assert 'key: {"type":"19","data":{"groupId":"app","memberId":"b"}} payload: <DELETE>' in out
+
+
+def test_a_corrupt_record_is_an_error_the_loader_skips_not_a_crash() -> None:
+    """The loader logs and skips a record that raises ValueError (service._load_partition)."""
+    good = streams_records.encode_current_assignment(_full_group().members["m1"])
+    for bad in (good[:7], good[:2] + b"\xff" * 40, b"\x00\x01" + good[2:]):
+        with pytest.raises(ValueError):
+            streams_records.replay({}, StreamsGroupKey(22, "app", "m1"), bad)
+    with pytest.raises(ValueError):
+        decode_key(streams_records.key(19, "app", "m1")[:-1])
