@@ -4,8 +4,10 @@ Keys start with an int16 record type (Kafka's CoordinatorRecordType; "key versio
 
     0, 1   OffsetCommitKey    group string, topic string, partition int32          (we write 1)
     2      GroupMetadataKey   group string
+    17, 19..23  Kafka 4.4's streams-group records (StreamsGroupKey: streams_keys.py, streams_records.py)
     32001  Samsa's ResetAuditKey  group string, timestamp int64, id string  -- our own, see below
-    32002  Samsa's StreamsGroupSnapshotKey  group string  -- our own: a streams group (streams_records.py)
+    32002  Samsa's StreamsGroupSnapshotKey  group string  -- our own streams-group record of before Samsa
+           wrote Kafka's: read on load and tombstoned, never written (streams_records.py)
 
 Values (int16 version first; a tombstone is a null value):
 
@@ -41,11 +43,14 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from samsa.broker.group import streams_keys
+from samsa.broker.group.streams_keys import StreamsGroupKey
+
 OFFSET_COMMIT_KEY_V0 = 0
 OFFSET_COMMIT_KEY_V1 = 1
 GROUP_METADATA_KEY = 2
 RESET_AUDIT_KEY = 32001
-STREAMS_GROUP_SNAPSHOT_KEY = 32002  # Samsa's own: a streams group's state (streams_records.py)
+STREAMS_GROUP_SNAPSHOT_KEY = 32002  # Samsa's own, read only: a streams group's state (streams_records.py)
 
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
@@ -247,7 +252,7 @@ class _Reader:
                 self._take(self.uvarint())
 
 
-def decode_key(data: bytes) -> Key | ConsumerGroupKey | None:
+def decode_key(data: bytes) -> Key | ConsumerGroupKey | StreamsGroupKey | None:
     """The key of a `__consumer_offsets` record, or None for record types this broker ignores."""
     r = _Reader(data)
     record_type = r.i16()
@@ -265,6 +270,8 @@ def decode_key(data: bytes) -> Key | ConsumerGroupKey | None:
     if record_type in (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
                        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_KEY):
         return ConsumerGroupKey(record_type, r.str(), r.str())
+    if streams_keys.is_streams_record_type(record_type):
+        return streams_keys.decode_key(data)
     return None
 
 

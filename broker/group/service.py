@@ -62,6 +62,7 @@ from samsa.broker.group.records import (
 from samsa.broker.group.streams_config import StreamsGroupConfig
 from samsa.broker.group.streams_coordinator import StreamsGroupCoordinator
 from samsa.broker.group.streams_group import StreamsGroup
+from samsa.broker.group.streams_keys import StreamsGroupKey
 from samsa.broker.group_configs import GROUP_RESOURCE
 from samsa.broker.internal_topic import (
     INTERNAL_SEGMENT_BYTES,
@@ -184,7 +185,7 @@ class GroupService:
         # KIP-848 consumer groups: their records go out with the classic coordinator's, in order.
         self.consumer = ConsumerGroupCoordinator(consumer_group_config(broker), self.coordinator.emit,
                                                  self._classic_group_in_use, self._upgrade, self._downgrade)
-        # KIP-1071 streams groups (in memory only: see streams_coordinator.py).
+        # KIP-1071 streams groups: their records go out with the classic coordinator's, in order.
         self.streams = StreamsGroupCoordinator(
             streams_group_config(broker), lambda g: g in self.consumer.groups or self._classic_group_in_use(g),
             self.coordinator.emit)
@@ -260,7 +261,7 @@ class GroupService:
                         (self.consumer.snapshot(group_id),))
 
     def streams_snapshot(self, group_id: str) -> Snapshot:
-        """A KIP-1071 group as it is now, put back if its record cannot be appended."""
+        """A KIP-1071 group as it is now, put back if the records of its change cannot be appended."""
         return Snapshot([], streams_groups=(self.streams.snapshot(group_id),))
 
     def classic_join_to_consumer_group(self, group_id: str, now: int) -> bool:
@@ -497,8 +498,10 @@ class GroupService:
                         pass  # the audit trail lives in the log; the CLI reads it from there
                     case ConsumerGroupKey():
                         self.consumer.replay(decoded.record_type, decoded.group_id, decoded.member_id, value)
+                    case StreamsGroupKey():
+                        self.streams.replay(decoded, value)
                     case StreamsGroupSnapshotKey():
-                        self.streams.replay(decoded.group_id, value)
+                        self.streams.replay_legacy(decoded.group_id, value)
                     case None:
                         pass  # a record type of a newer Kafka (KIP-848 groups, share groups): not ours
             except (CorruptRecordError, ValueError, UnicodeDecodeError) as e:

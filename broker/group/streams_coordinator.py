@@ -14,9 +14,9 @@ Pure: every call takes `now_ms`; `tick(now_ms)` fires the session and rebalance 
    group.streams.assignment.interval.ms (ASSIGNMENT_DELAYED status meanwhile);
 5. reconciles the member towards its target, revocations first (streams_reconciliation.py).
 
-Every change of a group goes to `emit` as one record of the group's state (streams_records.py: Samsa's
-own record type, kio 0.6.5 having none of Kafka's streams-group schemas); the shell appends it to
-`__consumer_offsets` before it answers, and a restart or a coordinator move replays it.
+Every change of a group goes to `emit` as Kafka 4.4's streams-group records of what changed
+(streams_records.py); the shell appends them to `__consumer_offsets` in one batch before it answers, and a
+restart or a coordinator move replays them.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from samsa.broker.group.streams_group import (
     TasksTuple,
     Topology,
 )
+from samsa.broker.group.streams_keys import StreamsGroupKey
 from samsa.broker.group.streams_reconciliation import FencedStreamsMemberError, reconcile
 from samsa.broker.group.streams_topology import ConfiguredTopology, InternalTopicToCreate, configure
 from samsa.kproto.errors import ErrorCode
@@ -116,18 +117,18 @@ class StreamsGroupCoordinator:
         self.groups: dict[str, StreamsGroup] = {}
 
     def _write(self, group: StreamsGroup) -> None:
-        """A record of the group's state if it changed since the last one written. Members and assignments are
-        immutable values replaced on change, so an unchanged group is recognized without encoding it."""
+        """The records of what changed in the group since the last write (streams_records.changes). Members and
+        assignments are immutable values replaced on change, so an unchanged group is recognized at once."""
         if self._emit is None or self.groups.get(group.group_id) is not group:
             return
         seen = fingerprint(group)
         if group.written_fingerprint is not None and same(seen, group.written_fingerprint):
             return
-        data = streams_records.encode(group)
+        configs = {"num.standby.replicas": str(self.config.num_standby_replicas_for(group.group_id))}
+        records, group.written = streams_records.changes(group, group.written, configs)
         group.written_fingerprint = seen
-        if data != group.written:
-            group.written = data
-            self._emit(GroupRecord(group.group_id, streams_records.key(group.group_id), data))
+        for record in records:
+            self._emit(record)
 
     # --- StreamsGroupHeartbeat -----------------------------------------------------------------
 
@@ -502,7 +503,8 @@ class StreamsGroupCoordinator:
             return ErrorCode.non_empty_group
         del self.groups[group_id]
         if self._emit is not None:
-            self._emit(streams_records.tombstone(group_id))
+            for record in streams_records.tombstones(group_id, group.written):
+                self._emit(record)
         return ErrorCode.none
 
     def list_groups(self) -> list[tuple[str, StreamsGroupState]]:
@@ -522,13 +524,13 @@ class StreamsGroupCoordinator:
         else:
             self.groups[group_id] = group
 
-    def replay(self, group_id: str, value: bytes | None) -> None:
-        if value is None:
-            self.groups.pop(group_id, None)
-        else:
-            group = streams_records.decode(group_id, value)
-            group.written = value
-            self.groups[group_id] = group
+    def replay(self, key: StreamsGroupKey, value: bytes | None) -> None:
+        """One of Kafka's streams-group records (None: a tombstone), in log order."""
+        streams_records.replay(self.groups, key, value)
+
+    def replay_legacy(self, group_id: str, value: bytes | None) -> None:
+        """Samsa's record of before (type 32002): the whole group, replaced."""
+        streams_records.replay_legacy(self.groups, group_id, value)
 
     def finish_loading(self, now_ms: int) -> None:
         """After replay: every member of a group just loaded gets a fresh session, a member still revoking a

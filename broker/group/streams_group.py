@@ -191,7 +191,9 @@ class StreamsGroup:
         self.endpoint_information_epoch = 0
         self.endpoints: tuple[object, ...] = ()  # what the last endpoint information epoch told
         self.shutdown_requested: str | None = None  # the member that asked the whole application to shut down
-        self.written: bytes | None = None  # the group's last record (streams_records.py)
+        # What the log holds of the group (streams_records.py): record key -> (what its value was encoded from,
+        # None after a load; the value). Replaced, not changed, by a write: copy() shares it.
+        self.written: dict[bytes, tuple[object, bytes]] = {}
         self.written_fingerprint: tuple[object, ...] | None = None  # what it was written from
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}  # member -> (epoch, deadline)
