@@ -58,8 +58,7 @@ from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-# Kafka 4.4's answers: acceptable recovery lag and task offset interval of the group (the defaults).
-ACCEPTABLE_RECOVERY_LAG = 0
+# Kafka 4.4's answer: the task offset interval of the group (the default).
 TASK_OFFSET_INTERVAL_MS = 60_000
 
 
@@ -82,6 +81,7 @@ class StreamsHeartbeatRequest:
     client_host: str = ""
     source_topic_regex_used: bool = False
     invalid_changelog: str | None = None  # Kafka's throwIfInvalidTopology message, if any
+    api_version: int = 0  # MISSING_CLIENT_TAGS only from v1 (KAFKA-20744: v0 clients do not know it)
 
 
 # (host, port), active (topic, partitions), standby (topic, partitions)
@@ -294,13 +294,28 @@ class StreamsGroupCoordinator:
             statuses.append((StreamsStatus.SHUTDOWN_APPLICATION,
                              f"Streams group member {group.shutdown_requested} encountered a fatal error and "
                              "requested a shutdown for the entire application."))
+        missing_tags = self._missing_client_tags(group.group_id, final, req.api_version)
+        if missing_tags:
+            statuses.append((StreamsStatus.MISSING_CLIENT_TAGS,
+                             "Missing required client tags for rack-aware standby assignment: "
+                             f"[{', '.join(missing_tags)}]. Configure them via 'client.tag.<tagKey>' in your "
+                             "Streams config."))
         endpoints = self._endpoints(group, catalog)
         return StreamsHeartbeatResult(
             ErrorCode.none, None, final.member_id, final.member_epoch,
             self.config.heartbeat_interval_for(group.group_id), tuple(statuses),
             final.assigned if changed else None, group.endpoint_information_epoch,
             endpoints if req.endpoint_information_epoch != group.endpoint_information_epoch else None,
-            configured.to_create if configured is not None else (), ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS)
+            configured.to_create if configured is not None else (),
+            self.config.acceptable_recovery_lag_for(group.group_id), TASK_OFFSET_INTERVAL_MS)
+
+    def _missing_client_tags(self, group_id: str, member: StreamsGroupMember, api_version: int) -> list[str]:
+        """Kafka 4.4: the rack-aware assignment tags (group.streams.rack.aware.assignment.tags, or the group's own)
+        the member did not send as client tags, told from v1 on."""
+        if api_version < 1:
+            return []
+        sent = {k for k, _ in member.client_tags}
+        return [t for t in self.config.rack_aware_assignment_tags_for(group_id) if t not in sent]
 
     def _reconcile(self, group: StreamsGroup, member: StreamsGroupMember, owned: TasksTuple | None,
                    now_ms: int) -> StreamsGroupMember:

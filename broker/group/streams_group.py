@@ -98,6 +98,7 @@ class StreamsStatus(enum.IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # Kafka 4.4, StreamsGroupHeartbeat v1 only
 
 
 @dataclass(frozen=True, slots=True)
