@@ -29,11 +29,6 @@ if TYPE_CHECKING:
 
 API = ApiSpec(key=93, min_version=0, max_version=0)
 
-# Kafka's messages: Errors.message() of an error raised bare, and GroupCoordinatorService's without a plugin.
-_MESSAGES = {
-    ErrorCode.unsupported_version: "The version of API is not supported.",
-    ErrorCode.group_authorization_failed: "Group authorization failed.",
-}
 NO_PLUGIN_MESSAGE = "The broker has no streams group topology description plugin configured."
 
 
@@ -47,6 +42,7 @@ def handle_streams_group_topology_description_update(
     else:
         error = group_error(ctx, AclOperation.READ, request.group_id)  # KafkaApis: READ on the group
     if error != ErrorCode.none:
-        return build(cls, {"throttle_time": 0, "error_code": error, "error_message": _MESSAGES.get(error)})
+        # ApiError.fromThrowable: no message for an exception that carries its error's default one.
+        return build(cls, {"throttle_time": 0, "error_code": error, "error_message": None})
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.unsupported_version,
                        "error_message": NO_PLUGIN_MESSAGE})
