@@ -101,7 +101,7 @@ class StreamsHeartbeatResult:
     endpoint_information_epoch: int = 0
     endpoints: tuple[EndpointPartitions, ...] | None = None
     to_create: tuple[InternalTopicToCreate, ...] = field(default=())
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag: int = -1  # Kafka's default ("not supported"): set only by a member's heartbeat
     task_offset_interval_ms: int = 0
 
 

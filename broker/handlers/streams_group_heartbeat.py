@@ -114,9 +114,8 @@ def _response(result: StreamsHeartbeatResult, version: int) -> dict[str, Any]:
         "error_code": result.error, "error_message": result.error_message, "member_id": result.member_id,
         "member_epoch": result.member_epoch, "heartbeat_interval": result.heartbeat_interval_ms,
         # v0's field (kio's acceptable_recovery_lag, Kafka 4.4's AcceptableRecoveryLagLegacy) is never set by
-        # Kafka 4.4; v1's int64 carries the value, -1 ("not supported") only in an error answer.
-        "acceptable_recovery_lag": (result.acceptable_recovery_lag if result.error == ErrorCode.none else -1)
-        if version >= 1 else 0,
+        # Kafka 4.4; v1's int64 carries the value, or -1 (its default) in an error answer and a leave.
+        "acceptable_recovery_lag": result.acceptable_recovery_lag if version >= 1 else 0,
         "topology_description_required": False,  # set only with a topology description plugin
         "task_offset_interval": result.task_offset_interval_ms,
         "status": [{"status_code": code, "status_detail": detail} for code, detail in result.statuses],

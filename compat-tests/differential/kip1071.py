@@ -302,15 +302,20 @@ def streams_group_topology_rules(ctx: Ctx) -> Any:
 
 
 def _heartbeat_v1(c: Connection, group: str, source: str, member: str, version: int,
-                  tags: list[tuple[str, str]] | None) -> dict[str, Any]:
+                  tags: list[tuple[str, str]] | None, epoch: int = 0) -> dict[str, Any]:
+    joining = epoch == 0
     r = c.request(88, {
-        "group_id": group, "member_id": member, "member_epoch": 0, "endpoint_information_epoch": 0,
-        "instance_id": None, "rack_id": None, "rebalance_timeout": 30000, "topology": _topology(group, source),
-        "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": f"process-{member}",
+        "group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": 0,
+        "instance_id": None, "rack_id": None, "rebalance_timeout": 30000 if joining else -1,
+        "topology": _topology(group, source) if joining else None, "active_tasks": [] if joining else None,
+        "standby_tasks": [] if joining else None, "warmup_tasks": [] if joining else None,
+        "process_id": f"process-{member}" if joining else None,
         "user_endpoint": None, "client_tags": None if tags is None else [{"key": k, "value": v} for k, v in tags],
         "task_offsets": None, "task_end_offsets": None, "shutdown_application": False}, version=version)
     return {"error": err(r), "message": r.error_message, "joined": r.member_epoch > 0,
             "acceptable_recovery_lag": r.acceptable_recovery_lag,
+            "intervals": (int(r.heartbeat_interval.total_seconds() * 1000),
+                          int(r.task_offset_interval.total_seconds() * 1000)),
             "topology_description_required": getattr(r, "topology_description_required", None),
             # MISSING_INTERNAL_TOPICS (3) and ASSIGNMENT_DELAYED (5) depend on how fast each broker creates the
             # topics and on the time between joins: the other scenarios compare them.
@@ -320,7 +325,8 @@ def _heartbeat_v1(c: Connection, group: str, source: str, member: str, version: 
 def _describe_v1(c: Connection, group: str, include: bool) -> Any:
     g = c.request(89, {"group_ids": [group], "include_authorized_operations": False,
                        "include_topology_description": include}, version=1).groups[0]
-    return (err(g), g.group_state, g.assignor_name, g.topology_description_status, g.topology_description)
+    # Not the state: NotReady until the broker sees the internal topics it created, which takes each broker its time.
+    return (err(g), g.assignor_name, g.topology_description_status, g.topology_description)
 
 
 def _description_update(c: Connection, group: str, member: str) -> Any:
@@ -351,6 +357,9 @@ def streams_group_v1(ctx: Ctx) -> Any:
     out["b joins at v1 with one tag"] = _heartbeat_v1(c, group, source, "member-b", 1, [("zone", "z1")])
     out["c joins at v1 with both"] = _heartbeat_v1(c, group, source, "member-c", 1, [("zone", "z1"), ("cluster", "k")])
     out["d joins at v0 without tags"] = _heartbeat_v1(c, group, source, "member-d", 0, None)
+    out["unknown member at v1"] = _heartbeat_v1(c, group, source, "member-x", 1, None, epoch=3)
+    out["unknown group at v1"] = _heartbeat_v1(c, ctx.topic("nope"), source, "member-x", 1, None, epoch=3)
+    out["a leaves at v1"] = _heartbeat_v1(c, group, source, "member-a", 1, None, epoch=-1)
     out["describe v1"] = _describe_v1(c, group, False)
     out["describe v1 with the description"] = _describe_v1(c, group, True)
     out["describe v1 unknown group"] = _describe_v1(c, ctx.topic("nope"), True)
@@ -359,6 +368,6 @@ def streams_group_v1(ctx: Ctx) -> Any:
     out["description update unknown group"] = _description_update(c, ctx.topic("nope"), "m")
     out["description update empty ids"] = _description_update(c, "", "")
     s = Streams(c, group, source)
-    for member in ("member-a", "member-b", "member-c", "member-d"):
+    for member in ("member-b", "member-c", "member-d"):
         s.heartbeat(member, -1, owned=None)
     return out

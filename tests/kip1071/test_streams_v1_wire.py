@@ -59,6 +59,15 @@ def test_heartbeat_v1_carries_the_int64_recovery_lag_and_missing_client_tags(bro
         # v0's AcceptableRecoveryLagLegacy: never set by Kafka 4.4; no status code 6 for a v0 client.
         assert v0.error_code.value == 0 and v0.acceptable_recovery_lag == 0
         assert [s.status_code for s in v0.status] == [5]
+        # -1, the field's default, where Kafka 4.4 does not set it: an error answer, a leave.
+        for epoch in (7, -1):
+            r = conn.request(88, {
+                "group_id": GROUP, "member_id": "a", "member_epoch": epoch, "endpoint_information_epoch": 0,
+                "instance_id": None, "rack_id": None, "rebalance_timeout": -1, "topology": None,
+                "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "process_id": None,
+                "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
+                "shutdown_application": False}, version=1)
+            assert (r.error_code.value, r.acceptable_recovery_lag) == ((110, -1) if epoch == 7 else (0, -1))  # FENCED_MEMBER_EPOCH
 
 
 def test_describe_v1_has_no_stored_description_and_names_the_assignor(broker: Broker) -> None:
