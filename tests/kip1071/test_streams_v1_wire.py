@@ -67,7 +67,8 @@ def test_heartbeat_v1_carries_the_int64_recovery_lag_and_missing_client_tags(bro
                 "active_tasks": None, "standby_tasks": None, "warmup_tasks": None, "process_id": None,
                 "user_endpoint": None, "client_tags": None, "task_offsets": None, "task_end_offsets": None,
                 "shutdown_application": False}, version=1)
-            assert (r.error_code.value, r.acceptable_recovery_lag) == ((110, -1) if epoch == 7 else (0, -1))  # FENCED_MEMBER_EPOCH
+            expected = (110, -1) if epoch == 7 else (0, -1)  # 110: FENCED_MEMBER_EPOCH
+            assert (r.error_code.value, r.acceptable_recovery_lag) == expected
 
 
 def test_describe_v1_has_no_stored_description_and_names_the_assignor(broker: Broker) -> None:
