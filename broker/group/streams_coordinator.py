@@ -49,6 +49,7 @@ from samsa.broker.group.streams_group import (
     StreamsGroupState,
     StreamsMemberState,
     StreamsStatus,
+    TaskOffsets,
     TasksTuple,
     Topology,
 )
@@ -82,6 +83,8 @@ class StreamsHeartbeatRequest:
     source_topic_regex_used: bool = False
     invalid_changelog: str | None = None  # Kafka's throwIfInvalidTopology message, if any
     api_version: int = 0  # MISSING_CLIENT_TAGS only from v1 (KAFKA-20744: v0 clients do not know it)
+    task_offsets: TaskOffsets | None = None  # None: not sent (unchanged)
+    task_end_offsets: TaskOffsets | None = None
 
 
 # (host, port), active (topic, partitions), standby (topic, partitions)
@@ -261,6 +264,10 @@ class StreamsGroupCoordinator:
             user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
             client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
             client_id=req.client_id, client_host=req.client_host)
+        if req.task_offsets is not None or req.task_end_offsets is not None:  # MemberTaskOffsets.update
+            offsets, end_offsets = group.task_offsets.get(req.member_id, ((), ()))
+            group.task_offsets[req.member_id] = (offsets if req.task_offsets is None else req.task_offsets,
+                                                 end_offsets if req.task_end_offsets is None else req.task_end_offsets)
         if req.shutdown_application and group.shutdown_requested is None:
             group.shutdown_requested = req.member_id
         is_new = member.member_id not in group.members

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.context import ApiSpec, RequestContext
-from samsa.broker.group.streams_group import StreamsGroup, Tasks, TasksTuple, TopicInfo
+from samsa.broker.group.streams_group import StreamsGroup, TaskOffsets, Tasks, TasksTuple, TopicInfo
 from samsa.broker.group.streams_topology import ConfiguredTopology
 from samsa.broker.handlers.describe_groups import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
 from samsa.broker.security.acl import AclOperation, ResourceType
@@ -47,6 +47,12 @@ def _task_ids(tasks: Tasks) -> list[dict[str, Any]]:
 def _assignment(tasks: TasksTuple) -> dict[str, Any]:
     return {"active_tasks": _task_ids(tasks.active), "standby_tasks": _task_ids(tasks.standby),
             "warmup_tasks": _task_ids(tasks.warmup)}
+
+
+def _task_offsets(offsets: TaskOffsets) -> list[dict[str, Any]]:
+    """A member's last reported offsets, one per task (a later duplicate wins, as Kafka's nested map)."""
+    latest = {(s, p): o for s, p, o in offsets}
+    return [{"subtopology_id": s, "partition": p, "offset": o} for (s, p), o in sorted(latest.items())]
 
 
 def _topic(info: TopicInfo, partitions: int) -> dict[str, Any]:
@@ -97,8 +103,9 @@ def _describe(ctx: RequestContext, group_id: str, include_operations: bool) -> d
         "process_id": m.process_id,
         "user_endpoint": None if m.user_endpoint is None else {"host": m.user_endpoint[0],
                                                               "port": m.user_endpoint[1]},
-        "client_tags": [{"key": k, "value": v} for k, v in m.client_tags], "task_offsets": [],
-        "task_end_offsets": [],
+        "client_tags": [{"key": k, "value": v} for k, v in m.client_tags],
+        "task_offsets": _task_offsets(group.task_offsets.get(m.member_id, ((), ()))[0]),
+        "task_end_offsets": _task_offsets(group.task_offsets.get(m.member_id, ((), ()))[1]),
         # As Kafka: what the member holds, tasks it must still revoke included.
         "assignment": _assignment(m.assigned.merge(m.pending_revocation)),
         "target_assignment": _assignment(group.target_assignment.get(m.member_id, TasksTuple())),

@@ -93,6 +93,9 @@ def _request(request: StreamsGroupHeartbeatRequest, ctx: RequestContext) -> Stre
         owned = TasksTuple(_tasks(request.active_tasks), _tasks(request.standby_tasks), _tasks(request.warmup_tasks))
     endpoint = None if request.user_endpoint is None else (request.user_endpoint.host, int(request.user_endpoint.port))
     tags = None if request.client_tags is None else tuple((kv.key, kv.value) for kv in request.client_tags)
+    offsets, end_offsets = (None if ts is None else tuple((t.subtopology_id, int(t.partition), int(t.offset))
+                                                          for t in ts)
+                            for ts in (request.task_offsets, request.task_end_offsets))
     return StreamsHeartbeatRequest(
         group_id=request.group_id, member_id=request.member_id, member_epoch=int(request.member_epoch),
         endpoint_information_epoch=int(request.endpoint_information_epoch), instance_id=request.instance_id,
@@ -102,7 +105,8 @@ def _request(request: StreamsGroupHeartbeatRequest, ctx: RequestContext) -> Stre
         client_id=ctx.header.client_id or "", client_host=f"/{ctx.client_host}",
         source_topic_regex_used=any(s.source_topic_regex for s in (request.topology.subtopologies
                                                                     if request.topology is not None else ())),
-        invalid_changelog=_invalid_changelog(request.topology), api_version=ctx.version)
+        invalid_changelog=_invalid_changelog(request.topology), api_version=ctx.version,
+        task_offsets=offsets, task_end_offsets=end_offsets)
 
 
 def _task_ids(tasks: Tasks) -> list[dict[str, Any]]:

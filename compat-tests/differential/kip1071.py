@@ -329,6 +329,31 @@ def _describe_v1(c: Connection, group: str, include: bool) -> Any:
     return (err(g), g.assignor_name, g.topology_description_status, g.topology_description)
 
 
+def _task_offsets(c: Connection, group: str, member: str) -> Any:
+    """A member's TaskOffsets and TaskEndOffsets (null: unchanged) as StreamsGroupDescribe shows them after."""
+    def beat(offsets: Any, end_offsets: Any) -> Any:
+        epoch = next(m.member_epoch for m in c.request(89, {"group_ids": [group], "include_authorized_operations":
+                                                            False}, version=0).groups[0].members
+                     if m.member_id == member)
+        r = c.request(88, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout": -1, "topology": None, "active_tasks": None,
+            "standby_tasks": None, "warmup_tasks": None, "process_id": None, "user_endpoint": None,
+            "client_tags": None, "task_offsets": offsets, "task_end_offsets": end_offsets,
+            "shutdown_application": False}, version=1)
+        g = c.request(89, {"group_ids": [group], "include_authorized_operations": False}, version=1).groups[0]
+        shown = next(m for m in g.members if m.member_id == member)
+        return (err(r), [(o.subtopology_id, o.partition, o.offset) for o in shown.task_offsets],
+                [(o.subtopology_id, o.partition, o.offset) for o in shown.task_end_offsets])
+
+    def offsets(*items: tuple[str, int, int]) -> list[dict[str, Any]]:
+        return [{"subtopology_id": s, "partition": p, "offset": o} for s, p, o in items]
+
+    return [beat(offsets(("1", 1, 5), ("1", 0, 7), ("0", 1, 3)), offsets(("1", 0, 9))),
+            beat(None, offsets(("1", 0, 11), ("1", 1, 6))),
+            beat(offsets(), None)]
+
+
 def _description_update(c: Connection, group: str, member: str) -> Any:
     r = c.request(93, {"group_id": group, "member_id": member, "topology_epoch": 0, "topology_description": {
         "subtopologies": [{"subtopology_id": "0", "nodes": [
@@ -360,6 +385,7 @@ def streams_group_v1(ctx: Ctx) -> Any:
     out["unknown member at v1"] = _heartbeat_v1(c, group, source, "member-x", 1, None, epoch=3)
     out["unknown group at v1"] = _heartbeat_v1(c, ctx.topic("nope"), source, "member-x", 1, None, epoch=3)
     out["a leaves at v1"] = _heartbeat_v1(c, group, source, "member-a", 1, None, epoch=-1)
+    out["c reports task offsets"] = _task_offsets(c, group, "member-c")
     out["describe v1"] = _describe_v1(c, group, False)
     out["describe v1 with the description"] = _describe_v1(c, group, True)
     out["describe v1 unknown group"] = _describe_v1(c, ctx.topic("nope"), True)

@@ -331,3 +331,16 @@ def test_acceptable_recovery_lag_and_assignor_name_are_the_groups_or_the_brokers
         {"streams.acceptable.recovery.lag": "7", "streams.assignor.name": "mock"} if g == "app" else {}))
     assert (own.acceptable_recovery_lag_for("app"), own.acceptable_recovery_lag_for("other")) == (7, 5)
     assert (own.assignor_name_for("app"), own.assignor_name_for("other")) == ("mock", "sticky")
+
+
+def test_reported_task_offsets_are_kept_per_member_until_it_leaves() -> None:
+    """Kafka 4.4's MemberTaskOffsets: a list sent replaces the member's last one, null keeps it; in memory only,
+    dropped with the member."""
+    c, catalog = coordinator(), ready_catalog()
+    a = c.heartbeat(join("a", task_offsets=(("1", 0, 7),), task_end_offsets=(("1", 0, 9),)), catalog, 0)
+    group = c.groups["app"]
+    assert group.task_offsets["a"] == ((("1", 0, 7),), (("1", 0, 9),))
+    c.heartbeat(StreamsHeartbeatRequest("app", "a", a.member_epoch, task_end_offsets=(("1", 0, 12),)), catalog, 1)
+    assert group.task_offsets["a"] == ((("1", 0, 7),), (("1", 0, 12),))
+    c.heartbeat(StreamsHeartbeatRequest("app", "a", -1), catalog, 2)
+    assert "a" not in group.task_offsets

@@ -74,8 +74,21 @@ def test_heartbeat_v1_carries_the_int64_recovery_lag_and_missing_client_tags(bro
 def test_describe_v1_has_no_stored_description_and_names_the_assignor(broker: Broker) -> None:
     broker.create_topic("in", 2)
     with broker.connect() as conn:
-        assert heartbeat(conn, "a", 1, [("zone", "z1")]).error_code.value == 0
+        joined = heartbeat(conn, "a", 1, [("zone", "z1")])
+        assert joined.error_code.value == 0
+        offsets = [{"subtopology_id": "0", "partition": 1, "offset": 4}, {"subtopology_id": "0", "partition": 0,
+                                                                          "offset": 8}]
+        r = conn.request(88, {
+            "group_id": GROUP, "member_id": "a", "member_epoch": joined.member_epoch, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout": -1, "topology": None, "active_tasks": None,
+            "standby_tasks": None, "warmup_tasks": None, "process_id": None, "user_endpoint": None,
+            "client_tags": None, "task_offsets": offsets, "task_end_offsets": None, "shutdown_application": False},
+            version=1)
+        assert r.error_code.value == 0
         asked = describe(conn, GROUP, True)
+        member = asked.members[0]
+        assert [(o.subtopology_id, o.partition, o.offset) for o in member.task_offsets] == [("0", 0, 8), ("0", 1, 4)]
+        assert member.task_end_offsets == ()
         assert asked.error_code.value == 0 and asked.assignor_name == "sticky"
         assert asked.topology_description is None and asked.topology_description_status == 1  # NOT_STORED
         assert describe(conn, GROUP, False).topology_description_status == 0  # NOT_REQUESTED
