@@ -16,6 +16,9 @@ MISSING_CLIENT_TAGS (6) (KAFKA-20744). v0's int32 field is now AcceptableRecover
 never sets: a v0 answer says 0. TopologyDescriptionRequired is set by Kafka only with a topology description
 plugin (StreamsGroupTopologyDescriptionManager.maybeSetTopologyDescriptionRequired); Samsa, like a Kafka
 broker without one, always answers false.
+
+Both versions: the TaskOffsets and TaskEndOffsets a member reports are kept (in memory, as Kafka's
+MemberTaskOffsets) and shown by StreamsGroupDescribe.
 """
 
 from __future__ import annotations
