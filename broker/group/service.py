@@ -144,6 +144,9 @@ def streams_group_config(broker: GroupBroker) -> StreamsGroupConfig:
         max_standby_replicas=config_int(broker, "group.streams.max.standby.replicas", 2),
         initial_rebalance_delay_ms=config_int(broker, "group.streams.initial.rebalance.delay.ms", 3_000),
         assignment_interval_ms=clamp("group.streams.assignment.interval.ms", 1_000, 0, 15_000),
+        acceptable_recovery_lag=config_int(broker, "group.streams.acceptable.recovery.lag", 10_000),
+        rack_aware_assignment_tags=tuple(t.strip() for t in _config_str(
+            broker, "group.streams.rack.aware.assignment.tags", "").split(",") if t.strip()),
         group_configs=lambda group_id: broker.image.configs.get((GROUP_RESOURCE, group_id), {}))
 
 

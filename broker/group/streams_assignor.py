@@ -12,6 +12,13 @@ ceil(tasks of the flavour / members) of them (the stateless pass counts all the 
 Then `num_standby` standby copies of every stateful task, each on a process that holds the task in no
 role yet, preferring a process that had it as a standby before, else the least loaded. A process with
 several members (threads of one Streams instance) counts as one place for standbys.
+
+Kafka 4.4.0's StickyTaskAssignor (read from the jar) differs in its standby pass: a standby goes first to the
+task's previous active owner, then to a candidate among the members that had it as a standby or report task
+offsets for it (previous standbys first, then the larger offset sum), each under a per-member total quota, and
+the rest to the least loaded process. Neither it nor Samsa assigns warm-up tasks (its AssignmentRefiner returns
+the target unchanged) or uses racks or client tags (group.streams.rack.aware.assignment.tags only gives
+members the MISSING_CLIENT_TAGS status).
 """
 
 from __future__ import annotations

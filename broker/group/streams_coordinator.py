@@ -49,6 +49,7 @@ from samsa.broker.group.streams_group import (
     StreamsGroupState,
     StreamsMemberState,
     StreamsStatus,
+    TaskOffsets,
     TasksTuple,
     Topology,
 )
@@ -59,8 +60,7 @@ from samsa.kproto.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-# Kafka 4.4's answers: acceptable recovery lag and task offset interval of the group (the defaults).
-ACCEPTABLE_RECOVERY_LAG = 0
+# Kafka 4.4's answer: the task offset interval of the group (the default).
 TASK_OFFSET_INTERVAL_MS = 60_000
 
 
@@ -83,6 +83,9 @@ class StreamsHeartbeatRequest:
     client_host: str = ""
     source_topic_regex_used: bool = False
     invalid_changelog: str | None = None  # Kafka's throwIfInvalidTopology message, if any
+    api_version: int = 0  # MISSING_CLIENT_TAGS only from v1 (KAFKA-20744: v0 clients do not know it)
+    task_offsets: TaskOffsets | None = None  # None: not sent (unchanged)
+    task_end_offsets: TaskOffsets | None = None
 
 
 # (host, port), active (topic, partitions), standby (topic, partitions)
@@ -102,7 +105,7 @@ class StreamsHeartbeatResult:
     endpoint_information_epoch: int = 0
     endpoints: tuple[EndpointPartitions, ...] | None = None
     to_create: tuple[InternalTopicToCreate, ...] = field(default=())
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag: int = -1  # Kafka's default ("not supported"): set only by a member's heartbeat
     task_offset_interval_ms: int = 0
 
 
@@ -262,6 +265,10 @@ class StreamsGroupCoordinator:
             user_endpoint=req.user_endpoint if req.user_endpoint is not None else member.user_endpoint,
             client_tags=req.client_tags if req.client_tags is not None else member.client_tags,
             client_id=req.client_id, client_host=req.client_host)
+        if req.task_offsets is not None or req.task_end_offsets is not None:  # MemberTaskOffsets.update
+            offsets, end_offsets = group.task_offsets.get(req.member_id, ((), ()))
+            group.task_offsets[req.member_id] = (offsets if req.task_offsets is None else req.task_offsets,
+                                                 end_offsets if req.task_end_offsets is None else req.task_end_offsets)
         if req.shutdown_application and group.shutdown_requested is None:
             group.shutdown_requested = req.member_id
         is_new = member.member_id not in group.members
@@ -295,13 +302,28 @@ class StreamsGroupCoordinator:
             statuses.append((StreamsStatus.SHUTDOWN_APPLICATION,
                              f"Streams group member {group.shutdown_requested} encountered a fatal error and "
                              "requested a shutdown for the entire application."))
+        missing_tags = self._missing_client_tags(group.group_id, final, req.api_version)
+        if missing_tags:
+            statuses.append((StreamsStatus.MISSING_CLIENT_TAGS,
+                             "Missing required client tags for rack-aware standby assignment: "
+                             f"[{', '.join(missing_tags)}]. Configure them via 'client.tag.<tagKey>' in your "
+                             "Streams config."))
         endpoints = self._endpoints(group, catalog)
         return StreamsHeartbeatResult(
             ErrorCode.none, None, final.member_id, final.member_epoch,
             self.config.heartbeat_interval_for(group.group_id), tuple(statuses),
             final.assigned if changed else None, group.endpoint_information_epoch,
             endpoints if req.endpoint_information_epoch != group.endpoint_information_epoch else None,
-            configured.to_create if configured is not None else (), ACCEPTABLE_RECOVERY_LAG, TASK_OFFSET_INTERVAL_MS)
+            configured.to_create if configured is not None else (),
+            self.config.acceptable_recovery_lag_for(group.group_id), TASK_OFFSET_INTERVAL_MS)
+
+    def _missing_client_tags(self, group_id: str, member: StreamsGroupMember, api_version: int) -> list[str]:
+        """Kafka 4.4: the rack-aware assignment tags (group.streams.rack.aware.assignment.tags, or the group's own)
+        the member did not send as client tags, told from v1 on."""
+        if api_version < 1:
+            return []
+        sent = {k for k, _ in member.client_tags}
+        return [t for t in self.config.rack_aware_assignment_tags_for(group_id) if t not in sent]
 
     def _reconcile(self, group: StreamsGroup, member: StreamsGroupMember, owned: TasksTuple | None,
                    now_ms: int) -> StreamsGroupMember:

@@ -89,6 +89,11 @@ class StreamsGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+# (subtopology id, partition, offset): a member's cumulative changelog offsets per task (StreamsGroupHeartbeat's
+# TaskOffsets and TaskEndOffsets).
+TaskOffsets = tuple[tuple[str, int, int], ...]
+
+
 class StreamsStatus(enum.IntEnum):
     """StreamsGroupHeartbeatResponse.Status: a condition of the group the member is told of."""
 
@@ -98,6 +103,7 @@ class StreamsStatus(enum.IntEnum):
     MISSING_INTERNAL_TOPICS = 3
     SHUTDOWN_APPLICATION = 4
     ASSIGNMENT_DELAYED = 5
+    MISSING_CLIENT_TAGS = 6  # Kafka 4.4, StreamsGroupHeartbeat v1 only
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +203,9 @@ class StreamsGroup:
         self.written_fingerprint: tuple[object, ...] | None = None  # what it was written from
         self.session_deadlines_ms: dict[str, int] = {}
         self.rebalance_deadlines_ms: dict[str, tuple[int, int]] = {}  # member -> (epoch, deadline)
+        # member -> (task offsets, task end offsets) it last reported: Kafka 4.4's MemberTaskOffsets, kept in
+        # memory only (no record), dropped with the member; StreamsGroupDescribe shows them.
+        self.task_offsets: dict[str, tuple[TaskOffsets, TaskOffsets]] = {}
         self._owners: tuple[dict[tuple[str, int], str], dict[tuple[str, int], set[str]],
                             dict[tuple[str, int], set[str]]] | None = None
 
@@ -259,6 +268,7 @@ class StreamsGroup:
             del self.static_members[old.instance_id]
         self.session_deadlines_ms.pop(member_id, None)
         self.rebalance_deadlines_ms.pop(member_id, None)
+        self.task_offsets.pop(member_id, None)
         self.target_assignment.pop(member_id, None)
         return old
 
@@ -278,4 +288,5 @@ class StreamsGroup:
         other.static_members = dict(self.static_members)
         other.session_deadlines_ms = dict(self.session_deadlines_ms)
         other.rebalance_deadlines_ms = dict(self.rebalance_deadlines_ms)
+        other.task_offsets = dict(self.task_offsets)
         return other

@@ -66,6 +66,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -166,6 +167,8 @@ HANDLERS: dict[int, Api] = _table(
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
     (streams_group_heartbeat.API, streams_group_heartbeat.handle_streams_group_heartbeat),
     (streams_group_describe.API, streams_group_describe.handle_streams_group_describe),
+    (streams_group_topology_description_update.API,
+     streams_group_topology_description_update.handle_streams_group_topology_description_update),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the

@@ -1,5 +1,5 @@
-"""Differential scenarios of KIP-1071 streams groups: StreamsGroupHeartbeat (v0) answers and the group's
-StreamsGroupDescribe, step by step on Kafka 4.4.0 and on Samsa, with a word-count topology (a stateless
+"""Differential scenarios of KIP-1071 streams groups: StreamsGroupHeartbeat (v0; v1 in streams_group_v1) answers
+and the group's StreamsGroupDescribe, step by step on Kafka 4.4.0 and on Samsa, with a word-count topology (a stateless
 subtopology writing a repartition topic, a stateful one reading it, with a changelog).
 
 Kafka 4.4 delays a new group's first assignment by group.streams.initial.rebalance.delay.ms (3 s) and then
@@ -252,7 +252,7 @@ def streams_group_members(ctx: Ctx) -> Any:
 
 @scenario
 def streams_group_feature_off(ctx: Ctx) -> Any:
-    """streams.version 0 (UpdateFeatures) turns streams groups off: both APIs stay listed but answer
+    """streams.version 0 (UpdateFeatures) turns streams groups off: the three APIs stay listed but answer
     UNSUPPORTED_VERSION; level 1 again turns them back on. The level is restored whatever happens."""
     c = ctx.connect()
     group = ctx.topic("app")
@@ -269,9 +269,11 @@ def streams_group_feature_off(ctx: Ctx) -> Any:
     try:
         out["off"] = level(0, 2)
         fresh = ctx.connect()
-        out["still listed"] = (88 in fresh.versions, 89 in fresh.versions)  # (v1: see the API table)
+        out["still listed"] = (88 in fresh.versions, 89 in fresh.versions, 93 in fresh.versions)
         out["heartbeat"] = Streams(fresh, group, source).join("m1")["error"]
         out["describe"] = Streams(fresh, group, source).describe()["error"]
+        out["describe v1"] = _describe_v1(fresh, group, True)
+        out["description update"] = _description_update(fresh, group, "m1")
     finally:
         out["on"] = level(1, 1)
     out["heartbeat again"] = Streams(ctx.connect(), group, source).join("m1")["error"]
@@ -296,4 +298,102 @@ def streams_group_topology_rules(ctx: Ctx) -> Any:
     out["unknown subtopology"] = s.heartbeat("member-a", a["member_epoch"], owned=[("9", [0])])
     out["task out of range"] = s.heartbeat("member-a", a["member_epoch"], owned=[("1", [5])])
     out["describe"] = s.describe()
+    return out
+
+
+def _heartbeat_v1(c: Connection, group: str, source: str, member: str, version: int,
+                  tags: list[tuple[str, str]] | None, epoch: int = 0) -> dict[str, Any]:
+    joining = epoch == 0
+    r = c.request(88, {
+        "group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": 0,
+        "instance_id": None, "rack_id": None, "rebalance_timeout": 30000 if joining else -1,
+        "topology": _topology(group, source) if joining else None, "active_tasks": [] if joining else None,
+        "standby_tasks": [] if joining else None, "warmup_tasks": [] if joining else None,
+        "process_id": f"process-{member}" if joining else None,
+        "user_endpoint": None, "client_tags": None if tags is None else [{"key": k, "value": v} for k, v in tags],
+        "task_offsets": None, "task_end_offsets": None, "shutdown_application": False}, version=version)
+    return {"error": err(r), "message": r.error_message, "joined": r.member_epoch > 0,
+            "acceptable_recovery_lag": r.acceptable_recovery_lag,
+            "intervals": (int(r.heartbeat_interval.total_seconds() * 1000),
+                          int(r.task_offset_interval.total_seconds() * 1000)),
+            "topology_description_required": getattr(r, "topology_description_required", None),
+            # MISSING_INTERNAL_TOPICS (3) and ASSIGNMENT_DELAYED (5) depend on how fast each broker creates the
+            # topics and on the time between joins: the other scenarios compare them.
+            "status": [(s.status_code, s.status_detail) for s in r.status or () if s.status_code not in (3, 5)]}
+
+
+def _describe_v1(c: Connection, group: str, include: bool) -> Any:
+    g = c.request(89, {"group_ids": [group], "include_authorized_operations": False,
+                       "include_topology_description": include}, version=1).groups[0]
+    # Not the state: NotReady until the broker sees the internal topics it created, which takes each broker its time.
+    return (err(g), g.assignor_name, g.topology_description_status, g.topology_description)
+
+
+def _task_offsets(c: Connection, group: str, member: str) -> Any:
+    """A member's TaskOffsets and TaskEndOffsets (null: unchanged) as StreamsGroupDescribe shows them after."""
+    def beat(offsets: Any, end_offsets: Any) -> Any:
+        epoch = next(m.member_epoch for m in c.request(89, {"group_ids": [group], "include_authorized_operations":
+                                                            False}, version=0).groups[0].members
+                     if m.member_id == member)
+        r = c.request(88, {
+            "group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": 0,
+            "instance_id": None, "rack_id": None, "rebalance_timeout": -1, "topology": None, "active_tasks": None,
+            "standby_tasks": None, "warmup_tasks": None, "process_id": None, "user_endpoint": None,
+            "client_tags": None, "task_offsets": offsets, "task_end_offsets": end_offsets,
+            "shutdown_application": False}, version=1)
+        g = c.request(89, {"group_ids": [group], "include_authorized_operations": False}, version=1).groups[0]
+        shown = next(m for m in g.members if m.member_id == member)
+        return (err(r), [(o.subtopology_id, o.partition, o.offset) for o in shown.task_offsets],
+                [(o.subtopology_id, o.partition, o.offset) for o in shown.task_end_offsets])
+
+    def offsets(*items: tuple[str, int, int]) -> list[dict[str, Any]]:
+        return [{"subtopology_id": s, "partition": p, "offset": o} for s, p, o in items]
+
+    return [beat(offsets(("1", 1, 5), ("1", 0, 7), ("0", 1, 3)), offsets(("1", 0, 9))),
+            beat(None, offsets(("1", 0, 11), ("1", 1, 6))),
+            beat(offsets(), None)]
+
+
+def _description_update(c: Connection, group: str, member: str) -> Any:
+    r = c.request(93, {"group_id": group, "member_id": member, "topology_epoch": 0, "topology_description": {
+        "subtopologies": [{"subtopology_id": "0", "nodes": [
+            {"name": "KSTREAM-SOURCE-0000000000", "node_type": 1, "source_topics": ["in"], "sink_topic": None,
+             "stores": [], "successors": []}]}], "global_stores": []}}, version=0)
+    return (err(r), r.error_message)
+
+
+@scenario
+def streams_group_v1(ctx: Ctx) -> Any:
+    """Kafka 4.4's versions: StreamsGroupHeartbeat v1 (the int64 AcceptableRecoveryLag, TopologyDescriptionRequired,
+    MISSING_CLIENT_TAGS only at v1 when the group's streams.rack.aware.assignment.tags name tags a member did not
+    send), StreamsGroupDescribe v1 (TopologyDescriptionStatus, AssignorName) and
+    StreamsGroupTopologyDescriptionUpdate v0, which a broker without a topology description plugin refuses."""
+    c = ctx.connect()
+    group = ctx.topic("app")
+    ctx.find_coordinator(c, group, 0)
+    source = ctx.topic("in")
+    out: dict[str, Any] = {"create": create_source(ctx, c, group, source, 2)}
+    alter = c.request(44, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": "streams.rack.aware.assignment.tags", "config_operation": 0, "value": "zone,cluster"},
+        {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"}]}],
+        "validate_only": False}, version=1)
+    out["tags configured"] = err(alter.responses[0])
+    out["a joins at v1 without tags"] = _heartbeat_v1(c, group, source, "member-a", 1, None)
+    out["b joins at v1 with one tag"] = _heartbeat_v1(c, group, source, "member-b", 1, [("zone", "z1")])
+    out["c joins at v1 with both"] = _heartbeat_v1(c, group, source, "member-c", 1, [("zone", "z1"), ("cluster", "k")])
+    out["d joins at v0 without tags"] = _heartbeat_v1(c, group, source, "member-d", 0, None)
+    out["unknown member at v1"] = _heartbeat_v1(c, group, source, "member-x", 1, None, epoch=3)
+    out["unknown group at v1"] = _heartbeat_v1(c, ctx.topic("nope"), source, "member-x", 1, None, epoch=3)
+    out["a leaves at v1"] = _heartbeat_v1(c, group, source, "member-a", 1, None, epoch=-1)
+    out["c reports task offsets"] = _task_offsets(c, group, "member-c")
+    out["describe v1"] = _describe_v1(c, group, False)
+    out["describe v1 with the description"] = _describe_v1(c, group, True)
+    out["describe v1 unknown group"] = _describe_v1(c, ctx.topic("nope"), True)
+    out["description update"] = _description_update(c, group, "member-a")
+    out["description update unknown member"] = _description_update(c, group, "member-x")
+    out["description update unknown group"] = _description_update(c, ctx.topic("nope"), "m")
+    out["description update empty ids"] = _description_update(c, "", "")
+    s = Streams(c, group, source)
+    for member in ("member-b", "member-c", "member-d"):
+        s.heartbeat(member, -1, owned=None)
     return out

@@ -34,9 +34,6 @@ DASH = "\u2013"  # the README writes ranges as 3\u201312
 _SHARE = "share groups (KIP-932): planned as their own piece of work"
 _SHARE_STATE = "the share coordinator's state calls (KIP-932), between brokers; with share groups"
 _NO_SCHEMA = "has no schema in kio 0.6.5, Samsa's protocol library (Kafka's JSON schemas as Python types)"
-_STREAMS = f"v1 (Kafka 4.4, streams groups, KIP-1071) {_NO_SCHEMA}; Kafka Streams 4.4 works with v0"
-_STREAMS_TOPOLOGY = (f"streams groups' topology description push (KIP-1071) {_NO_SCHEMA}; Kafka Streams sends it "
-                     "only when the broker asks for it (a topology description plugin, which Samsa has not)")
 _TOKENS = ("delegation tokens (KIP-48) are not offered: a client authenticates with SASL (PLAIN, SCRAM, OAUTHBEARER) "
            "or mTLS; tokens need a token store, renewal and expiry, and SCRAM-over-token logins")
 _QUOTAS = ("client quotas (KIP-546) are not stored: Samsa throttles no client (throttle_time is always 0), so a "
@@ -49,7 +46,6 @@ NOTES = {
     49: _QUOTAS,
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    88: _STREAMS, 89: _STREAMS, 93: _STREAMS_TOPOLOGY,
     94: f"it removes a controller's registration (KIP-853) and {_NO_SCHEMA}; AddRaftVoter and RemoveRaftVoter change "
         "the voters without it",
 }

@@ -67,6 +67,7 @@ from samsa.broker.handlers import (
     sasl_handshake,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     unregister_broker,
@@ -129,6 +130,8 @@ TYPED = [
     (unregister_broker, "UnregisterBrokerRequest", "UnregisterBrokerResponse"),
     (streams_group_heartbeat, "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"),
     (streams_group_describe, "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"),
+    (streams_group_topology_description_update, "StreamsGroupTopologyDescriptionUpdateRequest",
+     "StreamsGroupTopologyDescriptionUpdateResponse"),
 ]
 
 # Modules serving several APIs: the ApiSpec's name in the module, and that API's unions.

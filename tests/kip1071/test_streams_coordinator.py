@@ -303,3 +303,46 @@ def test_topology_rules_and_owned_tasks_are_checked_as_kafka_does() -> None:
     assert (r.error, r.error_message) == (ErrorCode.invalid_request, "Subtopology 7 does not exist in the topology.")
     r = c.heartbeat(beat("a", a.member_epoch, TasksTuple({"1": frozenset({4})})), catalog, 4)
     assert r.error_message == "Task 4 for subtopology 1 is invalid. Number of tasks for this subtopology: 4"
+
+
+def test_missing_client_tags_is_told_from_v1_only_and_names_the_missing_tags() -> None:
+    """Kafka 4.4 (KAFKA-20744): with group.streams.rack.aware.assignment.tags set, a v1 member that did not send
+    every tag is told MISSING_CLIENT_TAGS (6) after the other statuses; a v0 member never is."""
+    config = StreamsGroupConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+                                rack_aware_assignment_tags=("zone", "cluster"))
+    c, catalog = StreamsGroupCoordinator(config, lambda _g: False), ready_catalog()
+    v1 = c.heartbeat(join("a", client_tags=(("zone", "z1"),), api_version=1), catalog, 0)
+    assert v1.error == ErrorCode.none
+    assert v1.statuses == ((StreamsStatus.MISSING_CLIENT_TAGS,
+                            "Missing required client tags for rack-aware standby assignment: [cluster]. Configure "
+                            "them via 'client.tag.<tagKey>' in your Streams config."),)
+    v0 = c.heartbeat(join("b", client_tags=(), api_version=0), catalog, 0)
+    assert v0.error == ErrorCode.none and v0.statuses == ()
+    tagged = c.heartbeat(join("c", client_tags=(("zone", "z1"), ("cluster", "k")), api_version=1), catalog, 0)
+    assert tagged.statuses == ()
+    # A group's own streams.rack.aware.assignment.tags replaces the broker's.
+    own = StreamsGroupConfig(rack_aware_assignment_tags=("zone",),
+                             group_configs=lambda _g: {"streams.rack.aware.assignment.tags": "rack , zone"})
+    assert own.rack_aware_assignment_tags_for("app") == ("rack", "zone")
+
+
+def test_acceptable_recovery_lag_and_assignor_name_are_the_groups_or_the_brokers() -> None:
+    c, catalog = coordinator(), ready_catalog()
+    assert c.heartbeat(join("a"), catalog, 0).acceptable_recovery_lag == 10_000  # Kafka 4.4's default
+    own = StreamsGroupConfig(acceptable_recovery_lag=5, group_configs=lambda g: (
+        {"streams.acceptable.recovery.lag": "7", "streams.assignor.name": "mock"} if g == "app" else {}))
+    assert (own.acceptable_recovery_lag_for("app"), own.acceptable_recovery_lag_for("other")) == (7, 5)
+    assert (own.assignor_name_for("app"), own.assignor_name_for("other")) == ("mock", "sticky")
+
+
+def test_reported_task_offsets_are_kept_per_member_until_it_leaves() -> None:
+    """Kafka 4.4's MemberTaskOffsets: a list sent replaces the member's last one, null keeps it; in memory only,
+    dropped with the member."""
+    c, catalog = coordinator(), ready_catalog()
+    a = c.heartbeat(join("a", task_offsets=(("1", 0, 7),), task_end_offsets=(("1", 0, 9),)), catalog, 0)
+    group = c.groups["app"]
+    assert group.task_offsets["a"] == ((("1", 0, 7),), (("1", 0, 9),))
+    c.heartbeat(StreamsHeartbeatRequest("app", "a", a.member_epoch, task_end_offsets=(("1", 0, 12),)), catalog, 1)
+    assert group.task_offsets["a"] == ((("1", 0, 7),), (("1", 0, 12),))
+    c.heartbeat(StreamsHeartbeatRequest("app", "a", -1), catalog, 2)
+    assert "a" not in group.task_offsets
