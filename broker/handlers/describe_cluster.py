@@ -100,7 +100,9 @@ def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = Non
         return [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
                  "is_fenced": False} for b in broker_entries(broker, listener)]
     registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
-    if not registered:  # before this broker's own registration lands: itself, as broker_entries says
+    if not registered and broker.lifecycle.broker_epoch < 0:
+        # before this broker's own registration lands: itself, as broker_entries says (once registered and
+        # then unregistered, nothing: Kafka lists no broker then)
         return _brokers(broker, include_fenced=False, listener=listener)
     entries: list[dict[str, object]] = []
     for b in registered:
