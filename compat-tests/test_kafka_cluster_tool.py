@@ -50,7 +50,7 @@ def _brokers(bootstrap: str) -> dict[int, bool]:
 
 @pytest.mark.samsa
 def test_kafka_cluster_unregister(target: tuple[str, str]) -> None:
-    name, bootstrap = target
+    _, bootstrap = target
     (broker_id,) = _brokers(bootstrap)
     missing = run_kafka_tool(CLUSTER_TOOL, "unregister", "--bootstrap-server", bootstrap, "--id", "42",
                              check=False, jvm_opts=QUICK_JVM_OPTS)

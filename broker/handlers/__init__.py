@@ -69,6 +69,7 @@ from samsa.broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -166,6 +167,7 @@ HANDLERS: dict[int, Api] = _table(
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
     (streams_group_heartbeat.API, streams_group_heartbeat.handle_streams_group_heartbeat),
     (streams_group_describe.API, streams_group_describe.handle_streams_group_describe),
+    (unregister_controller.API, unregister_controller.handle_unregister_controller),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -202,6 +204,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
     (describe_cluster.API, describe_cluster.handle_describe_cluster_on_controller),  # KIP-919
     (raft_voters.UPDATE_RAFT_VOTER, raft_voters.handle_update_raft_voter),
+    (unregister_controller.API, unregister_controller.handle_unregister_controller),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

@@ -70,6 +70,7 @@ from samsa.broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -127,6 +128,7 @@ TYPED = [
     (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
     (alter_replica_log_dirs, "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"),
     (unregister_broker, "UnregisterBrokerRequest", "UnregisterBrokerResponse"),
+    (unregister_controller, "UnregisterControllerRequest", "UnregisterControllerResponse"),
     (streams_group_heartbeat, "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"),
     (streams_group_describe, "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"),
 ]
