@@ -26,7 +26,7 @@ from samsa.kproto.errors import ErrorCode
 if TYPE_CHECKING:
     from samsa.broker.metadata.quorum import MetadataQuorum
 
-CONTROLLER_ID_NOT_REGISTERED = 137  # Kafka 4.4's Errors.CONTROLLER_ID_NOT_REGISTERED (kio 0.6.5 predates it)
+CONTROLLER_ID_NOT_REGISTERED = 136  # Kafka 4.4's Errors.CONTROLLER_ID_NOT_REGISTERED (kio 0.6.5 predates it)
 CONTROLLER_UNREGISTRATION_LEVEL = 33  # metadata.version 4.4-IV2 (MetadataVersion.isControllerUnregistrationSupported)
 CONTROLLER_LISTENER = "CONTROLLER"
 

@@ -36,7 +36,7 @@ class UnsupportedVersionError(ProtocolError):
 
 class NewerErrorCode(int):
     """A Kafka error code newer than kio's ErrorCode (kio 0.6.5 stops at 133), e.g. Kafka 4.4's
-    CONTROLLER_ID_NOT_REGISTERED (137): kio's writer writes any error code as its `.value`."""
+    CONTROLLER_ID_NOT_REGISTERED (136): kio's writer writes any error code as its `.value`."""
 
     @property
     def value(self) -> int:

@@ -57,7 +57,7 @@ _INT16 = struct.Struct(">h")
 # Responses whose top-level error code may be newer than kio's ErrorCode (kio 0.6.5 stops at 133), by
 # (api_key, version): where the code sits after the response header. kio's reader refuses an unknown code, so
 # it is read here and the entity carries it as a NewerErrorCode (UnregisterController's
-# CONTROLLER_ID_NOT_REGISTERED, 137: after throttle_time_ms).
+# CONTROLLER_ID_NOT_REGISTERED, 136: after throttle_time_ms).
 _NEWER_ERROR_CODE_AT: dict[tuple[int, int], int] = {(94, 0): 4}
 _INT32 = struct.Struct(">i")
 _MAX_TAGGED_FIELDS = 1 << 16  # a bound on loop work for hostile input; Kafka's headers have none

@@ -3,7 +3,7 @@
 
 Served on the broker listener (forwarded to the active controller, as Kafka's KafkaApis forwards it) and on the
 controller listener (Kafka's ControllerApis). Needs ALTER on the cluster. The active controller cannot unregister
-itself (INVALID_REQUEST), an id without a registration answers CONTROLLER_ID_NOT_REGISTERED (137), a
+itself (INVALID_REQUEST), an id without a registration answers CONTROLLER_ID_NOT_REGISTERED (136), a
 metadata.version before 4.4-IV2 UNSUPPORTED_VERSION; otherwise an UnregisterControllerRecord removes the
 registration and DescribeCluster on the controller listener stops listing it (a running controller registers
 again, as Kafka's does: broker.controller_registrations). The voter set is not changed (RemoveRaftVoter does that).
