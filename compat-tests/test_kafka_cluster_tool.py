@@ -1,4 +1,5 @@
-"""kafka-cluster.sh unregister (the reference Kafka's ClusterTool, UnregisterBroker v0) against Samsa: an id
+"""kafka-cluster.sh unregister and unregister-controller (the reference Kafka's ClusterTool, UnregisterBroker v0,
+UnregisterController v0) against Samsa. unregister: an id
 without a registration fails with Kafka's BrokerIdNotRegisteredException message; the broker's own id is
 unregistered ("Broker 1 is no longer registered.") and, still running, stays unregistered (DescribeCluster with
 fenced brokers lists none) until it restarts, as Kafka 4.4.0's: its heartbeats get STALE_BROKER_EPOCH and it
@@ -71,3 +72,22 @@ def _brokers_after_heartbeats(bootstrap: str) -> None:
     while time.monotonic() < deadline:
         assert _brokers(bootstrap) == {}
         time.sleep(0.5)
+
+
+@pytest.mark.samsa
+def test_kafka_cluster_unregister_controller(target: tuple[str, str]) -> None:
+    """kafka-cluster.sh unregister-controller (UnregisterController v0, forwarded to the active controller): an
+    id without a registration, and the active controller itself, fail with Kafka's exceptions."""
+    _, bootstrap = target
+    (node_id,) = _brokers(bootstrap)  # combined: the broker is the one controller
+    missing = run_kafka_tool(CLUSTER_TOOL, "unregister-controller", "--bootstrap-server", bootstrap, "--id", "42",
+                             check=False, jvm_opts=QUICK_JVM_OPTS)
+    assert missing.returncode == 1
+    assert ("ControllerIdNotRegisteredException: Controller ID 42 is not currently registered." in missing.stderr
+            ), missing.stderr[-2000:]
+    itself = run_kafka_tool(CLUSTER_TOOL, "unregister-controller", "--bootstrap-server", bootstrap, "--id",
+                            str(node_id), check=False, jvm_opts=QUICK_JVM_OPTS)
+    assert itself.returncode == 1
+    assert ("InvalidRequestException: Controller cannot unregister itself while it is active." in itself.stderr
+            ), itself.stderr[-2000:]
+    assert _brokers(bootstrap) == {node_id: False}  # nothing changed
