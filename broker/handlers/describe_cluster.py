@@ -96,11 +96,9 @@ def handle_describe_cluster_on_controller(request: DescribeClusterRequest,
 
 
 def _controllers(broker: Broker) -> dict[int, tuple[str, int]]:
-    """The registered controllers' controller listeners (Kafka: the image's controller registrations); the
-    voters while none has registered yet (a log written before registrations, or the first moments)."""
+    """The registered controllers' controller listeners (Kafka: the image's controller registrations; none in
+    the moment before the active controller has written its own)."""
     registered = broker.image.controllers
-    if not registered:
-        return {n: (e.host, e.port) for n, e in sorted(broker.quorum.voters.items())}
     out: dict[int, tuple[str, int]] = {}
     for n in sorted(registered):
         _, _, address = registered[n].listeners.split(",")[0].partition("://")
