@@ -135,7 +135,7 @@ class ClusterControl:
         """UnregisterBroker (kafka-cluster unregister): the registration is removed, fenced or not, after its
         leadership and ISR membership move off it as when it is fenced (Kafka's
         ReplicationControlManager.unregisterBroker). A broker still running finds its epoch stale at its next
-        heartbeat and registers again; a stopped one does when it restarts."""
+        heartbeat and, as Kafka's, stays unregistered until it restarts."""
         self._core.require_active()
         image = self._core.image
         registration = image.brokers.get(broker_id)

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from samsa.broker.cluster_control import ClusterControl
 from samsa.broker.config import BrokerConfig
+from samsa.broker.controller_registrations import ControllerRegistrations
 from samsa.broker.controller_types import (
     MAX_RECORDS_PER_USER_OP,
     AlterPartitionChange,
@@ -82,6 +83,8 @@ class Controller:
         self.reassignments = ReassignmentControl(self)
         # CreateAcls / DeleteAcls (broker.security.acl_control)
         self.acls = AclControl(self)
+        # KIP-919 registrations and UnregisterController (broker.controller_registrations)
+        self.registrations = ControllerRegistrations(self, quorum, self.node_id)
 
     # --- the ControllerCore interface ----------------------------------------------------------------
 

@@ -33,6 +33,7 @@ ALTER_USER_SCRAM_CREDENTIALS = 51
 UPDATE_FEATURES = 57
 UNREGISTER_BROKER = 64
 ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
+UNREGISTER_CONTROLLER = 94
 # How long a broker waits for a controller to be known / to answer (Kafka: request.timeout.ms-ish).
 FORWARD_TIMEOUT_S = 10.0
 
@@ -129,6 +130,8 @@ ERROR_RESPONSES: dict[int, Callable[[Any, ErrorCode, str], dict[str, Any]]] = {
                                                       "error_message": message},
     REMOVE_RAFT_VOTER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
                                                          "error_message": message},
+    UNREGISTER_CONTROLLER: lambda _request, error, message: {"throttle_time": 0, "error_code": error,
+                                                             "error_message": message},
 }
 FORWARDED_APIS = frozenset(ERROR_RESPONSES)
 

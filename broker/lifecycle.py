@@ -233,12 +233,13 @@ class BrokerLifecycle:
         return time.monotonic() - self._last_heard_s > limit_s
 
     def _stale(self, error: ErrorCode) -> None:
-        if error == ErrorCode.stale_broker_epoch:
-            logger.info("broker %d: registration %d is stale; registering again", self.broker.node_id,
-                        self.broker_epoch)
-            self.broker_epoch = -1
-        elif error == ErrorCode.not_controller:
+        """A heartbeat refused. STALE_BROKER_EPOCH means the registration is gone (UnregisterBroker) or was
+        replaced: as Kafka's BrokerLifecycleManager, the broker keeps heartbeating with the epoch it has and
+        never registers again while it runs, so an unregistered broker stays unregistered until it restarts
+        (its leaderships and ISR membership stay off it; presumed_fenced follows once no heartbeat succeeds)."""
+        if error == ErrorCode.not_controller:
             raise NotControllerError(None)
+        logger.warning("broker %d sent a heartbeat request but received error %s", self.broker.node_id, error.name)
 
     async def run(self) -> None:
         if "broker" not in self.broker.roles:

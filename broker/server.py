@@ -266,6 +266,7 @@ async def serve(
 
     def fence_expired() -> None:
         broker.controller.fence_expired_brokers(time.monotonic() * 1000)
+        broker.controller.registrations.maybe_register_controllers(broker.incarnation_id)
 
     # Every listener's TLS context and SASL setup is built before anything listens: a listener that cannot
     # be secured as configured stops the start (ListenerConfigError), it is never served half-secured.

@@ -2,10 +2,10 @@
 
 Kafka writes these to its state-change logger (`state.change.logger`) from the controller: topics created
 and deleted (ReplicationControlManager), partition leader and ISR changes (PartitionChangeBuilder), brokers
-registered, fenced and unfenced (ClusterControlManager). Samsa diffs the image before and after each
-metadata update the active controller applies, so every change is logged by one node of the cluster, with
-the old and the new value side by side. Unchanged topics and partitions are the same objects in both
-images (MetadataImage.apply shares them), so the diff skips them by identity.
+registered, fenced and unfenced, controllers registered and unregistered (ClusterControlManager). Samsa diffs
+the image before and after each metadata update the active controller applies, so every change is logged by
+one node of the cluster, with the old and the new value side by side. Unchanged topics and partitions are the
+same objects in both images (MetadataImage.apply shares them), so the diff skips them by identity.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ logger = logging.getLogger("samsa.state.change")
 
 
 def state_changes(old: MetadataImage, new: MetadataImage) -> Iterator[str]:
-    """One sentence per change from `old` to `new`: topics, then partitions, then brokers."""
+    """One sentence per change from `old` to `new`: topics, then partitions, then brokers, then controllers."""
     if old.topics_by_id is not new.topics_by_id:
         for topic_id, topic in old.topics_by_id.items():
             if topic_id not in new.topics_by_id:
@@ -32,6 +32,13 @@ def state_changes(old: MetadataImage, new: MetadataImage) -> Iterator[str]:
                 yield from _partition_changes(topic, before)
     if old.brokers is not new.brokers:
         yield from _broker_changes(old, new)
+    if old.controllers is not new.controllers:
+        for controller_id, c in new.controllers.items():
+            if old.controllers.get(controller_id) != c:
+                yield f"Registered controller {controller_id} at {c.listeners} (incarnation {c.incarnation_id})"
+        for controller_id in old.controllers:
+            if controller_id not in new.controllers:
+                yield f"Unregistered controller {controller_id}"
 
 
 def log_state_changes(old: MetadataImage, new: MetadataImage) -> None:

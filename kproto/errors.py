@@ -7,6 +7,7 @@ from kio.schema.errors import ErrorCode
 __all__ = [
     "ErrorCode",
     "InvalidRequestError",
+    "NewerErrorCode",
     "ProtocolError",
     "UnsupportedVersionError",
 ]
@@ -31,3 +32,12 @@ class UnsupportedVersionError(ProtocolError):
         super().__init__(f"no schema for api_key={api_key} api_version={api_version}")
         self.api_key = api_key
         self.api_version = api_version
+
+
+class NewerErrorCode(int):
+    """A Kafka error code newer than kio's ErrorCode (kio 0.6.5 stops at 133), e.g. Kafka 4.4's
+    CONTROLLER_ID_NOT_REGISTERED (136): kio's writer writes any error code as its `.value`."""
+
+    @property
+    def value(self) -> int:
+        return int(self)

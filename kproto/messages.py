@@ -12,17 +12,18 @@ import functools
 import io
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pkgutil import resolve_name
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 
 from samsa.kproto._guard import check_entity
 from samsa.kproto._writer import compiled_writer
-from samsa.kproto.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
+from samsa.kproto.errors import InvalidRequestError, NewerErrorCode, ProtocolError, UnsupportedVersionError
 from samsa.kproto.framing import SIZE_PREFIX_BYTES
 from samsa.kproto.schema import EXTRA_API_KEYS, EXTRA_SCHEMAS
 
@@ -53,6 +54,11 @@ API_VERSIONS_KEY = 18
 
 _FIXED_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _INT16 = struct.Struct(">h")
+# Responses whose top-level error code may be newer than kio's ErrorCode (kio 0.6.5 stops at 133), by
+# (api_key, version): where the code sits after the response header. kio's reader refuses an unknown code, so
+# it is read here and the entity carries it as a NewerErrorCode (UnregisterController's
+# CONTROLLER_ID_NOT_REGISTERED, 136: after throttle_time_ms).
+_NEWER_ERROR_CODE_AT: dict[tuple[int, int], int] = {(94, 0): 4}
 _INT32 = struct.Struct(">i")
 _MAX_TAGGED_FIELDS = 1 << 16  # a bound on loop work for hostile input; Kafka's headers have none
 
@@ -379,9 +385,20 @@ def decode_response(api_key: int, api_version: int, payload: bytes | bytearray |
         # code (KIP-511); other refusals (INVALID_REQUEST, REBOOTSTRAP_REQUIRED) come in the version asked.
         # Kafka's client (ApiVersionsResponse.parse) reads the version asked, then v0 if that fails.
         cls = response_class(api_key, 0)
+    newer: int | None = None
+    at = _NEWER_ERROR_CODE_AT.get((api_key, api_version))
+    if at is not None and len(payload) >= header.size_bytes + at + 2:
+        (code,) = _INT16.unpack_from(payload, header.size_bytes + at)
+        if code not in ErrorCode._value2member_map_:
+            newer = code
+            patched = bytearray(payload)
+            patched[header.size_bytes + at:header.size_bytes + at + 2] = b"\0\0"
+            payload = memoryview(bytes(patched))
     check_entity(cls, payload, header.size_bytes)
     try:
         value, _size = entity_reader(cls)(payload, header.size_bytes)
     except Exception as e:
         raise InvalidRequestError(f"cannot decode {cls.__name__}: {type(e).__name__}: {e}") from e
+    if newer is not None:
+        value = replace(value, error_code=NewerErrorCode(newer))
     return header.correlation_id, value

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from samsa.kproto.errors import NewerErrorCode
+
 T = TypeVar("T")
 
 _UTC = datetime.UTC
@@ -103,7 +105,9 @@ def _convert(plan: _FieldPlan, value: Any) -> Any:
         return value if isinstance(value, plan.nested) else build(plan.nested, value)
     match plan.kafka_type:
         case "error_code":
-            return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
+            if isinstance(value, ErrorCode):
+                return value
+            return ErrorCode(int(value)) if int(value) in ErrorCode._value2member_map_ else NewerErrorCode(value)
         case "timedelta_i32" | "timedelta_i64":
             if isinstance(value, datetime.timedelta):
                 return value

@@ -70,6 +70,7 @@ from samsa.broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -169,6 +170,7 @@ HANDLERS: dict[int, Api] = _table(
     (streams_group_describe.API, streams_group_describe.handle_streams_group_describe),
     (streams_group_topology_description_update.API,
      streams_group_topology_description_update.handle_streams_group_topology_description_update),
+    (unregister_controller.API, unregister_controller.handle_unregister_controller),
 )
 
 # The controller listener (controller.listener.names in Kafka): what voters and brokers send the
@@ -205,6 +207,7 @@ CONTROLLER_HANDLERS: dict[int, Api] = _table(
     (raft_voters.REMOVE_RAFT_VOTER, raft_voters.handle_remove_raft_voter),
     (describe_cluster.API, describe_cluster.handle_describe_cluster_on_controller),  # KIP-919
     (raft_voters.UPDATE_RAFT_VOTER, raft_voters.handle_update_raft_voter),
+    (unregister_controller.API, unregister_controller.handle_unregister_controller),
 )
 envelope.set_handlers(CONTROLLER_HANDLERS)
 

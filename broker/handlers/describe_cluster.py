@@ -9,9 +9,9 @@ only unfenced brokers are listed, as before.
 
 On the controller listener (KIP-919, what `kafka-metadata-quorum.sh --bootstrap-controller` and the admin
 client's bootstrap.controllers ask first) it answers endpoint_type 2 only, as Kafka's ControllerApis: the
-controllers are the quorum's voters at their controller listener (Samsa has no ControllerRegistrationRecord,
-so a controller that is not a voter yet is not listed), controller_id the quorum's leader, and it needs ALTER
-on the cluster.
+controllers are the registered ones (KIP-919's RegisterControllerRecord, broker.controller_registrations; a
+controller unregistered by UnregisterController is not listed), controller_id the quorum's leader, and it needs
+ALTER on the cluster.
 """
 
 from __future__ import annotations
@@ -87,12 +87,24 @@ def handle_describe_cluster_on_controller(request: DescribeClusterRequest,
     return build(cls, {
         **base, "error_code": ErrorCode.none, "error_message": None,
         "controller_id": leader if leader in voters else -1,
-        "brokers": [{"broker_id": n, "host": e.host, "port": e.port, "rack": None, "is_fenced": False}
-                    for n, e in sorted(voters.items())],
+        "brokers": [{"broker_id": n, "host": host, "port": port, "rack": None, "is_fenced": False}
+                    for n, (host, port) in _controllers(broker).items()],
         "cluster_authorized_operations": (cluster_authorized_operations(ctx, CLUSTER_OPERATIONS)
                                           if request.include_cluster_authorized_operations
                                           else AUTHORIZED_OPERATIONS_OMITTED),
     })
+
+
+def _controllers(broker: Broker) -> dict[int, tuple[str, int]]:
+    """The registered controllers' controller listeners (Kafka: the image's controller registrations; none in
+    the moment before the active controller has written its own)."""
+    registered = broker.image.controllers
+    out: dict[int, tuple[str, int]] = {}
+    for n in sorted(registered):
+        _, _, address = registered[n].listeners.split(",")[0].partition("://")
+        host, _, port = address.rpartition(":")
+        out[n] = (host.strip("[]"), int(port))
+    return out
 
 
 def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = None) -> list[dict[str, object]]:
@@ -100,7 +112,9 @@ def _brokers(broker: Broker, *, include_fenced: bool, listener: str | None = Non
         return [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
                  "is_fenced": False} for b in broker_entries(broker, listener)]
     registered = sorted(broker.image.brokers.values(), key=lambda b: b.broker_id)
-    if not registered:  # before this broker's own registration lands: itself, as broker_entries says
+    if not registered and broker.lifecycle.broker_epoch < 0:
+        # before this broker's own registration lands: itself, as broker_entries says (once registered and
+        # then unregistered, nothing: Kafka lists no broker then)
         return _brokers(broker, include_fenced=False, listener=listener)
     entries: list[dict[str, object]] = []
     for b in registered:

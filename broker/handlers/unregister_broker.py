@@ -3,9 +3,9 @@
 Needs ALTER on the cluster; forwarded to the active controller (KIP-590) like the other metadata writes. As in
 Kafka's controller, any registered broker can be unregistered, fenced or not: its leadership and ISR membership
 move off it as when it is fenced, then an UnregisterBrokerRecord removes it, so Metadata and DescribeCluster stop
-listing it (partitions keep it among their replicas). A broker still running registers again at its next
-heartbeat (its epoch is stale); a stopped one when it restarts. An id without a registration answers
-BROKER_ID_NOT_REGISTERED.
+listing it (partitions keep it among their replicas). A broker still running stays unregistered until it
+restarts, as Kafka's: its heartbeats get STALE_BROKER_EPOCH and it never registers again meanwhile
+(broker.lifecycle). An id without a registration answers BROKER_ID_NOT_REGISTERED.
 """
 
 from __future__ import annotations

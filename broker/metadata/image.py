@@ -23,11 +23,13 @@ from samsa.broker.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RegisterControllerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UnregisterControllerRecord,
     UserScramCredentialRecord,
 )
 from samsa.broker.security.acl import Acl, AclOperation, AclPermissionType, PatternType, ResourceType
@@ -93,6 +95,8 @@ class MetadataImage:
     # Feature levels set by FeatureLevelRecord (Kafka's FeaturesImage); the others are at their bootstrap
     # level (broker.metadata.features.finalized_levels)
     feature_levels: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # Registered controllers by id (Kafka's ClusterImage.controllers, KIP-919)
+    controllers: Mapping[int, RegisterControllerRecord] = field(default_factory=lambda: MappingProxyType({}))
 
     def finalized_features(self) -> dict[str, int]:
         """Every finalized feature's level, in the order Kafka lists them."""
@@ -127,6 +131,7 @@ class MetadataImage:
         scram: dict[tuple[str, int], UserScramCredentialRecord] | None = None
         endpoints: dict[int, str] | None = None
         features: dict[str, int] | None = None
+        controllers: dict[int, RegisterControllerRecord] | None = None
         # The partitions of the topics these records touch, copied once per topic and frozen into their
         # TopicImage at the end (copying them per record made a 10,000-partition topic quadratic).
         touched: dict[str, dict[int, PartitionImage]] = {}
@@ -237,6 +242,12 @@ class MetadataImage:
                 case FeatureLevelRecord():
                     features = dict(self.feature_levels) if features is None else features
                     features[record.name] = record.feature_level
+                case RegisterControllerRecord():
+                    controllers = dict(self.controllers) if controllers is None else controllers
+                    controllers[record.controller_id] = record
+                case UnregisterControllerRecord():
+                    controllers = dict(self.controllers) if controllers is None else controllers
+                    controllers.pop(record.controller_id, None)
                 case UnregisterBrokerRecord():
                     brokers = dict(self.brokers) if brokers is None else brokers
                     gone = brokers.get(record.broker_id)
@@ -261,6 +272,7 @@ class MetadataImage:
             scram_credentials=self.scram_credentials if scram is None else MappingProxyType(scram),
             broker_endpoints=self.broker_endpoints if endpoints is None else MappingProxyType(endpoints),
             feature_levels=self.feature_levels if features is None else MappingProxyType(features),
+            controllers=self.controllers if controllers is None else MappingProxyType(controllers),
         )
 
     def to_records(self) -> list[MetadataRecord]:
@@ -268,6 +280,7 @@ class MetadataImage:
         # Features first, as in Kafka's snapshots: what follows may depend on them.
         records: list[MetadataRecord] = [FeatureLevelRecord(name, level)
                                          for name, level in sorted(self.feature_levels.items())]
+        records += [self.controllers[c] for c in sorted(self.controllers)]
         for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
             records.append(RegisterBrokerRecord(b.broker_id, b.broker_epoch, b.incarnation_id, b.host, b.port,
                                                 b.rack, b.fenced, b.registration_offset))

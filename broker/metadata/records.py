@@ -99,6 +99,22 @@ class UnregisterBrokerRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RegisterControllerRecord:
+    """Kafka's RegisterControllerRecord (KIP-919): a controller and its endpoints, "NAME://host:port,..."."""
+
+    controller_id: int
+    incarnation_id: str
+    listeners: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterControllerRecord:
+    """Kafka's UnregisterControllerRecord (UnregisterController, key 94): the registration is removed."""
+
+    controller_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class AccessControlEntryRecord:
     """Kafka's AccessControlEntryRecord: one ACL, by id; the codes are Kafka's (samsa.broker.security.acl)."""
 
@@ -160,6 +176,7 @@ MetadataRecord = (
     | RegisterBrokerRecord | BrokerRegistrationChangeRecord | UnregisterBrokerRecord
     | AccessControlEntryRecord | RemoveAccessControlEntryRecord | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord | BrokerEndpointsRecord | FeatureLevelRecord
+    | RegisterControllerRecord | UnregisterControllerRecord
 )
 
 _TYPES: dict[str, type[Any]] = {
@@ -167,7 +184,8 @@ _TYPES: dict[str, type[Any]] = {
     for cls in (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord,
                 ProducerIdsRecord, RegisterBrokerRecord, BrokerRegistrationChangeRecord, UnregisterBrokerRecord,
                 AccessControlEntryRecord, RemoveAccessControlEntryRecord,
-                UserScramCredentialRecord, RemoveUserScramCredentialRecord, BrokerEndpointsRecord, FeatureLevelRecord)
+                UserScramCredentialRecord, RemoveUserScramCredentialRecord, BrokerEndpointsRecord, FeatureLevelRecord,
+                RegisterControllerRecord, UnregisterControllerRecord)
 }
 _TUPLE_FIELDS = {"replicas", "isr", "removing_replicas", "adding_replicas"}
 # Fields added later, left out of the JSON at their default (PartitionRecord's (), PartitionChangeRecord's

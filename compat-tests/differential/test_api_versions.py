@@ -46,8 +46,6 @@ NOTES = {
     49: _QUOTAS,
     76: _SHARE, 77: _SHARE, 78: _SHARE, 79: _SHARE, 90: _SHARE, 91: _SHARE, 92: _SHARE,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
-    94: f"it removes a controller's registration (KIP-853) and {_NO_SCHEMA}; AddRaftVoter and RemoveRaftVoter change "
-        "the voters without it",
 }
 # Names of APIs newer than kio 0.6.5.
 EXTRA_API_NAMES = {93: "StreamsGroupTopologyDescriptionUpdate", 94: "UnregisterController"}

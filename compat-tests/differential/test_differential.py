@@ -27,6 +27,7 @@ from differential import (  # noqa: F401  (register the scenarios)
     scenarios,
     topic_compression,
     txn_v2,
+    unregister_controller,
 )
 from differential.framework import SCENARIOS, ScenarioSkipped, compare, context, dumps
 from differential.normalize import KNOWN_DIFFERENCES

@@ -40,9 +40,9 @@ def test_v2_include_fenced_brokers_lists_this_broker_unfenced(conn: Connection) 
     assert [(b.broker_id, b.is_fenced) for b in r.brokers] == [(1, False)]
 
 
-def _fake_broker(*brokers: BrokerImage) -> Any:
+def _fake_broker(*brokers: BrokerImage, broker_epoch: int = -1) -> Any:
     image = MetadataImage(brokers={b.broker_id: b for b in brokers})
-    return SimpleNamespace(image=image, node_id=1,
+    return SimpleNamespace(image=image, node_id=1, lifecycle=SimpleNamespace(broker_epoch=broker_epoch),
                            config=SimpleNamespace(advertised_host="127.0.0.1", advertised_port=9092))
 
 
@@ -54,6 +54,8 @@ def test_fenced_brokers_are_listed_only_when_asked() -> None:
         (1, "h1", None, False), (2, "h2", "r2", True)]
     alone = _fake_broker()  # before this broker's registration lands: itself
     assert [(b["broker_id"], b["is_fenced"]) for b in _brokers(alone, include_fenced=True)] == [(1, False)]
+    unregistered = _fake_broker(broker_epoch=5)  # registered, then unregistered (UnregisterBroker): none, as Kafka
+    assert _brokers(unregistered, include_fenced=True) == []
 
 
 def test_cluster_authorized_operations_are_kafkas_seven(conn: Connection) -> None:

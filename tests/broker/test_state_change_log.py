@@ -169,3 +169,13 @@ def test_serve_logs_topic_group_and_retention_changes_once(tmp_path: Path) -> No
     assert retention and all("due to retention time 1000ms breach; log start offset is now " in m for m in retention)
     starts = [int(m.rsplit(" ", 1)[1]) for m in retention]
     assert starts == sorted(set(starts)) and starts[-1] <= 3
+
+
+def test_controllers_registered_and_unregistered() -> None:
+    from samsa.broker.metadata.records import RegisterControllerRecord, UnregisterControllerRecord
+
+    before = MetadataImage()
+    after = before.apply([RegisterControllerRecord(2, "inc-2", "CONTROLLER://h:9094")], 0)
+    assert list(state_changes(before, after)) == ["Registered controller 2 at CONTROLLER://h:9094 (incarnation inc-2)"]
+    gone = after.apply([UnregisterControllerRecord(2)], 1)
+    assert list(state_changes(after, gone)) == ["Unregistered controller 2"]

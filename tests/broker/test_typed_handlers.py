@@ -71,6 +71,7 @@ from samsa.broker.handlers import (
     sync_group,
     txn_offset_commit,
     unregister_broker,
+    unregister_controller,
     update_features,
     write_txn_markers,
 )
@@ -128,6 +129,7 @@ TYPED = [
     (describe_client_quotas, "DescribeClientQuotasRequest", "DescribeClientQuotasResponse"),
     (alter_replica_log_dirs, "AlterReplicaLogDirsRequest", "AlterReplicaLogDirsResponse"),
     (unregister_broker, "UnregisterBrokerRequest", "UnregisterBrokerResponse"),
+    (unregister_controller, "UnregisterControllerRequest", "UnregisterControllerResponse"),
     (streams_group_heartbeat, "StreamsGroupHeartbeatRequest", "StreamsGroupHeartbeatResponse"),
     (streams_group_describe, "StreamsGroupDescribeRequest", "StreamsGroupDescribeResponse"),
     (streams_group_topology_description_update, "StreamsGroupTopologyDescriptionUpdateRequest",

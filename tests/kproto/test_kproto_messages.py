@@ -418,3 +418,16 @@ def test_fetch_response_parts_keep_large_records_by_reference() -> None:
         assert correlation_id == 9
         fetched = decoded.responses[0].partitions[0].records
         assert [h.records_count for h, _ in decode_batches(fetched, max_decompressed_bytes=10**6)] == [2]
+
+
+@pytest.mark.parametrize("code", [136, 0, 42])
+def test_an_error_code_newer_than_kio_round_trips_in_unregister_controller(code: int) -> None:
+    """Kafka 4.4's CONTROLLER_ID_NOT_REGISTERED (136) is not in kio 0.6.5's ErrorCode: written and read anyway."""
+    from samsa.broker.wire import build
+
+    request = build(request_class(94, 0), {"controller_id": 42})
+    header = parse_request_header(memoryview(encode_request(request, correlation_id=9, client_id="t")[4:]))
+    response = build(response_class(94, 0), {"throttle_time": 0, "error_code": code, "error_message": "m"})
+    correlation_id, decoded = decode_response(94, 0, encode_response(header, response)[4:])
+    assert correlation_id == 9
+    assert (int(decoded.error_code), decoded.error_code.value, decoded.error_message) == (code, code, "m")
