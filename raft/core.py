@@ -158,7 +158,9 @@ class RaftCore:
 
     @property
     def is_voter(self) -> bool:
-        return self.node_id in self.config.voters
+        """Kafka: QuorumState.isVoter -- this replica's key (id and directory id) is in the voter set in force:
+        a node with a voter's id but another directory (its disk was replaced) is an observer."""
+        return self.voter_set().is_voter(self.node_id, self.directory_id)
 
     @property
     def leader_id(self) -> int | None:

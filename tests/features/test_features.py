@@ -23,8 +23,12 @@ KAFKA_DEFAULTS = {"group.version": 1, "streams.version": 1, "transaction.version
 
 
 def test_a_fresh_image_finalizes_what_kafka_finalizes_on_a_fresh_node() -> None:
-    assert MetadataImage().finalized_features() == KAFKA_DEFAULTS
-    assert list(finalized_levels({})) == list(KAFKA_DEFAULTS)  # Kafka's order
+    # kraft.version is the quorum's: 1 as Kafka formatted --standalone; a static quorum's 0 is not listed
+    assert MetadataImage(kraft_version=1).finalized_features() == KAFKA_DEFAULTS
+    assert list(finalized_levels({}, 1)) == list(KAFKA_DEFAULTS)  # Kafka's order
+    static = dict(KAFKA_DEFAULTS)
+    del static["kraft.version"]
+    assert MetadataImage().finalized_features() == static
 
 
 def test_a_record_sets_a_level_and_level_zero_unfinalizes() -> None:
