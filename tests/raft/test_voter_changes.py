@@ -609,6 +609,8 @@ def test_a_static_quorum_runs_kraft_version_0_and_refuses_voter_changes_as_kafka
     leader = net.run_until_leader()
     net.run(1000)
     assert reconfig.kraft_version(leader) == 0
+    # Kafka 4.4's DescribeQuorum lists a static voter without a directory id (measured on the 4.4.0 broker)
+    assert {r.replica_directory_id for r in leader.describe_quorum().current_voters} == {ZERO_DIRECTORY_ID}
     # Kafka 4.4's AddVoterHandler / RemoveVoterHandler, after the pending-change and high-watermark checks.
     assert net.add_voter(4) == VoterChangeRefused(
         ErrorCode.unsupported_version, "Cluster doesn't support adding voter because the kraft.version feature is 0")
