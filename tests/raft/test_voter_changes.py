@@ -701,3 +701,30 @@ def test_a_node_with_a_voters_id_but_another_directory_is_an_observer() -> None:
     assert all(isinstance(a.message, FetchRequest) for a in sent) and sent
     # At kraft.version 0 the static voters carry no directory id: the id alone decides (Kafka likewise).
     assert restarted(uuid.UUID(int=4242), ()).is_voter
+
+
+def test_a_fetch_from_a_voters_id_with_another_directory_does_not_acknowledge_for_the_voter() -> None:
+    """Kafka 4.4's LeaderState.getOrCreateReplicaState: such a replica is an observer to the leader."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    followers = sorted({1, 2, 3} - {leader.node_id})
+    net.down = set(followers)
+    _result, actions = leader.propose([b"x"], net.now)
+    net.feed(leader.node_id, actions)
+    hw = leader.high_watermark
+    end = leader.log.end_offset
+    assert hw < end
+    state = leader.state
+    assert isinstance(state, Leader)
+    before = state.replicas[followers[0]].last_fetch_ms
+
+    def fetch(directory_id: uuid.UUID) -> list[Action]:
+        request = FetchRequest(followers[0], leader.epoch, end, leader.log.last_fetched_epoch, 0, 0, directory_id)
+        return leader.step(Received(followers[0], request, 99), net.now)
+
+    answered = [a for a in fetch(uuid.UUID(int=4242)) if isinstance(a, Send)]
+    assert answered and leader.high_watermark == hw  # answered, but no acknowledgement
+    assert state.replicas[followers[0]].last_fetch_ms == before
+    fetch(directory(followers[0]))
+    assert leader.high_watermark == end  # the voter itself acknowledges
