@@ -3,6 +3,7 @@ levels as FeatureLevelRecord in the metadata log (replayed after a restart, carr
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,17 @@ def test_update_features_needs_alter_on_the_cluster(tmp_path: Path) -> None:
         assert broker.image.finalized_features()["transaction.version"] == 1
     finally:
         broker.close()
+
+
+def test_kraft_version_comes_from_the_quorum_log_and_snapshot() -> None:
+    """A snapshot carrying a voter set (a log an older Samsa wrote with its first voter change, or one
+    upgraded since) means kraft.version 1; a static quorum's snapshot without one, 0."""
+    from samsa.broker.metadata.raft_disk import image_from_snapshot
+    from samsa.raft.log import Snapshot, SnapshotId
+    from samsa.raft.voter_set import VoterNode, VoterSet
+
+    data = encode_records(MetadataImage().to_records())
+    voters = VoterSet((VoterNode(1, uuid.UUID(int=1)),)).encode()
+    assert image_from_snapshot(Snapshot(SnapshotId(10, 1), data, voters)).finalized_features()["kraft.version"] == 1
+    assert "kraft.version" not in image_from_snapshot(Snapshot(SnapshotId(10, 1), data)).finalized_features()
+    assert image_from_snapshot(Snapshot(SnapshotId(10, 1), data, voters)).apply([], 11).kraft_version == 1
