@@ -29,6 +29,7 @@ from samsa.broker.metadata.image import BrokerImage, MetadataImage
 from samsa.broker.metadata.log import METADATA_LOG_CONFIG, METADATA_TOPIC
 from samsa.broker.metadata.quorum import Endpoint, MetadataQuorum, NotControllerError
 from samsa.broker.metadata.records import BROKER_RESOURCE
+from samsa.broker.metadata.voter_changes import format_standalone
 from samsa.broker.node_client import NodeUnavailableError
 from samsa.broker.observability.request_metrics import RequestMetrics
 from samsa.broker.replica_fetcher import ReplicaFetcherManager
@@ -186,6 +187,8 @@ class Broker:
             directory_id=parse_kafka_uuid(meta.get("directory.id", "")) or ZERO_DIRECTORY_ID,
             listeners=controller_endpoints(config),
         )
+        if self.single_voter:
+            format_standalone(self.quorum)
         # A single voter has committed its whole log by now; a cluster member only knows what its disk
         # holds (maybe uncommitted): good enough to open logs, not to delete or serve anything yet.
         image = self.quorum.image if self.single_voter else self.quorum.provisional_image

@@ -357,7 +357,7 @@ class KafkaCluster:
 
 
 def _node_properties(
-    node: KafkaNode, all_nodes: list[KafkaNode], overrides: dict[str, str | None]
+    node: KafkaNode, all_nodes: list[KafkaNode], overrides: dict[str, str | None], static_quorum: bool = False
 ) -> dict[str, str | None]:
     values: dict[str, str | None] = {
         "node.id": str(node.node_id),
@@ -371,7 +371,7 @@ def _node_properties(
         values["advertised.listeners"] = f"{values['advertised.listeners']},{extra}"
         values["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT," + ",".join(
             f"{name}:{protocol}" for name, (protocol, _) in node.extra_listeners.items())
-    if len(all_nodes) == 1:
+    if len(all_nodes) == 1 and not static_quorum:
         # dynamic quorum, formatted with --standalone (as the release quickstart does)
         values["controller.quorum.bootstrap.servers"] = f"{HOST}:{node.controller_port}"
     else:
@@ -407,6 +407,7 @@ def start_kafka(
     attempts: int = 3,
     poll_s: float = 0.1,
     extra_listeners: dict[str, str] | None = None,
+    static_quorum: bool = False,
 ) -> KafkaCluster:
     """Start ``nodes`` combined (broker+controller) KRaft nodes on free loopback ports.
 
@@ -418,6 +419,8 @@ def start_kafka(
     ``extra_listeners`` adds listeners (name -> security protocol, e.g. ``{"SASL_PLAINTEXT": "SASL_PLAINTEXT"}``)
     on free ports besides PLAINTEXT (still the inter-broker listener) and CONTROLLER; their
     ``listener.name.<name>.*`` settings go in ``overrides``; ``cluster.listener_bootstrap(name)`` is their address.
+    ``static_quorum`` makes even one node a static quorum (controller.quorum.voters, formatted without
+    --standalone: kraft.version 0); more than one node always is.
     """
     ensure_installed()
     if start_timeout is None:
@@ -426,7 +429,7 @@ def start_kafka(
     for _ in range(attempts):
         try:
             return _start_once(nodes, heap, overrides or {}, start_timeout, workdir, gc_log, jvm_opts, poll_s,
-                               extra_listeners or {})
+                               extra_listeners or {}, static_quorum)
         except _PortRace as e:
             last = e
     raise OracleError(f"could not start Kafka after {attempts} attempts: {last}")
@@ -460,6 +463,7 @@ def _start_once(
     jvm_opts: Sequence[str],
     poll_s: float,
     extra_listeners: dict[str, str],
+    static_quorum: bool = False,
 ) -> KafkaCluster:
     t0 = time.monotonic()
     keep = os.environ.get("SAMSA_KEEP_ORACLE") == "1"
@@ -479,12 +483,12 @@ def _start_once(
         for n in nodes:
             n.log_dir.mkdir(parents=True)
             n.data_dir.mkdir(parents=True)
-            n.properties.write_text(render_properties(template, _node_properties(n, nodes, overrides)))
+            n.properties.write_text(render_properties(template, _node_properties(n, nodes, overrides, static_quorum)))
         # format all log dirs (one storage-tool JVM per node, in parallel)
         formats = []
         for n in nodes:
             args = ["format", "--cluster-id", cluster.cluster_id, "--config", str(n.properties)]
-            if count == 1:
+            if count == 1 and not static_quorum:
                 args.append("--standalone")
             cmd = java_command("kafka.tools.StorageTool", args, heap=["-Xmx256m"], jvm_opts=QUICK_JVM_OPTS)
             out = open(n.log_dir / "format.out", "wb")  # closed below

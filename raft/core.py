@@ -158,7 +158,9 @@ class RaftCore:
 
     @property
     def is_voter(self) -> bool:
-        return self.node_id in self.config.voters
+        """Kafka: QuorumState.isVoter -- this replica's key (id and directory id) is in the voter set in force:
+        a node with a voter's id but another directory (its disk was replaced) is an observer."""
+        return self.voter_set().is_voter(self.node_id, self.directory_id)
 
     @property
     def leader_id(self) -> int | None:
@@ -180,13 +182,15 @@ class RaftCore:
             )
 
         def describe(replica_id: int) -> ReplicaDescription:
+            # kraft.version 0 (no voter set in the log): Kafka 4.4 lists the static voters without a directory id
+            static = self.log.voter_set is None and replica_id in self.config.voters
             if replica_id == self.node_id:
                 return ReplicaDescription(replica_id, self.log.end_offset, self.now_ms, self.now_ms,
-                                          self.directory_id)
+                                          ZERO_DIRECTORY_ID if static else self.directory_id)
             r = s.replicas[replica_id]
-            directory = r.directory_id
+            directory = ZERO_DIRECTORY_ID if static else r.directory_id
             voter = voters.get(replica_id)
-            if voter is not None and voter.directory_id != ZERO_DIRECTORY_ID:
+            if voter is not None and voter.directory_id != ZERO_DIRECTORY_ID and not static:
                 directory = voter.directory_id
             return ReplicaDescription(replica_id, r.end_offset, r.last_fetch_ms, r.last_caught_up_ms, directory)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from samsa.raft.invariants import InvariantViolation
 from samsa.raft.log import SnapshotId
-from samsa.raft.voter_set import ZERO_DIRECTORY_ID
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterSet
 
 __all__ = [
     "Candidate",
@@ -147,6 +147,9 @@ class Leader:
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
     voter_change: VoterChange | None = None
     resign_requested: bool = False  # removed from the committed voter set (KIP-853): hand over
+    # kraft.version 0: the static voters as their UpdateRaftVoter requests described them, kept in memory for
+    # a kraft.version upgrade (Kafka: LeaderState's volatile voters)
+    volatile_voters: VoterSet | None = None
 
 
 @dataclass(slots=True)

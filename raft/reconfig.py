@@ -9,6 +9,13 @@ checks that the new voter is a caught-up observer and appends the VotersRecord. 
 The leader uses the new set as soon as the record is in its log (raft.log); the change is done when the
 high watermark passes the record (`on_high_watermark`), and a leader no longer in the set then resigns.
 
+kraft.version (KIP-853): a quorum whose log has no voter records runs kraft.version 0 -- its voters are the
+static controller.quorum.voters -- and refuses AddRaftVoter and RemoveRaftVoter with UNSUPPORTED_VERSION, as
+Kafka 4.4 does for a quorum formatted without --standalone / --initial-controllers. `upgrade_kraft_version`
+(UpdateFeatures kraft.version=1, Kafka: LeaderState.maybeAppendUpgradedKRaftVersion) appends the
+KRaftVersionRecord and the first VotersRecord; from then on the quorum is at kraft.version 1 for good. A log
+written by an older Samsa, which wrote both records with its first voter change, stays at 1.
+
 Functions over the core (typed against raft.core_view.RaftCoreView), like raft.replication.
 """
 
@@ -42,10 +49,12 @@ __all__ = [
     "begin_add_voter",
     "complete_add_voter",
     "current_voter_set",
+    "kraft_version",
     "local_voter_node",
     "on_high_watermark",
     "remove_voter",
     "update_voter",
+    "upgrade_kraft_version",
 ]
 
 # Kafka: LeaderState.isReplicaCaughtUp -- an observer that caught up once and fetched within the hour.
@@ -71,6 +80,13 @@ VoterChangeCall = Callable[[RaftCoreView, Leader],
                            tuple["VoterChangeAppended | VoterChangeRefused | None", list[Action]]]
 
 
+def kraft_version(core: RaftCoreView) -> int:
+    """Kafka: KRaftControlRecordStateMachine.lastKraftVersion -- the kraft.version in the log, committed or not.
+    Samsa writes the KRaftVersionRecord only together with the first VotersRecord, so a voter set in the log
+    (or in the snapshot) means kraft.version 1, and none means 0."""
+    return 0 if core.log.voter_set is None else 1
+
+
 def local_voter_node(core: RaftCoreView) -> VoterNode:
     """Kafka: QuorumState.localVoterNodeOrThrow -- this replica's key, listeners and kraft.version range."""
     return VoterNode(core.node_id, core.directory_id, core.listeners, KRAFT_VERSION_MIN, KRAFT_VERSION_MAX)
@@ -84,7 +100,7 @@ def current_voter_set(core: RaftCoreView, leader: Leader) -> VoterSet:
     if stored is not None:
         return stored
     voters = []
-    for v in core.bootstrap_voters.voters:
+    for v in (leader.volatile_voters or core.bootstrap_voters).voters:
         directory = v.directory_id
         replica = leader.replicas.get(v.voter_id)
         if v.voter_id == core.node_id:
@@ -105,7 +121,8 @@ def _pending(core: RaftCoreView, leader: Leader) -> bool:
     return leader.voter_change is not None
 
 
-def _common_refusal(core: RaftCoreView, leader: Leader) -> VoterChangeRefused | None:
+def _common_refusal(core: RaftCoreView, leader: Leader, operation: str = "") -> VoterChangeRefused | None:
+    """`operation` ("adding" / "removing") words the kraft.version 0 refusal; UpdateRaftVoter has none."""
     if _pending(core, leader):
         return VoterChangeRefused(ErrorCode.request_timed_out,
                                   "Request timed out waiting for leader to handle previous voter change request")
@@ -114,8 +131,9 @@ def _common_refusal(core: RaftCoreView, leader: Leader) -> VoterChangeRefused | 
         return VoterChangeRefused(ErrorCode.request_timed_out,
                                   "Request timed out waiting for leader to establish HWM and fence previous "
                                   "voter changes")
-    # kraft.version: Samsa finalizes 1 and refuses its downgrade (broker.metadata.features), so reconfiguration
-    # is always supported; Kafka's UNSUPPORTED_VERSION answer for kraft.version 0 cannot happen here.
+    if operation and kraft_version(core) == 0:
+        return VoterChangeRefused(ErrorCode.unsupported_version,
+                                  f"Cluster doesn't support {operation} voter because the kraft.version feature is 0")
     offset = core.log.voter_set_offset
     at = -1 if offset is None else offset  # the bootstrap voters stand before the log, like Kafka's 0-0.checkpoint
     if at >= core.high_watermark:
@@ -129,7 +147,7 @@ def begin_add_voter(core: RaftCoreView, leader: Leader, voter_id: int, directory
                     timeout_ms: int) -> tuple[VoterChangeRefused | None, list[Action]]:
     """Kafka: AddVoterHandler.handleAddVoterRequest up to its ApiVersions request. None: ask the new voter
     for its ApiVersions, then call complete_add_voter (or abort_voter_change)."""
-    refused = _common_refusal(core, leader)
+    refused = _common_refusal(core, leader, "adding")
     if refused is not None:
         return refused, []
     voters = current_voter_set(core, leader)
@@ -156,7 +174,7 @@ def complete_add_voter(core: RaftCoreView, leader: Leader, voter: VoterNode, api
         return VoterChangeRefused(ErrorCode.request_timed_out,
                                   f"Aborted add voter operation for since API_VERSIONS returned an error "
                                   f"{api_versions_error.name.upper()}"), []
-    finalized = 1  # the kraft.version this cluster runs (see _common_refusal)
+    finalized = kraft_version(core)  # 1: begin_add_voter refused kraft.version 0
     if kraft_versions is None or not kraft_versions[0] <= finalized <= kraft_versions[1]:
         leader.voter_change = None
         shown = "(min: 0, max: 0)" if kraft_versions is None else f"(min: {kraft_versions[0]}, max: {kraft_versions[1]}"
@@ -183,7 +201,7 @@ def complete_add_voter(core: RaftCoreView, leader: Leader, voter: VoterNode, api
 def remove_voter(core: RaftCoreView, leader: Leader, voter_id: int, directory_id: uuid.UUID
                  ) -> tuple[VoterChangeAppended | VoterChangeRefused, list[Action]]:
     """Kafka: RemoveVoterHandler.handleRemoveVoterRequest."""
-    refused = _common_refusal(core, leader)
+    refused = _common_refusal(core, leader, "removing")
     if refused is not None:
         return refused, []
     voters = current_voter_set(core, leader)
@@ -205,13 +223,47 @@ def update_voter(core: RaftCoreView, leader: Leader, voter: VoterNode
     refused = _common_refusal(core, leader)
     if refused is not None:
         return VoterChangeRefused(refused.error_code, None), []
-    finalized = 1
+    finalized = kraft_version(core)
     if not voter.min_kraft_version <= finalized <= voter.max_kraft_version:
         return VoterChangeRefused(ErrorCode.invalid_request, None), []
-    updated = current_voter_set(core, leader).update_voter(voter)
+    current = current_voter_set(core, leader)
+    if finalized == 0:
+        # Kafka 4.4 at kraft.version 0: the leader keeps what the voter says in memory (its "volatile voters",
+        # VoterSet.updateVoterIgnoringDirectoryId), for a later upgrade, and writes nothing.
+        old = current.get(voter.voter_id)
+        if old is None:
+            return VoterChangeRefused(ErrorCode.voter_not_found, None), []
+        leader.volatile_voters = VoterSet(tuple(voter if v.voter_id == voter.voter_id else v for v in current.voters))
+        return VoterChangeRefused(ErrorCode.none, None), []
+    updated = current.update_voter(voter)
     if updated is None:
         return VoterChangeRefused(ErrorCode.voter_not_found, None), []
     return _append_voters(core, leader, updated)
+
+
+def upgrade_kraft_version(core: RaftCoreView, leader: Leader, level: int, validate_only: bool
+                          ) -> tuple[VoterChangeAppended | VoterChangeRefused | None, list[Action]]:
+    """Kafka: KafkaRaftClient.upgradeKRaftVersion / LeaderState.maybeAppendUpgradedKRaftVersion, for
+    UpdateFeatures kraft.version (UPGRADE): None when there is nothing to write (the level is already in force,
+    or validate_only), else the KRaftVersionRecord and the VotersRecord of the static voters, appended. A voter
+    the leader has not heard from (no fetch, no UpdateRaftVoter) has no known directory id or kraft.version
+    range -- in Kafka (0, 0) -- so the upgrade waits for every voter (INVALID_UPDATE_VERSION meanwhile)."""
+    current = kraft_version(core)
+    if level == current:
+        return None, []
+    if level < current:
+        return VoterChangeRefused(ErrorCode.invalid_update_version,
+                                  f"Invalid upgrade of kraft.version from version KRAFT_VERSION_{current} to "
+                                  f"KRAFT_VERSION_{level} because the new version is a downgrade"), []
+    voters = current_voter_set(core, leader)
+    if any(v.directory_id == ZERO_DIRECTORY_ID or not v.min_kraft_version <= level <= v.max_kraft_version
+           for v in voters.voters):
+        return VoterChangeRefused(ErrorCode.invalid_update_version,
+                                  f"Invalid upgrade of kraft.version to KRAFT_VERSION_{level} because not all of "
+                                  f"the voters support it"), []
+    if validate_only:
+        return None, []
+    return _append_voters(core, leader, voters)
 
 
 def _append_voters(core: RaftCoreView, leader: Leader, voters: VoterSet

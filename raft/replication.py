@@ -74,6 +74,11 @@ def on_fetch_request(core: RaftCoreView, source: int, req: FetchRequest, cid: in
     assert isinstance(leader, Leader)
     leader.parked.pop(source, None)  # the follower gave up on it and asked again
     leader.begin_quorum_pending.discard(source)  # fetching in our epoch: it knows we lead
+    if source in core.config.voters and not core.voter_set().is_voter(source, req.replica_directory_id):
+        # Kafka 4.4's LeaderState.getOrCreateReplicaState: a replica with a voter's id but not its directory id
+        # (the voter's disk replaced) is an observer: its fetches neither acknowledge for the voter nor count
+        # for check-quorum. It is answered, and finds out from its log that it is not the voter.
+        return [_answer_fetch(core, leader, source, cid, req.fetch_offset, req.last_fetched_epoch)]
     replica = leader.replicas.get(source)
     if replica is None:
         _forget_expired_observers(core, leader)

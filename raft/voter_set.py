@@ -106,11 +106,12 @@ class VoterSet:
         return next((v for v in self.voters if v.voter_id == voter_id), None)
 
     def is_voter(self, voter_id: int, directory_id: uuid.UUID) -> bool:
-        """Kafka: VoterSet.isVoter -- the id matches, and the directory id does where both are known."""
+        """Kafka 4.4: VoterSet.isVoter / VoterNode.isVoter -- the id matches and, where the voter's entry has a
+        directory id, the replica's is the same one (a replica without one is then not that voter)."""
         v = self.get(voter_id)
         if v is None:
             return False
-        return ZERO_DIRECTORY_ID in (v.directory_id, directory_id) or v.directory_id == directory_id
+        return v.directory_id == ZERO_DIRECTORY_ID or v.directory_id == directory_id
 
     def add_voter(self, voter: VoterNode) -> VoterSet | None:
         """Kafka: VoterSet.addVoter -- None when the id is already a voter."""

@@ -13,7 +13,8 @@ Kafka's rule needs kraft.version 1 in the log; a Samsa log is at kraft.version 1
 (raft.reconfig writes the KRaftVersionRecord before it). Before that the voters are the static bootstrap
 set, whose directory ids the leader takes from the voters' fetches (raft.reconfig.current_voter_set), so
 nothing is sent. (Kafka 4.4 also sends it once per leader at kraft.version 0, for a later kraft.version
-upgrade, which Samsa does not have: its kraft.version is finalized at 1.)
+upgrade; a Samsa leader learns the same from the fetches, and still answers such a request as Kafka does:
+raft.reconfig.update_voter keeps it in memory.)
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ adds validate_only; v2 drops the per-feature results (KIP-1022: an error is the 
 the reference Kafka's controller, one refused update refuses the whole request (INVALID_UPDATE_VERSION with
 "The update failed for all features since ..."); a successful v0/v1 answer lists every update with
 error_message "NONE". A later update of the same feature in one request wins. kraft.version lives with the
-quorum (no FeatureLevelRecord): it can only be confirmed at its level. Needs ALTER on the cluster;
+quorum (no FeatureLevelRecord): its level is the quorum's, and an upgrade from 0 to 1 (Kafka 4.4's
+`kafka-features.sh upgrade --feature kraft.version=1`) has the quorum's leader append the KRaftVersionRecord
+and the first VotersRecord (raft.reconfig.upgrade_kraft_version), answered once committed; it is refused
+(INVALID_UPDATE_VERSION) until every static voter has been heard from. Needs ALTER on the cluster;
 forwarded to the active controller (KIP-590) like the other metadata writes.
 """
 
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.metadata.features import KRAFT_VERSION, UpgradeType, all_failed_message, check_update
 from samsa.broker.metadata.records import FeatureLevelRecord, MetadataRecord
+from samsa.broker.metadata.voter_changes import upgrade_kraft_version
 from samsa.broker.security.acl import AclOperation
 from samsa.broker.security.acl_requests import cluster_error
 from samsa.broker.wire import build, field
@@ -51,10 +55,17 @@ async def handle_update_features(request: UpdateFeaturesRequest, ctx: RequestCon
         if refused is not None:
             return build(cls, {"throttle_time": 0, "error_code": ErrorCode.invalid_update_version,
                                "error_message": all_failed_message(refused), "results": ()})
+    validate_only = ctx.version >= 1 and bool(field(request, "validate_only"))
+    kraft = [(level, kind) for name, level, kind in updates if name == KRAFT_VERSION]
+    if kraft and kraft[-1][1] == UpgradeType.UPGRADE:
+        error, message = await upgrade_kraft_version(ctx.broker.quorum, kraft[-1][0], validate_only,
+                                                     max(1, int(request.timeout.total_seconds() * 1000)))
+        if error != ErrorCode.none:
+            return build(cls, {"throttle_time": 0, "error_code": error, "results": (),
+                               "error_message": all_failed_message(message) if message else None})
     final = {name: level for name, level, _kind in updates if name != KRAFT_VERSION}
     records: list[MetadataRecord] = [FeatureLevelRecord(name, level) for name, level in final.items()
                                      if level != current.get(name, 0)]
-    validate_only = ctx.version >= 1 and bool(field(request, "validate_only"))
     if records and not validate_only:
         await controller.commit(None, records)
     return build(cls, {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "results": [

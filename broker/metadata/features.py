@@ -41,7 +41,7 @@ class SupportedFeature:
 # fresh node; Samsa supports the same ranges (UpdateFeatures accepts them) and finalizes streams.version only.
 SUPPORTED: tuple[SupportedFeature, ...] = (
     SupportedFeature(GROUP_VERSION, 0, 1, 1),
-    SupportedFeature(KRAFT_VERSION, 0, 1, 1),
+    SupportedFeature(KRAFT_VERSION, 0, 1, 0),  # the quorum's: 1 once its log has voter records
     SupportedFeature(METADATA_VERSION, MINIMUM_METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL),
     SupportedFeature("share.version", 0, 2, 0),
     SupportedFeature("streams.version", 0, 1, 1),
@@ -63,12 +63,15 @@ class UpgradeType(IntEnum):
     UNSAFE_DOWNGRADE = 3
 
 
-def finalized_levels(explicit: Mapping[str, int]) -> dict[str, int]:
-    """Every finalized feature's level (above 0), in Kafka's order: records first, bootstrap levels otherwise."""
+def finalized_levels(explicit: Mapping[str, int], kraft_version: int) -> dict[str, int]:
+    """Every finalized feature's level (above 0), in Kafka's order: records first, bootstrap levels otherwise;
+    kraft.version is the quorum's (Kafka's KRaftMetadataCache lists it only above 0)."""
     out: dict[str, int] = {}
     for name in FINALIZED_ORDER + tuple(sorted(set(explicit) - set(FINALIZED_ORDER))):
         supported = SUPPORTED_BY_NAME.get(name)
         level = explicit.get(name, supported.bootstrap_level if supported is not None else 0)
+        if name == KRAFT_VERSION:
+            level = kraft_version
         if level > 0:
             out[name] = level
     return out

@@ -97,10 +97,16 @@ class MetadataImage:
     feature_levels: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     # Registered controllers by id (Kafka's ClusterImage.controllers, KIP-919)
     controllers: Mapping[int, RegisterControllerRecord] = field(default_factory=lambda: MappingProxyType({}))
+    # kraft.version lives with the quorum, not in a FeatureLevelRecord (KIP-853): 1 from the log's
+    # KRaftVersionRecord (or a snapshot with voters) on, else 0 (a static controller.quorum.voters quorum)
+    kraft_version: int = 0
 
     def finalized_features(self) -> dict[str, int]:
         """Every finalized feature's level, in the order Kafka lists them."""
-        return finalized_levels(self.feature_levels)
+        return finalized_levels(self.feature_levels, self.kraft_version)
+
+    def with_kraft_version(self, level: int) -> MetadataImage:
+        return replace(self, kraft_version=level)
 
     def feature_level(self, name: str) -> int:
         return self.finalized_features().get(name, 0)
@@ -273,6 +279,7 @@ class MetadataImage:
             broker_endpoints=self.broker_endpoints if endpoints is None else MappingProxyType(endpoints),
             feature_levels=self.feature_levels if features is None else MappingProxyType(features),
             controllers=self.controllers if controllers is None else MappingProxyType(controllers),
+            kraft_version=self.kraft_version,
         )
 
     def to_records(self) -> list[MetadataRecord]:

@@ -93,7 +93,7 @@ from samsa.raft.messages import (
     VoteResponse,
 )
 from samsa.raft.quorum_state import Leader, QuorumConfig
-from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode, VoterSet
+from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode, VoterSet, decode_kraft_version
 from samsa.storage.disk_guard import DiskSpaceGuard
 from samsa.storage.log import Log
 
@@ -452,6 +452,8 @@ class MetadataQuorum:
         for entry in action.entries:
             if entry.kind == EntryKind.DATA:
                 image = image.apply(decode_records(entry.payload), entry.offset)
+            elif entry.kind == EntryKind.KRAFT_VERSION:  # (KIP-853: the features' kraft.version)
+                image = image.with_kraft_version(decode_kraft_version(entry.payload))
             waiting = self._waiting.pop(entry.offset, None)
             if waiting is not None:
                 if waiting.epoch == entry.epoch:

@@ -183,7 +183,9 @@ def read_entries(log: Log, start: int) -> list[LogEntry]:
 def image_from_snapshot(snapshot: Snapshot | None) -> MetadataImage:
     if snapshot is None:
         return MetadataImage()
-    return MetadataImage().apply(decode_records(snapshot.data), snapshot.snapshot_id.end_offset - 1)
+    # A snapshot carries the voter set when the log had one, and with it kraft.version 1 (raft.reconfig).
+    image = MetadataImage(kraft_version=1 if snapshot.voters else 0)
+    return image.apply(decode_records(snapshot.data), snapshot.snapshot_id.end_offset - 1)
 
 
 def provisional_image(snapshot: Snapshot | None, entries: Sequence[LogEntry]) -> MetadataImage:

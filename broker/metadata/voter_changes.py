@@ -28,7 +28,7 @@ from samsa.raft.events import NotLeader
 from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
 from samsa.raft.voter_set import ZERO_DIRECTORY_ID, VoterEndpoint, VoterNode
 
-__all__ = ["Answer", "add_voter", "remove_voter", "update_voter"]
+__all__ = ["Answer", "add_voter", "format_standalone", "remove_voter", "update_voter", "upgrade_kraft_version"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,36 @@ def update_voter(quorum: MetadataQuorum, voter_id: int, directory_id: uuid.UUID 
     if isinstance(result, NotLeader):
         return ErrorCode.not_leader_or_follower
     return result.error_code if isinstance(result, VoterChangeRefused) else ErrorCode.none
+
+
+def format_standalone(quorum: MetadataQuorum) -> None:
+    """A node that is its own one-voter quorum (no controller.quorum.voters) is what Kafka's
+    `kafka-storage format --standalone` makes: its log starts at kraft.version 1 with itself as the voter
+    (Kafka writes both control records in the bootstrap checkpoint; Samsa's leader appends them once, the
+    first time it starts, and a single voter commits them at once). A static quorum stays at 0."""
+    core = quorum.core
+    if reconfig.kraft_version(core) == 1:
+        return
+    result, actions = core.change_voters(partial(reconfig.upgrade_kraft_version, level=1, validate_only=False),
+                                         now_ms())
+    quorum.execute(actions)
+    if not isinstance(result, VoterChangeAppended):
+        logger.warning("single voter stays at kraft.version 0: %s", result)
+
+
+async def upgrade_kraft_version(quorum: MetadataQuorum, level: int, validate_only: bool, timeout_ms: int) -> Answer:
+    """UpdateFeatures kraft.version (UPGRADE) on the active controller (Kafka: FeatureControlManager.updateFeature
+    calls KafkaRaftClient.upgradeKRaftVersion, then commits a NoOpRecord, so its answer follows the commit of
+    the KRaftVersionRecord and VotersRecord appended before it): answered once they are committed."""
+    result, actions = quorum.core.change_voters(partial(reconfig.upgrade_kraft_version, level=level,
+                                                        validate_only=validate_only), now_ms())
+    if result is None:
+        quorum.execute(actions)
+        return ErrorCode.none, None
+    if isinstance(result, VoterChangeAppended):
+        logger.info("kraft.version %d: KRaftVersionRecord and VotersRecord appended up to offset %d", level,
+                    result.offset)
+    return await _finish(quorum, result, actions, timeout_ms, True)
 
 
 async def _finish(quorum: MetadataQuorum, result: Any, actions: Any, timeout_ms: int, ack_when_committed: bool

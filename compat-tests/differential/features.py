@@ -53,6 +53,11 @@ def update_features(ctx: Ctx) -> Any:
         (1, [("transaction.version", 2, UPGRADE), ("group.version", 2, UPGRADE)], True),
         (1, [("transaction.version", 1, SAFE_DOWNGRADE), ("group.version", 0, UNSAFE_DOWNGRADE)], True),
         (2, [("metadata.version", 27, UPGRADE), ("kraft.version", 1, UPGRADE)], False),
+        # kraft.version is the quorum's (1: formatted --standalone / a single Samsa node): the upgrade to the
+        # level in force writes nothing; past the supported range is refused
+        (2, [("kraft.version", 1, UPGRADE)], False),
+        (1, [("kraft.version", 1, UPGRADE)], True),
+        (2, [("kraft.version", 2, UPGRADE)], True),
         (0, [("transaction.version", 3, UPGRADE)], True),
         (1, [], False),
     ]:

@@ -85,6 +85,29 @@ def _remove(port: int, voter_id: int, directory_id: uuid.UUID) -> Any:
     return _ask(port, 81, {"cluster_id": None, "voter_id": voter_id, "voter_directory_id": directory_id})
 
 
+def _update_kraft_version(port: int, validate_only: bool = False) -> Any:
+    """UpdateFeatures kraft.version=1 (UPGRADE), as `kafka-features.sh upgrade --feature kraft.version=1` sends it."""
+    try:
+        with Connection(HOST, port, client_id="kip853-test", timeout_s=40) as conn:
+            return conn.request(57, {"timeout": 30_000, "validate_only": validate_only, "feature_updates": [
+                {"feature": "kraft.version", "max_version_level": 1, "upgrade_type": 1}]}, version=1)
+    except (OSError, KafkaClientError):
+        return None
+
+
+def _finalized_kraft_version(port: int) -> int | None:
+    with Connection(HOST, port, client_id="kip853-test", timeout_s=20) as conn:
+        r = conn.request(18, {"client_software_name": "t", "client_software_version": "1"}, version=4)
+    return next((int(f.max_version_level) for f in r.finalized_features if f.name == "kraft.version"), None)
+
+
+def _upgrade(cluster: Cluster) -> None:
+    """A cluster formed with controller.quorum.voters runs kraft.version 0 (Kafka's static quorum): voters can
+    change only after the upgrade, which the leader accepts once it has heard from every voter."""
+    wait_for("kraft.version 1", lambda: ((r := _update_kraft_version(cluster.port(1))) is not None
+                                         and r.error_code == ErrorCode.none) or None, 60)
+
+
 def _created(cluster: Cluster, port: int, topic: str) -> bool | None:
     try:
         with Connection(HOST, port, client_id="kip853-test", timeout_s=15) as conn:
@@ -117,6 +140,14 @@ def _restart_all(cluster: Cluster, fourth: Fourth) -> None:
 def test_add_a_fourth_controller_remove_the_leader_and_restart(cluster: Cluster, fourth: Fourth) -> None:
     wait_for("node 4 among the observers",
              lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    # A static quorum (kraft.version 0) refuses voter changes as Kafka 4.4 does; then it is upgraded.
+    static = _add(cluster.port(1), 4, fourth.directory_id, fourth.controller_port)
+    assert static is not None and (static.error_code, static.error_message) == (
+        ErrorCode.unsupported_version, "Cluster doesn't support adding voter because the kraft.version feature is 0")
+    assert _finalized_kraft_version(cluster.port(1)) is None
+    _upgrade(cluster)
+    assert all(wait_for(f"node {n} at kraft.version 1", lambda n=n: _finalized_kraft_version(cluster.port(n)) == 1
+                        or None, 30)[0] for n in cluster.node_ids)
 
     # Refusals first, with Kafka's codes: a voter id that is taken, an unknown replica key.
     dup = _add(cluster.port(1), 2, uuid.uuid4(), fourth.controller_port)
@@ -213,6 +244,7 @@ def test_kafka_metadata_quorum_tool_adds_and_removes_a_samsa_controller(cluster:
         pytest.skip("Kafka's tools are not installed (make compat-deps)")
     wait_for("node 4 among the observers",
              lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    _upgrade(cluster)
     # The new controller's own configuration, as Kafka's tool reads it: id, roles, listeners, log dir.
     config = tmp_path / "controller-4.properties"
     config.write_text("node.id=4\nprocess.roles=broker,controller\ncontroller.listener.names=CONTROLLER\n"
@@ -252,6 +284,7 @@ def test_kafka_metadata_quorum_tool_with_bootstrap_controller(cluster: Cluster, 
 
     wait_for("node 4 among the observers",
              lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    _upgrade(cluster)
     controller = f"{HOST}:{cluster.plan.node(1).controller_port}"
     directory = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
 
@@ -283,6 +316,7 @@ def _samsa(*args: str) -> Any:
 def test_samsa_cluster_add_and_remove_controller(cluster: Cluster, fourth: Fourth) -> None:
     wait_for("node 4 among the observers",
              lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+    _upgrade(cluster)
     bootstrap = ("-b", f"{HOST}:{cluster.port(2)}")
     endpoint = f"{HOST}:{fourth.controller_port}"
     directory = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
@@ -334,6 +368,7 @@ def test_the_voter_set_survives_in_snapshots(cluster_factory: Any, tmp_path: Pat
     try:
         wait_for("node 4 among the observers",
                  lambda: ((v := cluster.quorum_leader()) is not None and 4 in v.observers) or None, 30)
+        _upgrade(cluster)
         wait_for("node 4 added", lambda: ((r := _add(cluster.port(1), 4, fourth.directory_id,
                                                      fourth.controller_port)) is not None
                  and r.error_code == ErrorCode.none) or None, 60)
@@ -359,14 +394,12 @@ def test_the_voter_set_survives_in_snapshots(cluster_factory: Any, tmp_path: Pat
 
 
 @pytest.mark.timeout(400)
-def test_a_static_voter_the_leader_never_saw_sends_its_directory_id_and_can_be_removed(cluster: Cluster,
-                                                                                       fourth: Fourth) -> None:
-    """A voter down while the leader is elected and the first VotersRecord written (node 4's add) is in that
-    record without a directory id: no replica key removes it (VOTER_NOT_FOUND). Once back, it sends the leader
-    UpdateRaftVoter with its directory id (KIP-853, raft.voter_update); then every voter's directory id is known
-    and kafka-metadata-quorum.sh remove-controller removes it."""
-    if not _kafka_tools_installed():
-        pytest.skip("Kafka's tools are not installed (make compat-deps)")
+def test_the_kraft_version_upgrade_waits_for_a_voter_the_leader_never_saw(cluster: Cluster) -> None:
+    """Kafka 4.4 upgrades a static quorum (kafka-features.sh upgrade --feature kraft.version=1) only once the
+    leader knows every voter's directory id and kraft.version range: a voter down while the leader is elected
+    holds it back (INVALID_UPDATE_VERSION). Once back, the upgrade writes the first VotersRecord with every
+    directory id, and every node lists kraft.version 1 in ApiVersions. (An older Samsa wrote that record with
+    its first voter change, possibly without a down voter's directory id: tests/raft covers that log.)"""
     view = wait_for("a leader", cluster.quorum_leader, 30)[0]
     absent = next(n for n in cluster.node_ids if n != view.leader_id)
     others = [n for n in cluster.node_ids if n != absent]
@@ -376,57 +409,29 @@ def test_a_static_voter_the_leader_never_saw_sends_its_directory_id_and_can_be_r
     cluster.kill(view.leader_id)
     cluster.start(view.leader_id, wait=False)
     cluster.wait_listening(view.leader_id)
-    new = wait_for("a leader among the two others", lambda: cluster.quorum_leader(others), 60)[0]
-    print(f"absent voter {absent}; leader {view.leader_id} restarted; now {new.leader_id} in epoch {new.leader_epoch}")
+    wait_for("a leader among the two others", lambda: cluster.quorum_leader(others), 60)
 
-    def added() -> bool | None:
-        r = _add(cluster.port(others[0]), 4, fourth.directory_id, fourth.controller_port)
-        if r is not None and r.error_code != ErrorCode.none:
-            print("AddRaftVoter:", r.error_code, r.error_message)
-        return True if r is not None and r.error_code == ErrorCode.none else None
+    def refused() -> Any:
+        r = _update_kraft_version(cluster.port(others[0]))
+        return r if r is not None and r.error_code == ErrorCode.invalid_update_version else None
 
-    wait_for("node 4 added", added, 90)
-    absent_directory = _directory_id(cluster.plan.node(absent).data_dir)
-
-    def not_found() -> Any:
-        r = _remove(cluster.port(others[0]), absent, absent_directory)
-        assert r is None or r.error_code in (ErrorCode.voter_not_found, ErrorCode.request_timed_out,
-                                             ErrorCode.not_leader_or_follower), r
-        return r if r is not None and r.error_code == ErrorCode.voter_not_found else None
-
-    refused = wait_for("RemoveRaftVoter refused while the set has no directory id for the absent voter",
-                       not_found, 60)[0]
-    assert "directoryId=<undefined>" in (refused.error_message or ""), refused.error_message
+    r = wait_for("the upgrade refused while a voter was never heard from", refused, 60)[0]
+    assert r.error_message == ("The update failed for all features since the following feature had an error: "
+                               "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the voters "
+                               "support it"), r.error_message
+    remove = _remove(cluster.port(others[0]), absent, _directory_id(cluster.plan.node(absent).data_dir))
+    assert remove is not None and (remove.error_code, remove.error_message) == (
+        ErrorCode.unsupported_version, "Cluster doesn't support removing voter because the kraft.version feature is 0")
 
     cluster.start(absent)  # returns once it caught up (its broker listener opens then)
-    bootstrap = f"{HOST}:{cluster.port(others[0])}"
+    wait_for("kraft.version 1", lambda: ((r := _update_kraft_version(cluster.port(others[0]))) is not None
+                                         and r.error_code == ErrorCode.none) or None, 60)
+    for n in cluster.node_ids:
+        wait_for(f"node {n} at kraft.version 1", lambda n=n: _finalized_kraft_version(cluster.port(n)) == 1 or None, 30)
     expected = {n: base64.urlsafe_b64encode(_directory_id(cluster.plan.node(n).data_dir).bytes).decode().rstrip("=")
                 for n in cluster.node_ids}
-    expected[4] = base64.urlsafe_b64encode(fourth.directory_id.bytes).decode().rstrip("=")
-
-    # Its UpdateRaftVoter, as the leader that took it logs it (broker.metadata.voter_changes).
-    key = f"ReplicaKey(id={absent}, directoryId={expected[absent]})"
-    wait_for(f"{key}'s UpdateRaftVoter appended", lambda: any(
-        f"UpdateRaftVoter: voter {key}" in cluster.plan.node(n).log_path.read_text(errors="replace")
-        for n in others) or None, 60)
-
-    def all_known() -> bool | None:
-        result = _quorum_tool(bootstrap, "describe", "--status", check=False)
-        lines = [line for line in result.stdout.splitlines() if line.startswith("CurrentVoters")]
-        if result.returncode != 0 or not lines:
-            return None
-        voters = {v["id"]: v["directoryId"] for v in json.loads(lines[0].split(":", 1)[1])}
-        return True if voters == expected else None
-
-    wait_for("every voter's directory id known", all_known, 120)
-
-    def removed() -> bool | None:
-        result = _quorum_tool(bootstrap, "remove-controller", "--controller-id", str(absent),
-                              f"--controller-directory-id={expected[absent]}", check=False)
-        return True if result.returncode == 0 and \
-            f"Removed KRaft controller {absent} with directory id {expected[absent]}" in result.stdout else None
-
-    # (retried: the UpdateRaftVoter's record may still be uncommitted, which refuses a change REQUEST_TIMED_OUT)
-    wait_for("kafka-metadata-quorum remove-controller of the formerly absent voter", removed, 120)
-    remaining = {1, 2, 3, 4} - {absent}
-    assert wait_for("the voters without it", lambda: _voters(cluster, others) == remaining or None, 30)[0]
+    if _kafka_tools_installed():
+        status = _quorum_tool(f"{HOST}:{cluster.port(others[0])}", "describe", "--status").stdout
+        voters = json.loads(next(line.split(":", 1)[1] for line in status.splitlines()
+                                 if line.startswith("CurrentVoters")))
+        assert {v["id"]: v["directoryId"] for v in voters} == expected

@@ -3,6 +3,7 @@ levels as FeatureLevelRecord in the metadata log (replayed after a restart, carr
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,12 @@ KAFKA_DEFAULTS = {"group.version": 1, "streams.version": 1, "transaction.version
 
 
 def test_a_fresh_image_finalizes_what_kafka_finalizes_on_a_fresh_node() -> None:
-    assert MetadataImage().finalized_features() == KAFKA_DEFAULTS
-    assert list(finalized_levels({})) == list(KAFKA_DEFAULTS)  # Kafka's order
+    # kraft.version is the quorum's: 1 as Kafka formatted --standalone; a static quorum's 0 is not listed
+    assert MetadataImage(kraft_version=1).finalized_features() == KAFKA_DEFAULTS
+    assert list(finalized_levels({}, 1)) == list(KAFKA_DEFAULTS)  # Kafka's order
+    static = dict(KAFKA_DEFAULTS)
+    del static["kraft.version"]
+    assert MetadataImage().finalized_features() == static
 
 
 def test_a_record_sets_a_level_and_level_zero_unfinalizes() -> None:
@@ -149,3 +154,17 @@ def test_update_features_needs_alter_on_the_cluster(tmp_path: Path) -> None:
         assert broker.image.finalized_features()["transaction.version"] == 1
     finally:
         broker.close()
+
+
+def test_kraft_version_comes_from_the_quorum_log_and_snapshot() -> None:
+    """A snapshot carrying a voter set (a log an older Samsa wrote with its first voter change, or one
+    upgraded since) means kraft.version 1; a static quorum's snapshot without one, 0."""
+    from samsa.broker.metadata.raft_disk import image_from_snapshot
+    from samsa.raft.log import Snapshot, SnapshotId
+    from samsa.raft.voter_set import VoterNode, VoterSet
+
+    data = encode_records(MetadataImage().to_records())
+    voters = VoterSet((VoterNode(1, uuid.UUID(int=1)),)).encode()
+    assert image_from_snapshot(Snapshot(SnapshotId(10, 1), data, voters)).finalized_features()["kraft.version"] == 1
+    assert "kraft.version" not in image_from_snapshot(Snapshot(SnapshotId(10, 1), data)).finalized_features()
+    assert image_from_snapshot(Snapshot(SnapshotId(10, 1), data, voters)).apply([], 11).kraft_version == 1

@@ -32,7 +32,14 @@ from samsa.raft.events import (
     Tick,
 )
 from samsa.raft.log import EntryKind, LogEntry, RaftLog, Snapshot, SnapshotId
-from samsa.raft.messages import ErrorCode, UpdateVoterRequest, UpdateVoterResponse, VoteRequest, VoteResponse
+from samsa.raft.messages import (
+    ErrorCode,
+    FetchRequest,
+    UpdateVoterRequest,
+    UpdateVoterResponse,
+    VoteRequest,
+    VoteResponse,
+)
 from samsa.raft.quorum_state import Follower, Leader, QuorumConfig
 from samsa.raft.reconfig import VoterChangeAppended, VoterChangeRefused
 from samsa.raft.voter_set import (
@@ -60,7 +67,11 @@ class Network:
     """Cores 1..n; `voters` form the cluster, the others are observers. Everything on disk is kept per node
     (the log is the core's own, the commits are counted) so a node can be restarted from it."""
 
-    def __init__(self, voters: set[int], observers: set[int] = frozenset(), seed: int = 7) -> None:  # type: ignore[assignment]
+    def __init__(self, voters: set[int], observers: set[int] = frozenset(), seed: int = 7,  # type: ignore[assignment]
+                 kraft_version: int = 1) -> None:
+        """`kraft_version` 1: the first leader upgrades the static quorum (UpdateFeatures kraft.version=1)
+        before run_until_leader returns, so voters can be changed; 0 leaves it static."""
+        self.kraft_version = kraft_version
         self.now = 0
         self.voters = frozenset(voters)
         self.seed = seed
@@ -112,8 +123,23 @@ class Network:
             self.run(10)
             leaders = [c for n, c in self.cores.items() if isinstance(c.state, Leader) and n not in self.down]
             if leaders and leaders[0].high_watermark > leaders[0].state.epoch_start_offset:  # type: ignore[union-attr]
+                if self.kraft_version and reconfig.kraft_version(leaders[0]) == 0:
+                    self.upgrade(leaders[0])
+                    continue
                 return leaders[0]
         raise AssertionError("no leader committed its epoch")
+
+    def upgrade(self, leader: RaftCore) -> None:
+        """UpdateFeatures kraft.version=1 once every voter has fetched; the records commit before it returns."""
+        state = leader.state
+        assert isinstance(state, Leader)
+        _run_until(self, "every voter fetched", lambda: all(
+            v.directory_id != ZERO_DIRECTORY_ID for v in reconfig.current_voter_set(leader, state).voters))
+        result, actions = leader.change_voters(partial(reconfig.upgrade_kraft_version, level=1, validate_only=False),
+                                               self.now)
+        assert isinstance(result, VoterChangeAppended), result
+        self.feed(leader.node_id, actions)
+        _run_until(self, "the upgrade committed", lambda: leader.high_watermark > result.offset)
 
     def add_voter(self, n: int, directory_id: uuid.UUID | None = None,
                   kraft: tuple[int, int] | None = (0, 1)) -> VoterChangeAppended | VoterChangeRefused:
@@ -149,7 +175,6 @@ def test_an_added_voter_counts_at_once_everywhere_and_the_change_commits() -> No
     result = net.add_voter(4)
     assert isinstance(result, VoterChangeAppended)
     assert leader.config.voters == {1, 2, 3, 4}  # the leader uses the new set from the append
-    assert leader.log.entry(result.offset - 1).kind == EntryKind.KRAFT_VERSION  # the log's first voter record
     assert leader.log.entry(result.offset).kind == EntryKind.VOTERS
     net.run(1000)
     assert leader.high_watermark > result.offset
@@ -227,8 +252,8 @@ def test_add_refusals_duplicate_lagging_and_kraft_version() -> None:
         ErrorCode.invalid_request,
         f"Aborted add voter operation for ReplicaKey(id=4, directoryId={_b64(directory(4))}) since the "
         "kraft.version range (min: 0, max: 0 doesn't support the finalized version 1")
-    assert net.leader().config.voters == {1, 2, 3}  # nothing was appended
-    assert all(e.kind != EntryKind.VOTERS for e in net.leader().log.entries)
+    assert net.leader().config.voters == {1, 2, 3}  # nothing was appended but the upgrade's VotersRecord
+    assert [e.kind for e in net.leader().log.entries].count(EntryKind.VOTERS) == 1
 
 
 def test_remove_refusals_and_a_removed_follower_becomes_an_observer() -> None:
@@ -286,7 +311,7 @@ def test_a_restarted_node_and_a_truncated_log_use_the_set_in_their_log() -> None
     log = RaftLog(None, entries)
     assert log.voter_set is not None and log.voter_set.ids == {1, 2, 3, 4}
     log.truncate_to(added.offset)
-    assert log.voter_set is None
+    assert log.voter_set is not None and log.voter_set.ids == {1, 2, 3}  # the upgrade's VotersRecord
     assert leader.is_voter
 
 
@@ -398,9 +423,9 @@ def test_an_uncommitted_removal_is_undone_when_a_new_leader_truncates_it() -> No
     restarted = net.cores[old]
     assert restarted.config.voters == {old, followers[1]}  # its log still holds the removal
     net.run(3000)
-    assert restarted.log.voter_set is None and restarted.config.voters == {1, 2, 3}
+    assert restarted.log.voter_set is not None and restarted.config.voters == {1, 2, 3}
     assert restarted.leader_id == new.node_id
-    assert all(e.kind != EntryKind.VOTERS for e in restarted.log.entries)
+    assert restarted.log.end_offset <= removed.offset or restarted.log.entry(removed.offset).kind != EntryKind.VOTERS
 
 
 # -- UpdateRaftVoter, the voter's side (raft.voter_update; Kafka 4.4's pollFollowerAsVoter) ----------------
@@ -416,13 +441,17 @@ def _run_until(net: Network, what: str, done: Callable[[], bool], limit_ms: int 
 
 
 def _without_3s_directory() -> tuple[Network, RaftCore, list[UpdateVoterRequest]]:
-    """Voter 3 is down while 1 and 2 elect a leader, which so never sees 3's directory id in a fetch; node 4
-    is added, and the first VotersRecord is written with no directory id for 3. Then 3 comes back."""
-    net = Network({1, 2, 3}, {4})
+    """Voter 3 is down while 1 and 2 elect a leader, which so never sees 3's directory id in a fetch; the first
+    VotersRecord is written with no directory id for 3 -- as an older Samsa did with its first voter change
+    (today's kraft.version upgrade waits for every voter) -- and node 4 is added. Then 3 comes back."""
+    net = Network({1, 2, 3}, {4}, kraft_version=0)
     net.down.add(3)
     leader = net.run_until_leader()
     state = leader.state
     assert isinstance(state, Leader)
+    appended, actions = reconfig._append_voters(leader, state, reconfig.current_voter_set(leader, state))
+    net.feed(leader.node_id, actions)
+    _run_until(net, "the older Samsa's first VotersRecord committed", lambda: leader.high_watermark > appended.offset)
     _run_until(net, "the observer caught up", lambda: 4 in state.replicas and state.replicas[4].last_caught_up_ms >= 0)
     assert isinstance(net.add_voter(4), VoterChangeAppended)
     _run_until(net, "the add committed", lambda: leader.log.voter_set_offset is not None
@@ -570,3 +599,132 @@ def test_a_new_leader_whose_entry_differs_appends_the_set_with_it_updated_after_
     assert VoterSet.decode(entry.payload).get(mover) == VoterNode(mover, directory(mover), moved, 0, 1)
     _run_until(net, "every node has it", lambda: all(c.voter_set().get(mover) == VoterNode(
         mover, directory(mover), moved, 0, 1) for n, c in net.cores.items() if n not in net.down))
+
+
+# -- kraft.version (KIP-853): a static quorum runs 0 until it is upgraded -------------------------------
+
+
+def test_a_static_quorum_runs_kraft_version_0_and_refuses_voter_changes_as_kafka() -> None:
+    net = Network({1, 2, 3}, {4}, kraft_version=0)
+    leader = net.run_until_leader()
+    net.run(1000)
+    assert reconfig.kraft_version(leader) == 0
+    # Kafka 4.4's DescribeQuorum lists a static voter without a directory id (measured on the 4.4.0 broker)
+    assert {r.replica_directory_id for r in leader.describe_quorum().current_voters} == {ZERO_DIRECTORY_ID}
+    # Kafka 4.4's AddVoterHandler / RemoveVoterHandler, after the pending-change and high-watermark checks.
+    assert net.add_voter(4) == VoterChangeRefused(
+        ErrorCode.unsupported_version, "Cluster doesn't support adding voter because the kraft.version feature is 0")
+    follower = min({1, 2, 3} - {leader.node_id})
+    assert net.remove_voter(follower) == VoterChangeRefused(
+        ErrorCode.unsupported_version, "Cluster doesn't support removing voter because the kraft.version feature is 0")
+    assert all(e.kind == EntryKind.DATA or e.kind not in (EntryKind.VOTERS, EntryKind.KRAFT_VERSION)
+               for e in leader.log.entries)
+    assert all(c.log.voter_set is None for c in net.cores.values())
+
+
+def _upgrade(leader: RaftCore, validate_only: bool = False) -> object:
+    state = leader.state
+    assert isinstance(state, Leader)
+    return leader.change_voters(partial(reconfig.upgrade_kraft_version, level=1, validate_only=validate_only),
+                                leader.now_ms)
+
+
+def test_the_kraft_version_upgrade_waits_for_every_voter_then_writes_both_records() -> None:
+    net = Network({1, 2, 3}, kraft_version=0)
+    net.down.add(3)
+    leader = net.run_until_leader()
+    net.run(500)
+    result, actions = _upgrade(leader)  # type: ignore[misc]
+    assert result == VoterChangeRefused(
+        ErrorCode.invalid_update_version,
+        "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the voters support it")
+    assert actions == []
+    net.down.discard(3)
+    net.run(2000)  # 3 fetches: the leader now knows its directory id
+    end = leader.log.end_offset
+    assert _upgrade(leader, validate_only=True) == (None, [])
+    assert leader.log.end_offset == end
+    result, actions = _upgrade(leader)  # type: ignore[misc]
+    assert isinstance(result, VoterChangeAppended)
+    net.feed(leader.node_id, actions)
+    assert leader.log.entry(result.offset - 1).kind == EntryKind.KRAFT_VERSION
+    assert leader.log.entry(result.offset).kind == EntryKind.VOTERS
+    net.run(1000)
+    for core in net.cores.values():
+        assert reconfig.kraft_version(core) == 1
+        assert core.voter_set() == VoterSet(tuple(VoterNode(n, directory(n), endpoint(n)) for n in (1, 2, 3)))
+    assert _upgrade(leader) == (None, [])  # already at 1: nothing more to write
+    # Once upgraded, voters can change; a restart from the log keeps kraft.version 1.
+    assert isinstance(net.remove_voter(min({1, 2, 3} - {leader.node_id})), VoterChangeAppended)
+    net.start(3, entries=tuple(net.cores[3].log.entries))
+    assert reconfig.kraft_version(net.cores[3]) == 1
+
+
+def test_update_raft_voter_at_kraft_version_0_is_kept_in_memory_for_the_upgrade() -> None:
+    net = Network({1, 2, 3}, kraft_version=0)
+    leader = net.run_until_leader()
+    follower = min({1, 2, 3} - {leader.node_id})
+    moved = (VoterEndpoint("CONTROLLER", "127.0.0.2", 9100 + follower),)
+    end = leader.log.end_offset
+    result, _ = leader.change_voters(partial(reconfig.update_voter, voter=VoterNode(
+        follower, directory(follower), moved, 0, 1)), net.now)
+    assert result == VoterChangeRefused(ErrorCode.none, None)  # Kafka answers NONE and writes nothing
+    assert leader.log.end_offset == end
+    result, _ = leader.change_voters(partial(reconfig.update_voter, voter=VoterNode(9, directory(9), moved)), net.now)
+    assert isinstance(result, VoterChangeRefused) and result.error_code == ErrorCode.voter_not_found
+    net.run(1000)
+    result, _actions = _upgrade(leader)  # type: ignore[misc]
+    assert isinstance(result, VoterChangeAppended)
+    entry = leader.voter_set().get(follower)
+    assert entry is not None and entry.endpoints == moved
+
+
+def test_a_node_with_a_voters_id_but_another_directory_is_an_observer() -> None:
+    """Kafka 4.4's VoterNode.isVoter: where the voter set records a directory id, the replica's must be it."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    follower = min({1, 2, 3} - {leader.node_id})
+    entries = tuple(net.cores[follower].log.entries)
+
+    def restarted(directory_id: uuid.UUID, log: tuple[LogEntry, ...]) -> RaftCore:
+        bootstrap = VoterSet(tuple(VoterNode(v, ZERO_DIRECTORY_ID, endpoint(v)) for v in (1, 2, 3)))
+        return RaftCore(follower, QuorumConfig(voters=frozenset({1, 2, 3})), random.Random(1), net.now,
+                        directory_id=directory_id, bootstrap_voters=bootstrap, entries=log)
+
+    assert restarted(directory(follower), entries).is_voter
+    replaced = restarted(uuid.UUID(int=4242), entries)  # its disk was replaced: a new directory id
+    assert not replaced.is_voter and replaced.config.voters == {1, 2, 3}
+    assert not restarted(ZERO_DIRECTORY_ID, entries).is_voter
+    # It does not stand for election: it only fetches, as an observer.
+    sent = [a for a in replaced.step(Tick(), net.now + 60_000) if isinstance(a, Send)]
+    assert all(isinstance(a.message, FetchRequest) for a in sent) and sent
+    # At kraft.version 0 the static voters carry no directory id: the id alone decides (Kafka likewise).
+    assert restarted(uuid.UUID(int=4242), ()).is_voter
+
+
+def test_a_fetch_from_a_voters_id_with_another_directory_does_not_acknowledge_for_the_voter() -> None:
+    """Kafka 4.4's LeaderState.getOrCreateReplicaState: such a replica is an observer to the leader."""
+    net = Network({1, 2, 3})
+    leader = net.run_until_leader()
+    net.run(500)
+    followers = sorted({1, 2, 3} - {leader.node_id})
+    net.down = set(followers)
+    _result, actions = leader.propose([b"x"], net.now)
+    net.feed(leader.node_id, actions)
+    hw = leader.high_watermark
+    end = leader.log.end_offset
+    assert hw < end
+    state = leader.state
+    assert isinstance(state, Leader)
+    before = state.replicas[followers[0]].last_fetch_ms
+
+    def fetch(directory_id: uuid.UUID) -> list[Action]:
+        request = FetchRequest(followers[0], leader.epoch, end, leader.log.last_fetched_epoch, 0, 0, directory_id)
+        return leader.step(Received(followers[0], request, 99), net.now)
+
+    answered = [a for a in fetch(uuid.UUID(int=4242)) if isinstance(a, Send)]
+    assert answered and leader.high_watermark == hw  # answered, but no acknowledgement
+    assert state.replicas[followers[0]].last_fetch_ms == before
+    fetch(directory(followers[0]))
+    assert leader.high_watermark == end  # the voter itself acknowledges

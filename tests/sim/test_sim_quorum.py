@@ -1,7 +1,8 @@
 """Seeded simulation of 3- and 5-voter quorums plus an observer under network, disk and crash faults.
 
 SAMSA_SIM_SEEDS=5000 runs more seeds (default 300; SAMSA_SIM_SEED_BASE shifts the range);
-SAMSA_SIM_SEED=123 runs just one, and SAMSA_SIM_TRACE=1 prints its event trace.
+SAMSA_SIM_SEED=123 runs just one, and SAMSA_SIM_TRACE=1 prints its event trace; SAMSA_SIM_REMOVE_LEADER=1 lets the
+leader remove itself (a known dead end: tests/sim/cluster.py Simulation.change_voters).
 """
 
 from __future__ import annotations
