@@ -33,7 +33,6 @@ DASH = "\u2013"  # the README writes ranges as 3\u201312
 # Why each row differs: every row of the table needs one (a real reason, not "not implemented").
 _SHARE = "share groups (KIP-932): planned as their own piece of work"
 _SHARE_STATE = "the share coordinator's state calls (KIP-932), between brokers; with share groups"
-_NO_SCHEMA = "has no schema in kio 0.6.5, Samsa's protocol library (Kafka's JSON schemas as Python types)"
 _TOKENS = ("delegation tokens (KIP-48) are not offered: a client authenticates with SASL (PLAIN, SCRAM, OAUTHBEARER) "
            "or mTLS; tokens need a token store, renewal and expiry, and SCRAM-over-token logins")
 _QUOTAS = ("client quotas (KIP-546) are not stored: Samsa throttles no client (throttle_time is always 0), so a "
