@@ -193,6 +193,7 @@ def test_a_port_taken_by_another_process_is_not_mistaken_for_ours(samsa_factory:
         assert process.port != taken
         assert "address already in use" in (process.data_dir.parent / f"samsa-{taken}.log").read_text()
         with process.connect() as conn:
-            assert conn.request(18, {}).error_code.value == 0
+            answer = conn.request(18, {"client_software_name": "test", "client_software_version": "1"})
+            assert answer.error_code.value == 0
     finally:
         squatter.close()

@@ -99,7 +99,8 @@ def test_describe_v1_has_no_stored_description_and_names_the_assignor(broker: Br
 
 def test_topology_description_update_is_unsupported_without_a_plugin(broker: Broker) -> None:
     with broker.connect() as conn:
-        versions = {k.api_key: (k.min_version, k.max_version) for k in conn.request(18, {}, version=3).api_keys}
+        versions = {k.api_key: (k.min_version, k.max_version) for k in conn.request(
+            18, {"client_software_name": "test", "client_software_version": "1"}, version=3).api_keys}
         assert (versions[88], versions[89], versions[93]) == ((0, 1), (0, 1), (0, 0))
         r = conn.request(93, {"group_id": GROUP, "member_id": "a", "topology_epoch": 0,
                               "topology_description": {"subtopologies": [], "global_stores": []}}, version=0)
