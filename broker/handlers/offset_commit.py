@@ -31,12 +31,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from samsa.broker.commit_bounds import is_administrative_reset
+from samsa.broker.commit_topics import TopicAnswers, check_topics, named_topic
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.group.records import ResetAuditKey, decode_skip_metadata, encode_audit_value
 from samsa.broker.group.state import GroupState
 from samsa.broker.security.acl import AclOperation
-from samsa.broker.security.acl_requests import group_error, topic_authorization
+from samsa.broker.security.acl_requests import group_error
 from samsa.broker.wire import build, field, ms
 from samsa.kproto.errors import ErrorCode
 from samsa.kproto.messages import response_class
@@ -85,55 +86,17 @@ def _audit(ctx: RequestContext, group_id: str, offsets: dict[tuple[str, int], Of
     groups.append_audit(group_id, key, encode_audit_value(audit))
 
 
-class _Answers:
-    """The response's topics in Kafka's order: a topic's entry is made by its first answered partition."""
-
-    def __init__(self, by_id: bool) -> None:
-        self.by_id = by_id
-        self.topics: dict[object, dict[str, Any]] = {}
-
-    def add(self, name: str, topic_id: uuid.UUID | None, partition: int, error: ErrorCode) -> None:
-        key = topic_id if self.by_id else name
-        entry = self.topics.setdefault(key, {"name": name, "topic_id": topic_id, "partitions": []})
-        entry["partitions"].append({"partition_index": partition, "error_code": error})
-
-
-def _named(ctx: RequestContext, topic: Any) -> tuple[str | None, uuid.UUID | None]:
-    """The topic's name (None: v10's id names no topic) and its id as the request gave it (v10)."""
-    if ctx.version < 10:
-        return topic.name, None
-    topic_id: uuid.UUID | None = topic.topic_id
-    found = ctx.broker.image.topics_by_id.get(str(topic_id)) if topic_id is not None else None
-    return (found.name if found is not None else None), topic_id
-
-
 async def handle_offset_commit(request: OffsetCommitRequest, ctx: RequestContext) -> OffsetCommitResponse:
-    image = ctx.broker.image
-    answers = _Answers(by_id=ctx.version >= 10)
+    answers = TopicAnswers(by_id=ctx.version >= 10)
     cls: type[OffsetCommitResponse] = response_class(8, ctx.version)
     denied = group_error(ctx, AclOperation.READ, request.group_id)
     if denied != ErrorCode.none:
         for topic in request.topics:
-            name, topic_id = _named(ctx, topic)
+            name, topic_id = named_topic(ctx, topic, 10)
             for p in topic.partitions:
                 answers.add(name or "", topic_id, p.partition_index, denied)
         return build(cls, {"topics": list(answers.topics.values())})
-    readable = topic_authorization(ctx, AclOperation.READ)
-    # The partitions that reach the group coordinator: (name, topic id, partition).
-    forwarded: list[tuple[str, uuid.UUID | None, Any]] = []
-    for topic in request.topics:
-        name, topic_id = _named(ctx, topic)
-        known = image.topics_by_name.get(name) if name is not None else None
-        topic_error = (ErrorCode.unknown_topic_id if name is None
-                       else ErrorCode.topic_authorization_failed if not readable(name)
-                       else ErrorCode.unknown_topic_or_partition if known is None else None)
-        for p in topic.partitions:
-            if topic_error is not None:
-                answers.add(name or "", topic_id, p.partition_index, topic_error)
-            elif known is not None and p.partition_index not in known.partitions:
-                answers.add(name or "", topic_id, p.partition_index, ErrorCode.unknown_topic_or_partition)
-            else:
-                forwarded.append((name or "", topic_id, p))
+    forwarded = check_topics(ctx, request.topics, answers, 10)
     if forwarded:
         errors = await _commit(request, ctx, [(name, p) for name, _, p in forwarded])
         for name, topic_id, p in forwarded:

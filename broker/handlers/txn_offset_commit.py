@@ -29,13 +29,13 @@ Stricter than Kafka (the seeds): an offset past the partition's log end gets OFF
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
+from samsa.broker.commit_topics import TopicAnswers, check_topics
 from samsa.broker.context import ApiSpec, RequestContext
 from samsa.broker.group.coordinator import OffsetAndMetadata
 from samsa.broker.security.acl import AclOperation
-from samsa.broker.security.acl_requests import group_error, topic_authorization, transactional_id_error
+from samsa.broker.security.acl_requests import group_error, transactional_id_error
 from samsa.broker.txn.service import OFFSETS_TOPIC
 from samsa.broker.wire import build, field
 from samsa.kproto.errors import ErrorCode
@@ -62,29 +62,6 @@ TOPIC_IDS_VERSION = 6
 _CLASSIC_VERSION = {False: 8, True: 9}
 
 
-class _Answers:
-    """The response's topics in Kafka's order (TxnOffsetCommitResponse.Builder): a topic's entry is made by its
-    first answered partition, keyed by topic id (v6) or name."""
-
-    def __init__(self, by_id: bool) -> None:
-        self.by_id = by_id
-        self.topics: dict[object, dict[str, Any]] = {}
-
-    def add(self, name: str, topic_id: uuid.UUID | None, partition: int, error: ErrorCode) -> None:
-        key = topic_id if self.by_id else name
-        entry = self.topics.setdefault(key, {"name": name, "topic_id": topic_id, "partitions": []})
-        entry["partitions"].append({"partition_index": partition, "error_code": error})
-
-
-def _named(ctx: RequestContext, topic: Any) -> tuple[str | None, uuid.UUID | None]:
-    """The topic's name (None: v6's id names no topic) and its id as the request gave it (v6)."""
-    if ctx.version < TOPIC_IDS_VERSION:
-        return topic.name, None
-    topic_id: uuid.UUID | None = topic.topic_id
-    found = ctx.broker.image.topics_by_id.get(str(topic_id)) if topic_id is not None else None
-    return (found.name if found is not None else None), topic_id
-
-
 def _response(ctx: RequestContext, topics: list[dict[str, Any]]) -> TxnOffsetCommitResponse:
     if ctx.version < 2:
         for t in topics:
@@ -102,24 +79,8 @@ async def handle_txn_offset_commit(request: TxnOffsetCommitRequest, ctx: Request
         return _response(ctx, [{"name": getattr(t, "name", ""), "topic_id": getattr(t, "topic_id", None),
                                 "partitions": [{"partition_index": p.partition_index, "error_code": denied}
                                                for p in t.partitions]} for t in request.topics])
-    image = ctx.broker.image
-    readable = topic_authorization(ctx, AclOperation.READ)
-    answers = _Answers(by_id=ctx.version >= TOPIC_IDS_VERSION)
-    # The partitions that reach the group coordinator: (name, topic id, partition).
-    forwarded: list[tuple[str, uuid.UUID | None, Any]] = []
-    for topic in request.topics:
-        name, topic_id = _named(ctx, topic)
-        known = image.topics_by_name.get(name) if name is not None else None
-        topic_error = (ErrorCode.unknown_topic_id if name is None
-                       else ErrorCode.topic_authorization_failed if not readable(name)
-                       else ErrorCode.unknown_topic_or_partition if known is None else None)
-        for p in topic.partitions:
-            if topic_error is not None:
-                answers.add(name or "", topic_id, p.partition_index, topic_error)
-            elif known is not None and p.partition_index not in known.partitions:
-                answers.add(name or "", topic_id, p.partition_index, ErrorCode.unknown_topic_or_partition)
-            else:
-                forwarded.append((name or "", topic_id, p))
+    answers = TopicAnswers(by_id=ctx.version >= TOPIC_IDS_VERSION)
+    forwarded = check_topics(ctx, request.topics, answers, TOPIC_IDS_VERSION)
     if forwarded:
         errors = await _commit(request, ctx, [(name, p) for name, _, p in forwarded])
         for name, topic_id, p in forwarded:

@@ -197,6 +197,19 @@ def test_brokers_and_controllers_log_in_with_oauthbearer(oauth_cluster: dict[int
         (f"User:controller-{n}", "CONTROLLER") for n in NODES}  # each node's signed token's sub
 
 
+def _log_in(security: ClientSecurity, port: int) -> str:
+    """What a node's client meets logging in to 127.0.0.1:`port` with `security`: the refusal, or "authenticated"."""
+    async def attempt() -> str:
+        try:
+            _reader, writer = await security.open("127.0.0.1", port)
+        except ConnectionError as e:
+            return str(e)
+        writer.close()
+        return "authenticated"
+
+    return asyncio.run(attempt())
+
+
 def test_an_oauthbearer_login_with_a_token_the_controllers_do_not_trust_is_refused(
         oauth_cluster: dict[int, Node], tmp_path: Path) -> None:
     """A node whose token file holds a token of another identity provider cannot reach the controllers."""
@@ -207,16 +220,7 @@ def test_an_oauthbearer_login_with_a_token_the_controllers_do_not_trust_is_refus
     token_file.write_text(stranger.token("intruder", kid="rsa-1"))
     login = OAuthBearerLogin(token_endpoint=token_file.as_uri())
     intruder = ClientSecurity("CONTROLLER", None, "OAUTHBEARER", "", "", login)
-
-    async def attempt() -> str:
-        try:
-            _reader, writer = await intruder.open("127.0.0.1", oauth_cluster[1].controller)
-        except ConnectionError as e:
-            return str(e)
-        writer.close()
-        return "authenticated"
-
-    assert asyncio.run(attempt()) == 'SASL OAUTHBEARER as : {"status":"invalid_token"}'
+    assert _log_in(intruder, oauth_cluster[1].controller) == 'SASL OAUTHBEARER as : {"status":"invalid_token"}'
 
 
 def _replica_fetch_principals(node: Node) -> set[tuple[str, str]]:
@@ -242,16 +246,8 @@ def test_a_broker_with_a_wrong_inter_broker_password_is_refused(secured_cluster:
     """What a broker's NodeClient meets when its login is wrong: the connection is refused with Kafka's message."""
     context = ssl.create_default_context(cafile=str(secured_cluster[1].ca))
     wrong = ClientSecurity("INTERNAL", context, "PLAIN", "broker", "not-the-secret")
-
-    async def attempt() -> str:
-        try:
-            _reader, writer = await wrong.open("127.0.0.1", secured_cluster[1].internal)
-        except ConnectionError as e:
-            return str(e)
-        writer.close()
-        return "authenticated"
-
-    assert asyncio.run(attempt()) == "SASL PLAIN as broker: Authentication failed: Invalid username or password"
+    assert _log_in(wrong, secured_cluster[1].internal) == \
+        "SASL PLAIN as broker: Authentication failed: Invalid username or password"
 
 
 def test_a_produce_to_a_follower_names_the_leader_on_the_clients_listener(secured_cluster: dict[int, Node]) -> None:
