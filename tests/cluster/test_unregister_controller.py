@@ -82,6 +82,17 @@ def _directory_id(data_dir: Path) -> str:
 
 
 @pytest.mark.timeout(240)
+def _upgrade_kraft_version(port: int) -> bool:
+    """UpdateFeatures kraft.version=1 (UPGRADE), as `kafka-features.sh upgrade --feature kraft.version=1` sends it."""
+    try:
+        with Connection("127.0.0.1", port, client_id="unregister-test", timeout_s=40) as conn:
+            r = conn.request(57, {"timeout": 30_000, "validate_only": False, "feature_updates": [
+                {"feature": "kraft.version", "max_version_level": 1, "upgrade_type": 1}]}, version=1)
+    except OSError:
+        return False
+    return bool(r.error_code == ErrorCode.none)
+
+
 def test_kafka_metadata_quorum_remove_controller_unregister(cluster_factory: Callable[..., Cluster]) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat-tests"))
     import oracle_fixture
@@ -93,6 +104,8 @@ def test_kafka_metadata_quorum_remove_controller_unregister(cluster_factory: Cal
     cluster = cluster_factory(3)
     leader = wait_for("a quorum leader", cluster.quorum_leader, 30)[0].leader_id
     victim, observer = (n for n in cluster.node_ids if n != leader)
+    # A static quorum runs kraft.version 0 and refuses voter changes, as Kafka 4.4's does: upgrade it first.
+    wait_for("kraft.version 1", lambda: _upgrade_kraft_version(cluster.port(leader)) or None, 60)
     wait_for("every controller registered", lambda: _controllers(cluster, observer) == sorted(cluster.node_ids)
              or None, 30)
     directory = _directory_id(cluster.plan.node(victim).data_dir)
