@@ -221,10 +221,19 @@ class BrokerLifecycle:
         out of range. A single voter is its own controller and is never cut off from it."""
         if self.broker.single_voter:
             return False
-        if self.fenced:
-            # The controller says so (or this broker has not been unfenced since it started): its image
-            # may still show it leading partitions the controller moved away while it was cut off.
-            return True
+        # fenced: the controller says so (or this broker has not been unfenced since it started): its image
+        # may still show it leading partitions the controller moved away while it was cut off.
+        return self.fenced or self.cut_off()
+
+    def cut_off(self) -> bool:
+        """The controller last called this broker unfenced, but has answered no heartbeat for
+        broker.session.timeout.ms (less one interval): it may have fenced this broker since, or not (a cut
+        shorter than its session). Produce waits this out rather than refusing at once (broker/handlers/
+        produce.py): a leader that refuses a producer's requests and then accepts its next one again
+        answers that one OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka answers with an epoch bump that
+        can write another partition's in-doubt batch twice (librdkafka issue 4953)."""
+        if self.broker.single_voter or self.fenced:
+            return False
         # One heartbeat interval early: the controller's session runs from when it got our last heartbeat,
         # ours from when its answer came back, so this side must give up first.
         config = self.broker.config

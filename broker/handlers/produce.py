@@ -7,6 +7,13 @@ batch's partition to the transaction, broker/txn/verification.py); v13 names top
 name (KIP-516), in the request and the answer: an id the broker does not know is UNKNOWN_TOPIC_ID for each
 of its partitions, an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 A request with acks=0 gets no response at all, as in Kafka.
+
+A leader cut off from the controller for its session (broker/lifecycle.py, cut_off) holds a Produce for the
+partitions it leads until a heartbeat goes through again (then answers as usual), or for the request's
+timeout or one session at most (then NOT_LEADER_OR_FOLLOWER): the connection stays muted meanwhile, so the
+producer's later requests keep their order. Refusing at once and accepting again once healed broke a
+pipelined idempotent producer's sequence (chaos seed 313334002; librdkafka then bumped its epoch and wrote
+another partition's in-doubt batch twice). A Kafka leader cut off this long keeps its requests waiting too.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
+import time
 import uuid
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
@@ -299,7 +307,47 @@ def _remote_add(request: ProduceRequest, ctx: RequestContext) -> bool:
             and not ctx.broker.txn.is_local_coordinator(request.transactional_id))
 
 
+# How often a held Produce looks whether a heartbeat went through again (_hold_while_cut_off).
+CUT_OFF_POLL_S = 0.05
+
+
 def handle_produce(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
+    if ctx.broker.lifecycle.cut_off() and _leads_any(request, ctx):
+        return _hold_while_cut_off(request, ctx)
+    return _handle_now(request, ctx)
+
+
+def _leads_any(request: ProduceRequest, ctx: RequestContext) -> bool:
+    """Whether this broker's image shows it leading one of the request's partitions."""
+    node = ctx.broker.node_id
+    replicas = ctx.broker.replica_manager
+    for topic in request.topic_data:
+        name = _topic_name(ctx, topic)[0]
+        if name is None:
+            continue
+        for data in topic.partition_data:
+            partition = replicas.get_partition(name, data.index)
+            if partition is not None and partition.leader_id == node:
+                return True
+    return False
+
+
+async def _hold_while_cut_off(request: ProduceRequest, ctx: RequestContext) -> ProduceResponse | None:
+    """The request once the controller answers a heartbeat again (or says this broker is fenced), or once the
+    request's timeout or one broker.session.timeout.ms has passed: by then the controller has fenced a broker
+    it cannot hear, and NOT_LEADER_OR_FOLLOWER sends the producer to the new leader."""
+    lifecycle = ctx.broker.lifecycle
+    session_s = ctx.broker.config.get_int("broker.session.timeout.ms") / 1000
+    with anyio.move_on_after(max(0.0, min(ms(request.timeout) / 1000, session_s))):
+        while lifecycle.cut_off():
+            await anyio.sleep(CUT_OFF_POLL_S)
+    answer = _handle_now(request, dataclasses.replace(ctx, now_ms=int(time.time() * 1000)))
+    if inspect.isawaitable(answer):
+        return await answer
+    return answer
+
+
+def _handle_now(request: ProduceRequest, ctx: RequestContext) -> ProduceAnswer:
     if _remote_add(request, ctx) or any(
             is_large(data.records) for topic in request.topic_data for data in topic.partition_data if data.records):
         return _handle_produce_off_loop(request, ctx)
