@@ -5,6 +5,7 @@ words produced before and after the restart are all counted exactly once."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 import uuid
@@ -61,3 +62,4 @@ def test_word_count_goes_on_across_a_broker_restart(tmp_path: Path) -> None:
         if instance is not None:
             instance.stop()
         samsa.stop()
+        shutil.rmtree(data.parent, ignore_errors=True)
