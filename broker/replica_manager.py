@@ -80,6 +80,9 @@ class Partition:
     # lost to a timeout may hide an expansion the controller committed. The high watermark waits for
     # them while they keep up (see maximal_isr).
     possibly_added: set[int] = field(default_factory=set)
+    # Idempotent producers whose batch this leader refused NOT_ENOUGH_REPLICAS before appending it:
+    # producer id -> (epoch, the first refused sequence, when in ms); see broker/handlers/produce.py.
+    refused_sequences: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     lag_max_ms: int = 30_000
     # The first unstable offset (the earliest open transaction's first offset, None: none open) and the
     # producer-state txn_version it was computed at: every fetch reports the last stable offset, and

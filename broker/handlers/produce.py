@@ -14,6 +14,14 @@ timeout or one session at most (then NOT_LEADER_OR_FOLLOWER): the connection sta
 producer's later requests keep their order. Refusing at once and accepting again once healed broke a
 pipelined idempotent producer's sequence (chaos seed 313334002; librdkafka then bumped its epoch and wrote
 another partition's in-doubt batch twice). A Kafka leader cut off this long keeps its requests waiting too.
+
+An idempotent batch that follows a sequence this leader refused NOT_ENOUGH_REPLICAS (before appending it)
+is refused NOT_ENOUGH_REPLICAS too, not OUT_OF_ORDER_SEQUENCE_NUMBER, for REFUSED_GAP_MS: when the ISR grows
+back in the middle of a producer's pipelined requests, Kafka refuses the earlier ones and calls a later one
+out of order; librdkafka then bumps its epoch and sends again, as new, a batch the previous leader had
+written before it died (chaos seeds 813923003, 498817000, 498817009: its retry of that batch was refused
+"not enough replicas", so the producer took it for not persisted). Refused as retriable, the producer sends
+its batches again in order and the broker recognises the written one as a duplicate.
 """
 
 from __future__ import annotations
@@ -172,6 +180,7 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
     if acks == -1:
         min_isr = ctx.broker.topic_settings(partition.topic).min_insync_replicas
         if len(partition.isr) < min_isr:
+            _note_refused(partition, header.producer_id, header.producer_epoch, header.base_sequence, ctx.now_ms)
             return _result(ErrorCode.not_enough_replicas,
                            f"The size of the current ISR {len(partition.isr)} is insufficient to satisfy "
                            f"the min.isr requirement of {min_isr}", log_start=log_start)
@@ -179,9 +188,18 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         info = partition.append_as_leader(bytearray(validated.records), ctx.now_ms)
     except StorageError as e:
         error = ErrorCode(e.error_code)
+        if error == ErrorCode.out_of_order_sequence_number:
+            refused = _after_refused(partition, header.producer_id, header.producer_epoch, header.base_sequence,
+                                     ctx.now_ms)
+            if refused is not None:
+                return _result(ErrorCode.not_enough_replicas,
+                               f"sequence {header.base_sequence} follows sequence {refused}, which this leader "
+                               f"refused with NOT_ENOUGH_REPLICAS: send it again first", log_start=log_start)
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
+    if partition.refused_sequences and header.producer_id in partition.refused_sequences:
+        del partition.refused_sequences[header.producer_id]  # appended, or recognised as written: in order again
     if not info.duplicate:  # BrokerTopicMetrics BytesInPerSec / MessagesInPerSec (topic_metrics.py)
         ctx.broker.request_metrics.topics.record_append(partition.topic, request_bytes,
                                                         info.last_offset - info.first_offset + 1)
@@ -191,6 +209,36 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         min_isr = ctx.broker.topic_settings(partition.topic).min_insync_replicas
         return AwaitingReplication(result, partition, info.last_offset + 1, min_isr, partition.leader_epoch)
     return result
+
+
+# How long after a NOT_ENOUGH_REPLICAS refusal a later sequence of the same producer is refused the same way
+# instead of as out of order (see the module docstring); producers retry well within it, and one that gives
+# up on a batch bumps its epoch (KIP-360), which ends it too.
+REFUSED_GAP_MS = 60_000
+# The most producers remembered per partition; the oldest refusals go first.
+REFUSED_PRODUCERS_MAX = 1000
+
+
+def _note_refused(partition: Partition, producer_id: int, epoch: int, sequence: int, now_ms: int) -> None:
+    """Remember that this leader refused (without appending) `sequence` of an idempotent producer."""
+    if producer_id < 0 or sequence < 0:
+        return
+    refused = partition.refused_sequences
+    known = refused.get(producer_id)
+    if known is not None and known[0] == epoch and known[1] <= sequence and now_ms - known[2] <= REFUSED_GAP_MS:
+        return  # the gap already starts at an earlier sequence
+    if len(refused) >= REFUSED_PRODUCERS_MAX:
+        for pid in sorted(refused, key=lambda p: refused[p][2])[:len(refused) // 2]:
+            del refused[pid]
+    refused[producer_id] = (epoch, sequence, now_ms)
+
+
+def _after_refused(partition: Partition, producer_id: int, epoch: int, sequence: int, now_ms: int) -> int | None:
+    """The refused sequence an out-of-order `sequence` follows (see _note_refused), None if there is none."""
+    known = partition.refused_sequences.get(producer_id)
+    if known is None or known[0] != epoch or now_ms - known[2] > REFUSED_GAP_MS:
+        return None
+    return known[1] if known[1] < sequence else None
 
 
 def _produce_partition(ctx: RequestContext, topic: str, index: int, records: bytes | None, acks: int,

@@ -134,3 +134,40 @@ def test_acks_all_is_refused_with_not_enough_replicas_by_the_parsed_value(broker
     create(broker, "plain")
     alter(broker, BROKER_RESOURCE, "", "min.insync.replicas", "2")
     assert produce(broker, "plain", acks=-1).error_code == ErrorCode.not_enough_replicas
+
+
+def _produce_idempotent(broker: Broker, topic: str, sequence: int, value: bytes) -> Any:
+    records = encode_batch([(None, value, ())], timestamp_ms=T0_MS, producer_id=4000, producer_epoch=0,
+                           base_sequence=sequence)
+    r = call(broker, 0, PRODUCE_VERSION, {"transactional_id": None, "acks": -1, "timeout": 5000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+    return r.responses[0].partition_responses[0]
+
+
+def test_a_sequence_after_one_refused_for_the_isr_is_refused_the_same_way_not_as_out_of_order(
+        broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chaos seeds 813923003, 498817000, 498817009: a leader refused a producer's pipelined sequence n with
+    NOT_ENOUGH_REPLICAS, its ISR grew back, and n+1 came out of order; librdkafka then bumped its epoch and
+    wrote again a batch the previous leader had written. n+1 is now refused as retriable too, and the
+    producer's resend of n, n+1 in order is taken."""
+    from samsa.broker.handlers import produce as handler
+
+    create(broker, "t")
+    assert _produce_idempotent(broker, "t", 0, b"s0").error_code == ErrorCode.none
+    alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "2")  # the ISR (1) is short now
+    assert _produce_idempotent(broker, "t", 1, b"s1").error_code == ErrorCode.not_enough_replicas
+    alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "1")  # ... and enough again
+    gap = _produce_idempotent(broker, "t", 2, b"s2")
+    assert gap.error_code == ErrorCode.not_enough_replicas, gap
+    assert "follows sequence 1" in gap.error_message
+    first = _produce_idempotent(broker, "t", 1, b"s1")
+    assert (first.error_code, first.base_offset) == (ErrorCode.none, 1)
+    second = _produce_idempotent(broker, "t", 2, b"s2")
+    assert (second.error_code, second.base_offset) == (ErrorCode.none, 2)
+    # Once the refusal is older than REFUSED_GAP_MS, or after the gap was filled, a gap is out of order.
+    assert _produce_idempotent(broker, "t", 4, b"s4").error_code == ErrorCode.out_of_order_sequence_number
+    alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "2")
+    assert _produce_idempotent(broker, "t", 3, b"s3").error_code == ErrorCode.not_enough_replicas
+    alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "1")
+    monkeypatch.setattr(handler, "REFUSED_GAP_MS", -1)
+    assert _produce_idempotent(broker, "t", 4, b"s4").error_code == ErrorCode.out_of_order_sequence_number
