@@ -266,11 +266,13 @@ def _describe(ctx: RequestContext, resource_type: int, name: str, keys: Set[str]
 def _group_configs(ctx: RequestContext, name: str, keys: Set[str] | None, synonyms: bool,
                    docs: bool) -> tuple[ConfigEntry, ...]:
     """A group's configs (broker.group_configs): its own value (GROUP_CONFIG) or the broker's default; the
-    synonyms Kafka lists are the group's own value, then the broker config behind the default."""
+    synonyms Kafka lists are the group's own value, then the broker config behind the default. An internal
+    config (ConfigDef.defineInternal) is listed only when the group sets it, as in Kafka 4.4, whose list is
+    the group's own values and the non-internal defaults."""
     own = ctx.broker.image.configs.get((GROUP_RESOURCE, name), {})
     out: list[ConfigEntry] = []
     for config_name, d in GROUP_CONFIGS.items():
-        if keys is not None and config_name not in keys:
+        if (keys is not None and config_name not in keys) or (d.internal and config_name not in own):
             continue
         default = group_default(config_name, ctx.broker.config.overrides)
         chain = [Synonym(d.broker_key, default, ConfigSource.DEFAULT_CONFIG)]

@@ -144,6 +144,65 @@ def group_configs(ctx: Ctx) -> Any:
     return out
 
 
+@scenario
+def group_internal_configs(ctx: Ctx) -> Any:
+    """Kafka 4.4's internal group configs (ConfigDef.defineInternal: the assignor offload switches, the streams
+    warm-up replicas, acceptable recovery lag and task offset interval): what IncrementalAlterConfigs accepts
+    and refuses, and what DescribeConfigs shows of them before and after they are set."""
+    import time
+
+    c = ctx.connect()
+    group = ctx.topic("group")
+    internal = ["consumer.assignor.offload.enable", "share.assignor.offload.enable", "streams.assignor.offload.enable",
+                "streams.num.warmup.replicas", "streams.acceptable.recovery.lag", "streams.task.offset.interval.ms"]
+
+    def describe(keys: list[str] | None) -> Any:
+        (res,) = _describe(ctx, c, [(32, group, keys)], synonyms=True)
+        return {"error": err(res), "message": res.error_message, "configs": {
+            x.name: {"value": x.value, "source": x.config_source, "read_only": x.read_only, "type": x.config_type,
+                     "synonyms": [[s.name, s.value, s.source] for s in x.synonyms]}
+            for x in res.configs if x.name in internal}}
+
+    def alter(configs: list[tuple[str, str | None]], validate: bool = True) -> Any:
+        r = c.request(44, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+            {"name": k, "config_operation": 0, "value": v} for k, v in configs]}],
+            "validate_only": validate}, version=1)
+        return {"error": err(r.responses[0]), "message": r.responses[0].error_message}
+
+    out: dict[str, Any] = {"describe_all_new": describe(None), "describe_named_new": describe(internal)}
+    cases: dict[str, list[tuple[str, str | None]]] = {
+        "offload_true": [("consumer.assignor.offload.enable", "true")],
+        "offload_bad": [("streams.assignor.offload.enable", "maybe")],
+        "share_offload": [("share.assignor.offload.enable", "false")],
+        "warmup_ok": [("streams.num.warmup.replicas", "3")],
+        "warmup_negative": [("streams.num.warmup.replicas", "-1")],
+        "warmup_large": [("streams.num.warmup.replicas", "1000")],
+        "lag_ok": [("streams.acceptable.recovery.lag", "5000")],
+        "lag_negative": [("streams.acceptable.recovery.lag", "-1")],
+        "lag_long": [("streams.acceptable.recovery.lag", "99999999999")],
+        "task_offset_ok": [("streams.task.offset.interval.ms", "30000")],
+        "task_offset_zero": [("streams.task.offset.interval.ms", "0")],
+        "task_offset_small": [("streams.task.offset.interval.ms", "10")],
+        # the other checks Kafka 4.4's GroupConfig.validate makes
+        "rack_tags_ok": [("streams.rack.aware.assignment.tags", "zone, rack")],
+        "rack_tags_duplicate": [("streams.rack.aware.assignment.tags", "zone, rack,zone")],
+        "assignor_registered": [("streams.assignor.name", "sticky")],
+        "assignor_unknown": [("streams.assignor.name", "balanced")],
+        "dlq_internal_name": [("errors.deadletterqueue.topic.name", "__dlq")],
+        "dlq_name": [("errors.deadletterqueue.topic.name", "dlq")],
+        "unknown_and_duplicate": [("no.such.config", "1"), ("streams.rack.aware.assignment.tags", "a,a")],
+        "duplicate_and_bad_int": [("streams.rack.aware.assignment.tags", "a,a"), ("streams.num.warmup.replicas", "x")],
+    }
+    for label, configs in cases.items():
+        out[f"alter_{label}"] = alter(configs)
+    out["set"] = alter([("streams.num.warmup.replicas", "3"), ("streams.acceptable.recovery.lag", "5000"),
+                        ("consumer.assignor.offload.enable", "true")], validate=False)
+    time.sleep(1)  # Kafka's brokers apply the controller's change asynchronously
+    out["describe_all_after_set"] = describe(None)
+    out["describe_named_after_set"] = describe(internal)
+    return out
+
+
 def _fixture_keys() -> set[str]:
     """Broker configs the two fixtures set differently on purpose: every key of the oracle's
     server.properties, and what `samsa serve` is started with (--listen, --advertise, --data-dir)."""

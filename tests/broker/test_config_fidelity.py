@@ -63,12 +63,63 @@ def test_group_config_resource() -> None:
     assert check_group_configs({"share.delivery.count.limit": "11"}, {}) == (
         "share.delivery.count.limit must be in the range 2 to 10 inclusive.")
     # A broker that widens the bound accepts more; without the broker's configs only values are checked.
-    assert check_group_configs({"consumer.session.timeout.ms": "1000"},
+    assert check_group_configs({"consumer.session.timeout.ms": "6000"},
                                {"group.consumer.min.session.timeout.ms": "1000"}) is None
     assert check_group_configs({"consumer.session.timeout.ms": "1000"}, None) is None
     assert check_group_configs({"nope": "1"}, {}) == "Unknown group config name: nope"
     assert check_group_configs({"share.auto.offset.reset": "by_duration:P1DT2H3M4.5S"}, {}) is None
     assert check_group_configs({"share.auto.offset.reset": "by_duration:PT"}, {}) is not None
+
+
+def test_group_config_checks_of_kafka_4_4() -> None:
+    """The rest of Kafka 4.4.0's GroupConfig.validate (read from kafka-group-coordinator-4.4.0.jar): its internal
+    configs are accepted and checked, duplicate rack tags, an unregistered streams assignor, a session not longer
+    than the heartbeat interval and an internal dead-letter topic name are refused, with Kafka's messages."""
+    from samsa.broker.group_configs import check_group_configs
+
+    for name, value in (("consumer.assignor.offload.enable", "false"), ("share.assignor.offload.enable", "true"),
+                        ("streams.assignor.offload.enable", "false"), ("streams.num.warmup.replicas", "20"),
+                        ("streams.acceptable.recovery.lag", "99999999999"),
+                        ("streams.task.offset.interval.ms", "15000")):
+        assert check_group_configs({name: value}, {}) is None, name
+        assert check_group_configs({name: value}, None) is None, name
+    assert check_group_configs({"streams.num.warmup.replicas": "21"}, {}) == (
+        "streams.num.warmup.replicas must be less than or equal to 20")
+    assert check_group_configs({"streams.num.warmup.replicas": "21"}, {"group.streams.max.warmup.replicas": "30"}) \
+        is None
+    assert check_group_configs({"streams.task.offset.interval.ms": "10"}, {}) == (
+        "streams.task.offset.interval.ms must be greater than or equal to 15000")
+    assert check_group_configs({"streams.acceptable.recovery.lag": "-1"}, {}) == (
+        "Invalid value -1 for configuration streams.acceptable.recovery.lag: Value must be at least 0")
+    assert check_group_configs({"streams.assignor.offload.enable": "maybe"}, None) is not None
+
+    assert check_group_configs({"streams.rack.aware.assignment.tags": "zone, rack"}, {}) is None
+    duplicate = "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+    assert check_group_configs({"streams.rack.aware.assignment.tags": "zone, rack ,zone"}, None) == duplicate
+    # before the values are parsed, after the names
+    assert check_group_configs({"streams.rack.aware.assignment.tags": "a,a", "streams.num.warmup.replicas": "x"},
+                               {}) == duplicate
+    assert check_group_configs({"streams.rack.aware.assignment.tags": "a,a", "nope": "1"}, {}) == (
+        "Unknown group config name: nope")
+
+    assert check_group_configs({"streams.assignor.name": "sticky"}, {}) is None
+    assert check_group_configs({"streams.assignor.name": "balanced"}, {}) == (
+        "streams.assignor.name 'balanced' is not a registered task assignor. Registered assignors are: [sticky].")
+    assert check_group_configs({"streams.assignor.name": "balanced"},
+                               {"group.streams.assignors": "sticky,balanced"}) is None
+    assert check_group_configs({"streams.assignor.name": "balanced"}, None) is None  # the broker's to check
+
+    # A session must outlast the heartbeat interval, the broker's default standing in for the unset one.
+    wide = {"group.consumer.min.session.timeout.ms": "1000", "group.consumer.max.heartbeat.interval.ms": "60000"}
+    assert check_group_configs({"consumer.session.timeout.ms": "5000"}, wide) == (
+        "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+    assert check_group_configs({"consumer.session.timeout.ms": "6000"}, wide) is None
+    assert check_group_configs({"consumer.heartbeat.interval.ms": "45000"}, wide) == (
+        "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+
+    assert check_group_configs({"errors.deadletterqueue.topic.name": "__dlq"}, None) == (
+        "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
+    assert check_group_configs({"errors.deadletterqueue.topic.name": "dlq"}, {}) is None
 
 
 def test_group_configs_over_the_wire(conn: Connection) -> None:
