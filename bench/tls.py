@@ -10,7 +10,10 @@ both brokers. Each broker first gets a warm-up (half the records produced and co
 measured, so Kafka's JIT is not measured cold. Printed: each figure, each broker's SASL_SSL/PLAINTEXT ratio ("TLS
 share") and Samsa/Kafka ratios; written to bench/results/tls-<UTC>.json (not with --no-write).
 
-    .venv/bin/python -m bench.tls [--records N] [--connections N] [--only samsa|kafka]
+    .venv/bin/python -m bench.tls [--records N] [--connections N] [--only samsa|kafka] [--pin]
+
+--pin gives the broker (every thread: taskset -a) CPU 0 and the client CPU 1, as if the client ran on another
+machine of one core: each side's throughput is then bounded by its own core instead of by the sum of both.
 
 Targets (issue): Samsa/Kafka over SASL_SSL >= 1.0, and Samsa's SASL_SSL/PLAINTEXT ratio >= Kafka's.
 
@@ -35,6 +38,7 @@ import os
 import resource
 import socket
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
@@ -257,6 +261,13 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def pin(broker_pid: int) -> None:
+    """The broker's every thread on CPU 0 (a thread it starts later inherits that), this process (the client:
+    confluent-kafka's threads start in it per producer and consumer) on CPU 1."""
+    subprocess.run(["taskset", "-a", "-p", "-c", "0", str(broker_pid)], check=True, capture_output=True)
+    os.sched_setaffinity(0, {1})
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=100_000)
@@ -264,7 +275,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--only", choices=("samsa", "kafka"))
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--pin", action="store_true", help="broker on CPU 0, client on CPU 1")
     args = parser.parse_args(argv)
+    all_cpus = os.sched_getaffinity(0)
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="samsa-bench-tls-") as tmp:
         directory = Path(tmp)
@@ -274,9 +287,13 @@ def main(argv: list[str]) -> int:
             if args.only not in (None, name):
                 continue
             with start(directory, files) as broker:
+                if args.pin:
+                    pin(broker.pid)
                 results[name] = measure(broker, ca, args.records, args.size, args.connections)
+                if args.pin:
+                    os.sched_setaffinity(0, all_cpus)
     report: dict[str, Any] = {"machine": describe(), "records": args.records, "record_bytes": args.size,
-                              "connections": args.connections, "results": results}
+                              "connections": args.connections, "pinned": args.pin, "results": results}
     if len(results) == 2:
         report["ratios"] = ratios(results)
     print(json.dumps(report, indent=1))
