@@ -198,8 +198,9 @@ def _append(ctx: RequestContext, partition: Partition, validated: ValidatedBatch
         # Kafka reports the log start offset with producer-state refusals, not with storage failures.
         log_start = -1 if error == ErrorCode.kafka_storage_error else partition.log.log_start_offset
         return _result(error, str(e) or None, log_start=log_start)
-    if partition.refused_sequences and header.producer_id in partition.refused_sequences:
-        del partition.refused_sequences[header.producer_id]  # appended, or recognised as written: in order again
+    if partition.refused_sequences:
+        _fill_refused(partition, header.producer_id, header.producer_epoch,
+                      header.base_sequence + header.last_offset_delta)
     if not info.duplicate:  # BrokerTopicMetrics BytesInPerSec / MessagesInPerSec (topic_metrics.py)
         ctx.broker.request_metrics.topics.record_append(partition.topic, request_bytes,
                                                         info.last_offset - info.first_offset + 1)
@@ -231,6 +232,14 @@ def _note_refused(partition: Partition, producer_id: int, epoch: int, sequence: 
         for pid in sorted(refused, key=lambda p: refused[p][2])[:len(refused) // 2]:
             del refused[pid]
     refused[producer_id] = (epoch, sequence, now_ms)
+
+
+def _fill_refused(partition: Partition, producer_id: int, epoch: int, last_sequence: int) -> None:
+    """A batch of the producer up to `last_sequence` was appended or recognised as written: a refusal at or
+    before it (or of another epoch) no longer leaves a gap."""
+    known = partition.refused_sequences.get(producer_id)
+    if known is not None and (known[0] != epoch or known[1] <= last_sequence):
+        del partition.refused_sequences[producer_id]
 
 
 def _after_refused(partition: Partition, producer_id: int, epoch: int, sequence: int, now_ms: int) -> int | None:

@@ -169,5 +169,8 @@ def test_a_sequence_after_one_refused_for_the_isr_is_refused_the_same_way_not_as
     alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "2")
     assert _produce_idempotent(broker, "t", 3, b"s3").error_code == ErrorCode.not_enough_replicas
     alter(broker, TOPIC_RESOURCE, "t", "min.insync.replicas", "1")
+    again = _produce_idempotent(broker, "t", 2, b"s2")  # a late retry of a batch before the refused one
+    assert (again.error_code, again.base_offset) == (ErrorCode.none, 2)
+    assert _produce_idempotent(broker, "t", 4, b"s4").error_code == ErrorCode.not_enough_replicas  # still a gap
     monkeypatch.setattr(handler, "REFUSED_GAP_MS", -1)
     assert _produce_idempotent(broker, "t", 4, b"s4").error_code == ErrorCode.out_of_order_sequence_number
