@@ -19,14 +19,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # Client-library suites that spend most of their time waiting on group sessions, rebalances and client
-# start-ups, and two that wait on a Connect worker and a pip install: the chaos runs' worker takes them too,
-# so it does not sit idle once its runs are done. By an earlier run's per-test times, this splits the work
-# about evenly; with the first six only, "main" had about a tenth more.
+# start-ups: the chaos runs' worker takes them too, so it does not sit idle once its runs are done.
 REPO = CHAOS_DIR.parent.parent
 SIDE = tuple(REPO / p for p in ("compat-tests/groups", "compat-tests/kip848", "compat-tests/kip1071",
                                 "compat-tests/txn", "compat-tests/test_samsa_cli.py",
-                                "compat-tests/test_samsa_cli_errors.py", "compat-tests/test_kafka_connect.py",
-                                "compat-tests/test_distribution.py"))
+                                "compat-tests/test_samsa_cli_errors.py"))
 
 
 def _group(path: Path) -> str:
