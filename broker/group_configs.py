@@ -182,14 +182,20 @@ def _assignor(configs: Mapping[str, str | None], broker_overrides: Mapping[str, 
     return None
 
 
+def _default_int(name: str, broker_overrides: Mapping[str, str]) -> int:
+    """group_default(name) as a number (Kafka's own default if the broker config does not parse)."""
+    try:
+        return int(group_default(name, broker_overrides))
+    except ValueError:
+        return int(GROUP_CONFIGS[name].default)
+
+
 def _session_exceeds_heartbeat(parsed: Mapping[str, object], broker_overrides: Mapping[str, str]) -> str | None:
     for session, heartbeat in _SESSION_AND_HEARTBEAT:
         if session not in parsed and heartbeat not in parsed:
             continue
-        session_ms = parsed.get(session, _bound((f"group.{session}", int(GROUP_CONFIGS[session].default)),
-                                                broker_overrides))
-        heartbeat_ms = parsed.get(heartbeat, _bound((f"group.{heartbeat}", int(GROUP_CONFIGS[heartbeat].default)),
-                                                    broker_overrides))
+        session_ms = parsed.get(session, _default_int(session, broker_overrides))
+        heartbeat_ms = parsed.get(heartbeat, _default_int(heartbeat, broker_overrides))
         assert isinstance(session_ms, int) and isinstance(heartbeat_ms, int)
         if session_ms <= heartbeat_ms:
             return f"{session} must be greater than {heartbeat}"
