@@ -6,8 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from samsa.broker import launcher
 from samsa.broker.client import Connection
 
 from .conftest import Broker
@@ -120,9 +125,9 @@ def test_commits_are_checked_against_assignment_epochs_across_a_restart(broker: 
         assert commit(conn, "m-a", a2.member_epoch + 1, partition=0) == 113
 
 
-def classic_join(conn: Connection) -> Any:
+def classic_join(conn: Connection, timeout_ms: int = 10000) -> Any:
     sub = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0: topic "t"
-    return conn.request(11, {"group_id": GROUP, "session_timeout": 10000, "rebalance_timeout": 10000,
+    return conn.request(11, {"group_id": GROUP, "session_timeout": timeout_ms, "rebalance_timeout": timeout_ms,
                              "member_id": "", "protocol_type": "consumer",
                              "protocols": [{"name": "range", "metadata": sub}]}, version=3)
 
@@ -151,7 +156,19 @@ def test_classic_and_consumer_protocols_share_a_group_id(broker: Broker) -> None
         assert fetch(conn, None, -1).topics[0].partitions[0].committed_offset == 4
 
 
-def test_samsa_groups_describe_shows_a_consumer_group(broker: Broker) -> None:
+@pytest.fixture
+def patient_broker(tmp_path: Path) -> Iterator[Broker]:
+    """Kafka's default consumer session (45 s): the tests that run the CLI in a subprocess between heartbeats must
+    not lose a member to the fixture's 3 s session while a loaded machine starts that subprocess."""
+    b = Broker(tmp_path / "data", launcher.free_port(), extra_overrides=(
+        "group.consumer.session.timeout.ms=45000", "group.consumer.heartbeat.interval.ms=5000"))
+    b.start()
+    yield b
+    b.stop()
+
+
+def test_samsa_groups_describe_shows_a_consumer_group(patient_broker: Broker) -> None:
+    broker = patient_broker
     broker.create_topic("t", 2)
     with broker.connect() as conn:
         a = join(conn, "m-a", ["t"])
@@ -176,9 +193,10 @@ def describe_members(broker: Broker, output: str) -> str:
     return out.stdout
 
 
-def test_samsa_groups_describe_members_marks_the_classic_members_of_a_consumer_group(broker: Broker) -> None:
+def test_samsa_groups_describe_members_marks_the_classic_members_of_a_consumer_group(patient_broker: Broker) -> None:
     """As kafka-consumer-groups.sh --describe --members --verbose (Kafka 4.4): epochs and assignments, and an
     UPGRADED column (false: a classic member) while the group has members of both protocols."""
+    broker = patient_broker
     broker.create_topic("t", 2)
     with broker.connect() as conn:
         a = join(conn, "m-a", ["t"])
@@ -188,7 +206,7 @@ def test_samsa_groups_describe_members_marks_the_classic_members_of_a_consumer_g
             "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
         assert table[1].split()[5:] == ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
         assert table[2].split()[0] == "m-a" and "t:0,1" in table[2].split()
-        c = classic_join(conn)  # a classic member joins the consumer group (KIP-848's online migration)
+        c = classic_join(conn, 60000)  # a classic member joins the consumer group (KIP-848's online migration)
         assert c.error_code.value == 0
         described = json.loads(describe_members(broker, "json"))
         assert described["protocol_type"] == "consumer" and described["members"] == 2

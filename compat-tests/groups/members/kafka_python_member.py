@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
@@ -17,6 +20,8 @@ class Listener(ConsumerRebalanceListener):
 
 
 def main() -> None:
+    if os.environ.get("MEMBER_DEBUG"):  # kafka-python's own debug log on stderr, to read a stalled member
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
     bootstrap, topic, group, instance = args()
     stop = Stop()
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, group_instance_id=instance,
