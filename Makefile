@@ -44,8 +44,8 @@ $(PERF_TOOLS_STAMP): bench/perf-tools/pom.xml
 	rm -rf $(PERF_TOOLS_LIB) && mv $(PERF_TOOLS_LIB).tmp $(PERF_TOOLS_LIB)
 	touch $@
 
-# Two streams side by side (tests/chaos/conftest.py groups them): the short chaos runs, which mostly wait,
-# and everything else, each one test at a time.
+# Two streams side by side (tests/chaos/conftest.py groups them): the short chaos runs are one unit and
+# every other test module one unit, which both workers take until none is left.
 test: $(TEST_STAMP) compat-deps bench-deps compile
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30 -n 2 --dist loadgroup tests compat-tests
 

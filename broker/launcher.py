@@ -73,14 +73,57 @@ def serve_command(o: ServeOptions) -> list[str]:
 # --- ports and processes -------------------------------------------------------------------------------
 
 
+# Ports handed out are chosen below the kernel's ephemeral range (which port-0 binds and every outgoing
+# connection draw from), from a slice of their own for each pytest-xdist worker, and in turn within a
+# process: a port handed out but not yet bound can then be neither drawn again by a parallel test stream
+# nor taken as the local port of some client's connection in the meantime.
+PORTS_LOW = 10000
+
+
+def _port_slice() -> tuple[int, int] | None:
+    """[low, high) for this process, or None where the ephemeral range leaves no room below it."""
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    if ephemeral_low - PORTS_LOW < 2000:
+        return None
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    width = (ephemeral_low - PORTS_LOW) // workers
+    low = PORTS_LOW + (index % workers) * width
+    return low, low + width
+
+
+_ports_lock = threading.Lock()
+_next_port: list[int] = []  # this process's cursor in its slice, from a random start (a child process has its own)
+
+
 def free_ports(count: int, host: str = HOST) -> list[int]:
-    """Distinct free ports, all held open together while choosing."""
+    """Distinct ports free on `host` now, all held open together while choosing (see PORTS_LOW)."""
     socks: list[socket.socket] = []
     try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            socks.append(s)
+        bounds = _port_slice()
+        with _ports_lock:
+            if bounds is not None and not _next_port:
+                _next_port.append(bounds[0] + int.from_bytes(os.urandom(4), "big") % (bounds[1] - bounds[0]))
+            tries = 0
+            while len(socks) < count:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                port = 0
+                if bounds is not None and tries < 4 * (bounds[1] - bounds[0]):
+                    port = _next_port[0]
+                    _next_port[0] = bounds[0] + (port + 1 - bounds[0]) % (bounds[1] - bounds[0])
+                    tries += 1
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    s.close()
+                    if port == 0:
+                        raise
+                    continue
+                socks.append(s)
         return [int(s.getsockname()[1]) for s in socks]
     finally:
         for s in socks:

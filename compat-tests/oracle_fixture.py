@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samsa.broker import launcher
+
 COMPAT_DIR = Path(__file__).resolve().parent
 # The reference Kafka's version: one line in compat-tests/KAFKA_VERSION, which compat.mk gives Maven too.
 KAFKA_VERSION = (COMPAT_DIR / "KAFKA_VERSION").read_text().strip()
@@ -94,17 +96,8 @@ def classpath(lib_dir: Path | None = None) -> str:
 
 
 def free_ports(count: int) -> list[int]:
-    """Distinct free TCP ports on 127.0.0.1 (all held open together while choosing)."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """Distinct free TCP ports on 127.0.0.1, as Samsa's launcher picks them (no race between xdist workers)."""
+    return launcher.free_ports(count, HOST)
 
 
 def free_port() -> int:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from samsa.broker import launcher
+
 REPO = Path(__file__).resolve().parents[1]
 CLIENTS = [f"{name}=={version(name)}" for name in ("kafka-python", "aiokafka", "confluent-kafka")]
 START_TIMEOUT_S = 60
@@ -45,9 +47,7 @@ def _top_level(site_packages: Path) -> set[str]:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return launcher.free_port()  # outside the ephemeral range, a slice per xdist worker: no port race
 
 
 CLIENT_SCRIPT = """

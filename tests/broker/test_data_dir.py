@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from samsa.broker import launcher
 from samsa.kproto.records import decode_batches, encode_batch
 from samsa.storage.dir_lock import DataDirLock, DataDirLockedError
 
@@ -19,9 +19,7 @@ EXIT_TIMEOUT_S = 30
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return launcher.free_port()  # outside the ephemeral range, a slice per xdist worker: no port race
 
 
 def _serve(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from samsa.broker import launcher
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return launcher.free_port()  # outside the ephemeral range, a slice per xdist worker: no port race
 
 
 def test_server_properties_keys_apply(samsa_factory: Any, tmp_path: Path) -> None:
@@ -161,7 +161,6 @@ def test_typed_values_parse_as_kafka_reads_them(samsa_factory: Any, tmp_path: Pa
 
 
 def test_a_busy_port_is_one_line_not_a_traceback(tmp_path: Path) -> None:
-    import socket
     import subprocess
     import sys
 
@@ -180,7 +179,6 @@ def test_a_port_taken_by_another_process_is_not_mistaken_for_ours(samsa_factory:
     """free_port() can hand out a port someone else binds before samsa does: the port then answers, but not
     for our broker (it died: address already in use). The start waits for our own "ready" line, and the
     test fixture retries on a new port."""
-    import socket
 
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
