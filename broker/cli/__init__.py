@@ -12,6 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+from samsa.broker import entry
+
+if sys.argv[:1] == ["-m"]:  # `python -m samsa.broker.cli` while Python imports this package (see entry.py)
+    entry.hide_unused_imports()
+
 from samsa.broker.config import BrokerConfig, check_static_config, read_properties
 
 

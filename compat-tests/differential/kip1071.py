@@ -362,6 +362,20 @@ def _description_update(c: Connection, group: str, member: str) -> Any:
     return (err(r), r.error_message)
 
 
+def _wait_for_group_config(c: Connection, group: str, name: str, value: str) -> None:
+    """Kafka answers IncrementalAlterConfigs once the controller committed the change; its group coordinator
+    learns it when the broker publishes that metadata, a moment later (on a loaded machine, after the next
+    heartbeat). DescribeConfigs reads the same published image, and the coordinator is updated with it."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        r = c.request(32, {"resources": [{"resource_type": 32, "resource_name": group, "configuration_keys": [name]}],
+                           "include_synonyms": False, "include_documentation": False}, version=4)
+        if any(e.name == name and e.value == value for e in r.results[0].configs):
+            time.sleep(0.5)
+            return
+        time.sleep(0.1)
+
+
 @scenario
 def streams_group_v1(ctx: Ctx) -> Any:
     """Kafka 4.4's versions: StreamsGroupHeartbeat v1 (the int64 AcceptableRecoveryLag, TopologyDescriptionRequired,
@@ -378,6 +392,7 @@ def streams_group_v1(ctx: Ctx) -> Any:
         {"name": "streams.initial.rebalance.delay.ms", "config_operation": 0, "value": "0"}]}],
         "validate_only": False}, version=1)
     out["tags configured"] = err(alter.responses[0])
+    _wait_for_group_config(c, group, "streams.rack.aware.assignment.tags", "zone,cluster")
     out["a joins at v1 without tags"] = _heartbeat_v1(c, group, source, "member-a", 1, None)
     out["b joins at v1 with one tag"] = _heartbeat_v1(c, group, source, "member-b", 1, [("zone", "z1")])
     out["c joins at v1 with both"] = _heartbeat_v1(c, group, source, "member-c", 1, [("zone", "z1"), ("cluster", "k")])

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.skipif(EPHEMERAL_LOW - launcher.PORTS_LOW < 2000,
 
 def ports_in_worker(worker: str, count: int) -> list[int]:
     env = dict(os.environ, PYTEST_XDIST_WORKER=worker, PYTEST_XDIST_WORKER_COUNT="2")
-    out = subprocess.run([sys.executable, "-c", f"from samsa.broker import launcher; print(launcher.free_ports({count}))"],
-                         env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    program = f"from samsa.broker import launcher; print(launcher.free_ports({count}))"
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60,
+                         check=True).stdout
     return [int(p) for p in out.strip().strip("[]").split(",")]
 
 
