@@ -2,7 +2,8 @@
 process and every child it reaped: brokers, clients, JVMs) as a JSON line, so the suite's budget can be
 spent where it buys coverage. On a 2-core machine the suite is bound by CPU, not by waiting.
 
-    SAMSA_TEST_CPU=/tmp/cpu.jsonl .venv/bin/python -m pytest -p bench.pytest_cpu -n 2 --dist loadgroup tests compat-tests
+    SAMSA_TEST_CPU=/tmp/cpu.jsonl .venv/bin/python -m pytest -p bench.pytest_cpu -n 2 --dist loadgroup tests \
+        compat-tests
     .venv/bin/python -m bench.pytest_cpu /tmp/cpu.jsonl        # the totals by module, the largest first
 
 A module or session fixture's teardown counts to the last test that used it; a child still running when the
@@ -34,7 +35,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if path:
         end_self, end_children = _cpu()
         line = json.dumps({"test": item.nodeid, "wall": round(time.monotonic() - start_wall, 2),
-                           "self": round(end_self - start_self, 2), "children": round(end_children - start_children, 2)})
+                           "self": round(end_self - start_self, 2),
+                           "children": round(end_children - start_children, 2)})
         with open(path, "a") as f:
             f.write(line + "\n")
 
