@@ -1,24 +1,12 @@
-"""The `samsa` program (the console script and `python -m samsa.broker.cli`), before anything imports kio.
-
-kio's phantom types import `hypothesis` whenever it is installed, only to register property-test
-strategies. That import is half of the CPU a `samsa` start costs (0.8 s of user time for `samsa --help`
-against 0.4 s without it, on this machine), and the program never uses the strategies, so it hides the
-package from itself: a None entry in sys.modules makes `import hypothesis` raise ImportError, which kio
-expects. A program that imports Samsa as a library is left alone.
-"""
+"""The `samsa` console script: hides what the program never uses (lean_start.py), then runs the command line."""
 
 from __future__ import annotations
 
-import sys
-
-
-def hide_unused_imports() -> None:
-    if "hypothesis" not in sys.modules:
-        sys.modules["hypothesis"] = None  # type: ignore[assignment]  # Python's documented "not importable"
+from samsa.broker import lean_start
 
 
 def main() -> int:
-    hide_unused_imports()
+    lean_start.hide_unused_imports()
     from samsa.broker.cli import main as cli_main
 
     return cli_main()

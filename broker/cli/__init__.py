@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from samsa.broker import entry
+from samsa.broker import lean_start
 
-if sys.argv[:1] == ["-m"]:  # `python -m samsa.broker.cli` while Python imports this package (see entry.py)
-    entry.hide_unused_imports()
+if sys.argv[:1] == ["-m"]:  # `python -m samsa.broker.cli` while Python imports this package (lean_start.py)
+    lean_start.hide_unused_imports()
 
 from samsa.broker.config import BrokerConfig, check_static_config, read_properties
 
