@@ -19,10 +19,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`make test` runs two streams side by side (pytest-xdist, `-n 2 --dist loadgroup`). The short chaos runs
+    """`make test` runs three streams side by side (pytest-xdist, `-n 3 --dist loadgroup`). The short chaos runs
     are one unit, which mostly waits on faults and timers (20 runs: 477 s of wall time for 281 s of CPU,
     brokers and clients included); every other test module is a unit of its own, so its module and session
-    fixtures start once per worker that runs it, and both workers take modules until none is left.
+    fixtures start once per worker that runs it, and the workers take modules until none is left.
 
     Tests on 127.0.0.1 may run side by side because the launcher hands each worker ports from a slice of
     its own, below the kernel's ephemeral range (broker/launcher.py, PORTS_LOW); the chaos runs live in
