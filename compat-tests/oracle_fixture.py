@@ -210,10 +210,10 @@ def run_kafka_tool(
             stdin=None if input is not None else subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as e:  # subprocess.run kills the child on timeout
+        dumping.unlink(missing_ok=True)  # perhaps cut short while the JVM wrote it
         raise OracleError(f"{main_class} {' '.join(args)} timed out after {timeout}s") from e
-    finally:
-        if dumping.exists():  # written at the JVM's exit: renamed whole, so no JVM maps half an archive
-            os.replace(dumping, archive)
+    if dumping.exists():  # written at the JVM's exit: renamed whole, so no JVM maps half an archive
+        os.replace(dumping, archive)
     if check and res.returncode != 0:
         raise OracleError(
             f"{main_class} {' '.join(args)} exited {res.returncode}\n"
